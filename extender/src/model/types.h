@@ -1,0 +1,76 @@
+// Value types shared by the contention model and the transports that call it.
+//
+// The HTTP layer decodes a kube-scheduler request into an IncomingPod and a list
+// of node names; the model answers with one NodeDecision per node, carrying the
+// verdict, the 0..10 score and the terms that produced them (for explanations).
+#ifndef NEIGHBORLY_EXTENDER_SRC_MODEL_TYPES_H_
+#define NEIGHBORLY_EXTENDER_SRC_MODEL_TYPES_H_
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace neighborly::extender {
+
+enum class ContentionClass { kStandard, kBatch, kLatencyCritical };
+std::string_view ContentionClassName(ContentionClass c);  // "standard", "batch", ...
+
+enum class QosClass { kUnknown, kGuaranteed, kBurstable, kBestEffort };
+std::string_view QosClassName(QosClass q);  // "Guaranteed", ...
+
+// Where a pod's contention class came from (precedence order of the design).
+enum class ClassSource { kAnnotation, kLabelRule, kMeasured, kRemembered, kDefault };
+std::string_view ClassSourceName(ClassSource s);
+
+// The pod kube-scheduler asks about, reduced to what the model needs.
+struct IncomingPod {
+  std::string uid;
+  std::string namespace_name;
+  std::string name;
+  QosClass qos = QosClass::kUnknown;  // status.qosClass, or derived from resources
+  std::map<std::string, std::string> labels;
+  std::map<std::string, std::string> annotations;
+  int64_t cpu_request_millicores = 0;  // sum over containers (max with init containers)
+  int64_t memory_request_bytes = 0;
+  // Guaranteed with an integer CPU request: the kubelet's static CPU manager
+  // gives it exclusive cores, and single-numa-node admission applies.
+  bool wants_exclusive_cpus = false;
+};
+
+// One named contribution to a node's verdict or score, for explanations.
+struct Term {
+  std::string name;    // e.g. "l3_pressure", "membw_utilisation", "staleness"
+  double value = 0;    // the term's numeric value (unit in `detail`)
+  std::string detail;  // human-readable, e.g. "domain 1: 31.4 MB + 18.3 MB of 25 MB"
+};
+
+// The model's answer for one candidate node. Kept free of per-node heap
+// allocations on the hot path (500-5,000 nodes per request): the terms are plain
+// numbers, turned into text only when someone asks for an explanation, and
+// `reason` is filled only for rejected nodes.
+struct NodeDecision {
+  bool feasible = true;
+  std::string reason;  // when !feasible, e.g. "membw 84% > 80% on NUMA node 1"
+  int score = 5;          // 0..10, higher is better
+  double cost = 0;        // predicted interference cost (0 = none) behind the score
+  double confidence = 0;  // 0 (no or old telemetry) .. 1 (fresh)
+  bool has_telemetry = false;
+  // Terms behind the cost, each in [0, 1] unless noted.
+  double l3_pressure = 0;          // predicted occupancy / capacity on the chosen L3 domain
+  double membw_utilisation = 0;    // predicted bandwidth / peak on the chosen NUMA node
+  double harm_to_incoming = 0;     // interference the incoming pod would suffer
+  double harm_to_residents = 0;    // interference it would cause sensitive residents
+  double numa_penalty = 0;         // cost of not fitting on one NUMA node
+  int32_t numa_node = -1;          // the NUMA node the model expects the pod to use
+  int32_t l3_domain = -1;          // the L3 domain the model expects the pod to use
+};
+
+// Terms of a decision as text, for the operator API, logs and explanations.
+std::vector<Term> ExplainTerms(const NodeDecision& decision);
+
+}  // namespace neighborly::extender
+
+#endif  // NEIGHBORLY_EXTENDER_SRC_MODEL_TYPES_H_
