@@ -1,0 +1,145 @@
+// The decision core: cluster state + learned pod knowledge + bookings + the
+// contention model, behind the Decider seam the HTTP layer calls, plus the
+// read-only views the operator API serves.
+//
+//   ExtenderCore core(model_config, clock);
+//   core.Ingest(report);                       // from the gRPC ingest path
+//   core.Filter(pod, names, decisions);        // from /filter
+//   std::vector<NodeSummary> nodes = core.Nodes();   // for /v1/nodes
+#ifndef NEIGHBORLY_EXTENDER_SRC_CORE_EXTENDER_CORE_H_
+#define NEIGHBORLY_EXTENDER_SRC_CORE_EXTENDER_CORE_H_
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/time/time.h"
+#include "common/clock.h"
+#include "extender/src/http/decider.h"
+#include "extender/src/model/model_config.h"
+#include "extender/src/model/types.h"
+#include "neighborly/telemetry/v1/telemetry.pb.h"
+
+namespace neighborly::extender {
+
+// Operator view of one pod on a node.
+struct PodSummary {
+  std::string uid;
+  std::string namespace_name;
+  std::string name;
+  std::string qos_class;         // "Guaranteed", ...
+  std::string contention_class;  // "latency-critical" | "batch" | "standard"
+  std::string class_source;      // "annotation" | "label-rule" | "measured" | "remembered" | "default"
+  bool aggressor = false;
+  std::string exclusive_cpus;
+  std::optional<int64_t> cpu_usage_millicores;
+  std::optional<uint64_t> llc_occupancy_bytes;
+  std::optional<uint64_t> membw_total_bytes_per_second;
+  std::optional<uint64_t> membw_local_bytes_per_second;
+  std::optional<double> ipc;
+  std::optional<double> llc_misses_per_kilo_instructions;
+  std::map<std::string, std::string> unavailable;  // metric -> reason
+};
+
+struct L3DomainSummary {
+  uint32_t id = 0;
+  uint32_t numa_node = 0;
+  uint64_t size_bytes = 0;
+  std::optional<uint64_t> occupancy_bytes;
+  double pressure = 0;  // occupancy (measured, else sum of pods) / size
+};
+
+struct NumaNodeSummary {
+  uint32_t id = 0;
+  std::string cpus;
+  uint64_t memory_bytes = 0;
+  uint64_t peak_membw_bytes_per_second = 0;
+  std::string peak_membw_source;
+  std::optional<uint64_t> membw_bytes_per_second;
+  double membw_utilisation = 0;  // measured (or summed) bandwidth / peak
+  uint32_t free_exclusive_cpus = 0;
+  uint64_t free_memory_bytes = 0;
+};
+
+// Operator view of one node: what /v1/nodes lists and neighborlyctl shows.
+struct NodeSummary {
+  std::string name;
+  absl::Duration telemetry_age;
+  double confidence = 0;         // 1 fresh .. 0 stale (neutral)
+  double contention_score = 0;   // 0 (quiet) .. 1 (saturated): max of L3 pressure and bandwidth
+  uint64_t sequence = 0;
+  std::string agent_version;
+  std::map<std::string, std::string> capabilities;  // name -> "available" or the reason
+  std::string cpu_manager_policy;
+  std::string topology_manager_policy;
+  std::vector<L3DomainSummary> l3_domains;
+  std::vector<NumaNodeSummary> numa_nodes;
+  std::map<std::string, int> pods_by_class;  // "latency-critical" -> n, ...
+  std::vector<std::string> aggressors;       // "namespace/name"
+  std::vector<PodSummary> pods;              // filled by Node(), empty in Nodes()
+  int bookings = 0;                          // in-flight pods booked on this node
+};
+
+// One recorded decision for explanations (/v1/decisions, neighborlyctl explain).
+struct DecisionRecord {
+  absl::Time at;
+  std::string verb;  // "filter" | "prioritize"
+  std::string pod_uid;
+  std::string pod;   // "namespace/name"
+  std::string contention_class;
+  std::string class_source;
+  struct PerNode {
+    std::string node;
+    NodeDecision decision;
+  };
+  std::vector<PerNode> nodes;
+  std::string booked_node;  // prioritize only: where the footprint was booked
+};
+
+struct IngestStats {
+  uint64_t reports_accepted = 0;
+  uint64_t reports_rejected = 0;
+  uint64_t streams_open = 0;
+};
+
+class ExtenderCore : public Decider {
+ public:
+  ExtenderCore(ModelConfig config, const Clock& clock);
+  ~ExtenderCore() override;
+
+  // Validates and applies one report (the gRPC ingest path). Invalid reports
+  // return INVALID_ARGUMENT naming the problem and change no state. Releases
+  // bookings of pods the report shows running.
+  absl::Status Ingest(const telemetry::v1::NodeReport& report);
+
+  // Decider.
+  void Filter(const IncomingPod& pod, std::span<const std::string_view> nodes,
+              std::vector<NodeDecision>& out) override;
+  void Prioritize(const IncomingPod& pod, std::span<const std::string_view> nodes,
+                  std::vector<NodeDecision>& out) override;
+
+  // Operator views; safe to call concurrently with everything else.
+  std::vector<NodeSummary> Nodes() const;  // sorted by contention, highest first
+  std::optional<NodeSummary> Node(std::string_view name) const;
+  // Latest decisions for a pod, matched by uid, "namespace/name" or name; newest first.
+  std::vector<DecisionRecord> Decisions(std::string_view pod, size_t limit) const;
+  size_t node_count() const;
+
+  // Learned knowledge (per-UID classes and hints) survives restarts through this file.
+  absl::Status LoadState(const std::string& path);
+  absl::Status SaveState(const std::string& path) const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace neighborly::extender
+
+#endif  // NEIGHBORLY_EXTENDER_SRC_CORE_EXTENDER_CORE_H_

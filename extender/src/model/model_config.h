@@ -1,0 +1,66 @@
+// Parameters of the contention model. Defaults follow docs/scoring.md; the
+// extender's YAML config (docs/configuration.md) can override every field.
+#ifndef NEIGHBORLY_EXTENDER_SRC_MODEL_MODEL_CONFIG_H_
+#define NEIGHBORLY_EXTENDER_SRC_MODEL_MODEL_CONFIG_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/time/time.h"
+#include "extender/src/model/types.h"
+
+namespace neighborly::extender {
+
+// "A pod whose label `key` has one of `values` is of class `contention_class`."
+struct LabelRule {
+  std::string key;
+  std::vector<std::string> values;
+  ContentionClass contention_class = ContentionClass::kBatch;
+};
+
+// Footprint assumed for a pod that has neither hints nor measurements.
+struct Footprint {
+  int64_t llc_bytes = 0;
+  int64_t membw_bytes_per_second = 0;
+};
+
+struct ModelConfig {
+  // --- classes ---
+  std::vector<LabelRule> label_rules = {
+      {"workload-type", {"batch", "etl"}, ContentionClass::kBatch}};
+  // A running pod is an aggressor (treated as batch) when its measured memory
+  // bandwidth passes this share of its NUMA node's peak, or its L3 occupancy
+  // passes this share of its L3 domain's capacity.
+  double aggressor_membw_share = 0.25;
+  double aggressor_l3_share = 0.5;
+
+  // --- hard filters ---
+  bool isolate_latency_critical = true;  // no latency-critical pod beside batch/aggressors
+  bool isolate_batch = true;             // no batch pod beside latency-critical pods
+  double membw_headroom = 0.80;          // latency-critical: predicted utilisation limit
+  bool numa_admission = true;            // single-numa-node / restricted admission check
+
+  // --- footprints when a pod has no hints and no measurements ---
+  Footprint default_latency_critical = {8 << 20, 2'000'000'000};
+  Footprint default_batch = {24 << 20, 15'000'000'000};
+  Footprint default_standard = {4 << 20, 1'000'000'000};
+  // Peak bandwidth assumed for a NUMA node whose report carries none.
+  int64_t default_peak_membw_bytes_per_second = 50'000'000'000;
+
+  // --- score ---
+  double l3_weight = 0.45;
+  double membw_weight = 0.45;
+  double numa_weight = 0.10;
+
+  // --- staleness ---
+  int fresh_intervals = 3;                  // confidence 1 while younger than this many intervals
+  absl::Duration max_age = absl::Seconds(60);  // confidence 0 (neutral score 5) from here on
+
+  // --- in-flight bookings ---
+  absl::Duration booking_ttl = absl::Seconds(30);
+};
+
+}  // namespace neighborly::extender
+
+#endif  // NEIGHBORLY_EXTENDER_SRC_MODEL_MODEL_CONFIG_H_
