@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# make demo: start the extender and the simulated fleet of the reference
+# scenario on loopback, then let neighborly-demo send kube-scheduler's requests
+# and print the story. Everything stops when the demo ends.
+set -euo pipefail
+build=${1:-build/default}
+scenario=${SCENARIO:-deploy/examples/content-platform.yaml}
+pods=${PODS:-deploy/examples/content-platform-incoming.json}
+logdir=$(mktemp -d)
+pids=()
+cleanup() {
+  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  rm -rf "$logdir"
+}
+trap cleanup EXIT
+
+"$build/extender/neighborly-extender" --http-address 127.0.0.1:0 --grpc-address 127.0.0.1:0 \
+  --log-level warn 2>"$logdir/extender.log" &
+pids+=($!)
+
+# Wait for the line "listening http=HOST:PORT grpc=HOST:PORT".
+for _ in $(seq 1 100); do
+  line=$(grep -m1 'listening http=' "$logdir/extender.log" || true)
+  [ -n "$line" ] && break
+  if ! kill -0 "${pids[0]}" 2>/dev/null; then
+    echo "demo: the extender exited:"; cat "$logdir/extender.log"; exit 1
+  fi
+  sleep 0.1
+done
+if [ -z "${line:-}" ]; then echo "demo: the extender did not start:"; cat "$logdir/extender.log"; exit 1; fi
+http=$(sed -E 's/.*http=([^ ]+).*/\1/' <<<"$line")
+grpc=$(sed -E 's/.*grpc=([^ ]+).*/\1/' <<<"$line")
+
+"$build/node-agent/neighborly-agent" --simulate "$scenario" --extender "$grpc" --interval 1s \
+  --log-level warn 2>"$logdir/agent.log" &
+pids+=($!)
+
+echo "Neighborly demo: the content platform ($scenario)"
+echo "extender on http://$http (scheduler + operator API) and $grpc (telemetry); simulated fleet streaming"
+echo
+if ! "$build/tools/demo/neighborly-demo" --server "http://$http" --scenario "$scenario" --pods "$pods"; then
+  echo "--- extender log"; cat "$logdir/extender.log"; echo "--- agent log"; cat "$logdir/agent.log"
+  exit 1
+fi

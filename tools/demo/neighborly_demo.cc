@@ -1,0 +1,306 @@
+// neighborly-demo: tells the noisy-neighbour story of the reference scenario
+// against a running extender that the simulated fleet is streaming to.
+//
+//   neighborly-demo --server http://127.0.0.1:8888
+//       --scenario deploy/examples/content-platform.yaml
+//       --pods deploy/examples/content-platform-incoming.json
+//
+// For each incoming pod it sends the requests kube-scheduler would send
+// (/filter, then /prioritize on the survivors; real HTTP, real bodies) and
+// prints every node's verdict, score and reason next to what the default
+// scheduler would have done. scripts/demo.sh starts the processes.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <httplib.h>
+#include <yaml-cpp/yaml.h>
+
+#include "nlohmann/json.hpp"
+#include "tools/demo/default_scheduler.h"
+
+namespace neighborly::demo {
+namespace {
+
+using nlohmann::json;
+
+struct ScenarioNode {
+  NodeLoad load;
+  std::vector<std::string> pods;  // "name (class)" for the narrative
+};
+
+struct Args {
+  std::string server;
+  std::string scenario;
+  std::string pods;
+};
+
+int Fail(const std::string& message) {
+  std::cerr << "neighborly-demo: " << message << "\n";
+  return 1;
+}
+
+std::string Pct(double ratio) {
+  char buf[16];
+  std::snprintf(buf, sizeof buf, "%3.0f%%", ratio * 100);
+  return buf;
+}
+
+std::string Pad(std::string s, size_t width) {
+  if (s.size() < width) s.append(width - s.size(), ' ');
+  return s;
+}
+
+std::vector<ScenarioNode> LoadScenario(const std::string& path) {
+  const YAML::Node root = YAML::LoadFile(path);
+  std::vector<ScenarioNode> nodes;
+  for (const YAML::Node& n : root["nodes"]) {
+    ScenarioNode node;
+    node.load.name = n["name"].as<std::string>();
+    for (const YAML::Node& numa : n["numaNodes"]) {
+      const std::string cpus = numa["cpus"].as<std::string>();
+      // Count CPUs in "a-b,c" lists.
+      std::stringstream ss(cpus);
+      std::string part;
+      while (std::getline(ss, part, ',')) {
+        const size_t dash = part.find('-');
+        const int64_t count = dash == std::string::npos
+                                  ? 1
+                                  : std::stoll(part.substr(dash + 1)) - std::stoll(part) + 1;
+        node.load.allocatable_millicores += count * 1000;
+      }
+      node.load.allocatable_memory_bytes += numa["memoryBytes"].as<int64_t>();
+    }
+    for (const YAML::Node& p : n["pods"]) {
+      if (p["cpuRequestMillicores"]) {
+        node.load.requested_millicores += p["cpuRequestMillicores"].as<int64_t>();
+      }
+      if (p["memoryRequestBytes"]) {
+        node.load.requested_memory_bytes += p["memoryRequestBytes"].as<int64_t>();
+      }
+      node.pods.push_back(p["name"].as<std::string>());
+    }
+    nodes.push_back(std::move(node));
+  }
+  return nodes;
+}
+
+int64_t Quantity(const json& q, bool milli) {
+  // The demo pods use only plain numbers and "Gi"; the extender parses the rest.
+  const std::string s = q.get<std::string>();
+  if (s.ends_with("Gi")) return std::stoll(s) * (int64_t{1} << 30);
+  if (s.ends_with("m")) return std::stoll(s) * (milli ? 1 : 0);
+  return std::stoll(s) * (milli ? 1000 : 1);
+}
+
+json Get(httplib::Client& client, const std::string& path) {
+  httplib::Result r = client.Get(path);
+  if (!r) throw std::runtime_error("GET " + path + ": " + httplib::to_string(r.error()));
+  if (r->status != 200) {
+    throw std::runtime_error("GET " + path + ": HTTP " + std::to_string(r->status) + " " + r->body);
+  }
+  return json::parse(r->body);
+}
+
+json Post(httplib::Client& client, const std::string& path, const json& body) {
+  httplib::Result r = client.Post(path, body.dump(), "application/json");
+  if (!r) throw std::runtime_error("POST " + path + ": " + httplib::to_string(r.error()));
+  if (r->status != 200) {
+    throw std::runtime_error("POST " + path + ": HTTP " + std::to_string(r->status) + " " +
+                             r->body);
+  }
+  return json::parse(r->body);
+}
+
+void WaitForFleet(httplib::Client& client, size_t want) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (true) {
+    json nodes = Get(client, "/v1/nodes");
+    if (nodes.size() >= want) return;
+    if (std::chrono::steady_clock::now() > deadline) {
+      throw std::runtime_error("only " + std::to_string(nodes.size()) + " of " +
+                               std::to_string(want) + " nodes reported within 30 s");
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+}
+
+void PrintCluster(httplib::Client& client, const std::vector<ScenarioNode>& scenario) {
+  json nodes = Get(client, "/v1/nodes");
+  std::map<std::string, json> by_name;
+  for (json& n : nodes) by_name[n.value("name", "")] = n;
+  std::cout << "The cluster as the agents report it (one report per node per second):\n\n";
+  std::cout << "  " << Pad("NODE", 8) << Pad("L3 PRESSURE/SOCKET", 20)
+            << Pad("MEMBW/NUMA NODE", 18) << Pad("LC/BATCH/STD", 14) << "PODS\n";
+  for (const ScenarioNode& s : scenario) {
+    const json& n = by_name[s.load.name];
+    std::string l3, bw;
+    for (const json& d : n.value("l3_domains", json::array())) l3 += Pct(d.value("pressure", 0.0)) + " ";
+    for (const json& d : n.value("numa_nodes", json::array())) {
+      bw += Pct(d.value("membw_utilisation", 0.0)) + " ";
+    }
+    const json classes = n.value("pods_by_class", json::object());
+    const std::string mix = std::to_string(classes.value("latency-critical", 0)) + "/" +
+                            std::to_string(classes.value("batch", 0)) + "/" +
+                            std::to_string(classes.value("standard", 0));
+    std::string pods;
+    for (const std::string& p : s.pods) pods += (pods.empty() ? "" : ", ") + p;
+    std::cout << "  " << Pad(s.load.name, 8) << Pad(l3, 20) << Pad(bw, 18) << Pad(mix, 14)
+              << pods << "\n";
+  }
+  std::cout << "\n";
+}
+
+void Place(httplib::Client& client, const json& pod, std::vector<ScenarioNode>& scenario,
+           int step) {
+  const json& meta = pod["metadata"];
+  const json& resources = pod["spec"]["containers"][0]["resources"]["requests"];
+  const int64_t cpu = Quantity(resources["cpu"], true);
+  const int64_t mem = Quantity(resources["memory"], false);
+
+  std::cout << step << ") kube-scheduler asks where to place " << meta["namespace"].get<std::string>()
+            << "/" << meta["name"].get<std::string>() << "\n   (";
+  const json labels = meta.value("labels", json::object());
+  const json ann = meta.value("annotations", json::object());
+  if (ann.contains("neighborly.io/class")) {
+    std::cout << "class " << ann["neighborly.io/class"].get<std::string>();
+  } else if (labels.contains("workload-type")) {
+    std::cout << "label workload-type=" << labels["workload-type"].get<std::string>();
+  }
+  std::cout << ", " << pod["status"]["qosClass"].get<std::string>() << ", requests "
+            << resources["cpu"].get<std::string>() << " cpu / "
+            << resources["memory"].get<std::string>();
+  if (ann.contains("neighborly.io/llc-bytes")) {
+    std::cout << ", footprint " << ann["neighborly.io/llc-bytes"].get<std::string>() << "B L3, "
+              << ann["neighborly.io/membw-bytes-per-second"].get<std::string>() << "B/s memory";
+  }
+  std::cout << ")\n\n";
+
+  json names = json::array();
+  for (const ScenarioNode& s : scenario) names.push_back(s.load.name);
+  const json filter = Post(client, "/filter", {{"Pod", pod}, {"Nodes", nullptr}, {"NodeNames", names}});
+  json survivors = filter["NodeNames"].is_null() ? json::array() : filter["NodeNames"];
+  const json failed = filter["FailedNodes"].is_null() ? json::object() : filter["FailedNodes"];
+  std::map<std::string, int> scores;
+  if (survivors.size() >= 1) {
+    const json prio =
+        Post(client, "/prioritize", {{"Pod", pod}, {"Nodes", nullptr}, {"NodeNames", survivors}});
+    for (const json& hp : prio) scores[hp["Host"].get<std::string>()] = hp["Score"].get<int>();
+  }
+
+  std::string neighborly_pick, default_pick;
+  int best_score = -1;
+  int64_t best_default = -1;
+  for (const json& survivor : survivors) {
+    const std::string name = survivor.get<std::string>();
+    if (scores[name] > best_score) best_score = scores[name], neighborly_pick = name;
+  }
+  std::map<std::string, DefaultScore> defaults;
+  for (const ScenarioNode& s : scenario) {
+    defaults[s.load.name] = ScoreDefault(s.load, cpu, mem);
+    if (defaults[s.load.name].fits && defaults[s.load.name].score > best_default) {
+      best_default = defaults[s.load.name].score;
+      default_pick = s.load.name;
+    }
+  }
+
+  std::cout << "   " << Pad("NODE", 8) << Pad("NEIGHBORLY", 12) << Pad("SCORE", 7)
+            << Pad("DEFAULT", 9) << "REASON / RESIDENTS\n";
+  for (const ScenarioNode& s : scenario) {
+    const std::string& name = s.load.name;
+    const bool passed = std::find(survivors.begin(), survivors.end(), name) != survivors.end();
+    std::string verdict = passed ? "pass" : "REJECTED";
+    std::string score = passed ? std::to_string(scores[name]) + "/10" : "-";
+    if (name == neighborly_pick) score += " *";
+    std::string def = defaults[name].fits ? std::to_string(defaults[name].score) : "no fit";
+    if (name == default_pick) def += " *";
+    std::string why = passed ? "" : failed.value(name, std::string("(no reason given)"));
+    if (why.empty()) {
+      for (const std::string& p : s.pods) why += (why.empty() ? "" : ", ") + p;
+    }
+    std::cout << "   " << Pad(name, 8) << Pad(verdict, 12) << Pad(score, 7) << Pad(def, 9) << why
+              << "\n";
+  }
+  std::cout << "\n   Neighborly: " << (neighborly_pick.empty() ? "no node" : neighborly_pick)
+            << "   default scheduler: " << default_pick;
+  if (!default_pick.empty() && failed.contains(default_pick)) {
+    std::cout << "  <- Neighborly refuses that node: " << failed[default_pick].get<std::string>();
+  }
+  std::cout << "\n\n";
+
+  // The scheduler binds the pod where Neighborly pointed; count its requests there.
+  for (ScenarioNode& s : scenario) {
+    if (s.load.name == neighborly_pick) {
+      s.load.requested_millicores += cpu;
+      s.load.requested_memory_bytes += mem;
+      s.pods.push_back(meta["name"].get<std::string>() + " (in flight)");
+    }
+  }
+}
+
+int Run(const Args& args) {
+  std::vector<ScenarioNode> scenario = LoadScenario(args.scenario);
+  std::ifstream pods_file(args.pods);
+  if (!pods_file) return Fail("cannot read " + args.pods);
+  const json incoming = json::parse(pods_file);
+
+  httplib::Client client(args.server);
+  client.set_connection_timeout(2);
+  client.set_read_timeout(5);
+  WaitForFleet(client, scenario.size());
+  PrintCluster(client, scenario);
+  int step = 1;
+  for (const json& pod : incoming["pods"]) Place(client, pod, scenario, step++);
+  std::cout << "Scores are 0..10, higher is better; * marks each scheduler's choice. DEFAULT is\n"
+               "kube-scheduler's LeastAllocated + BalancedAllocation score (0..200) from\n"
+               "requests alone: it cannot see L3 or memory bandwidth. Explanations per node:\n"
+               "GET /v1/decisions?pod=<uid> on the extender.\n";
+  return 0;
+}
+
+}  // namespace
+}  // namespace neighborly::demo
+
+int main(int argc, char** argv) {
+  neighborly::demo::Args args;
+  for (int i = 1; i < argc; ++i) {
+    const std::string flag = argv[i];
+    auto value = [&](std::string& out) {
+      if (i + 1 >= argc) {
+        std::cerr << "neighborly-demo: " << flag << " needs a value\n";
+        std::exit(2);
+      }
+      out = argv[++i];
+    };
+    if (flag == "--server") {
+      value(args.server);
+    } else if (flag == "--scenario") {
+      value(args.scenario);
+    } else if (flag == "--pods") {
+      value(args.pods);
+    } else if (flag == "--help") {
+      std::cout << "usage: neighborly-demo --server URL --scenario FILE --pods FILE\n";
+      return 0;
+    } else {
+      std::cerr << "neighborly-demo: unknown flag " << flag << "\n";
+      return 2;
+    }
+  }
+  if (args.server.empty() || args.scenario.empty() || args.pods.empty()) {
+    std::cerr << "neighborly-demo: --server, --scenario and --pods are required\n";
+    return 2;
+  }
+  try {
+    return neighborly::demo::Run(args);
+  } catch (const std::exception& e) {
+    std::cerr << "neighborly-demo: " << e.what() << "\n";
+    return 1;
+  }
+}
