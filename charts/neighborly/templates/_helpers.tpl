@@ -1,0 +1,96 @@
+{{/* SPDX-License-Identifier: Apache-2.0 */}}
+
+{{/* Chart name, 63 characters at most. */}}
+{{- define "neighborly.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{/* Resource name prefix: the release name, plus the chart name unless the release name holds it. */}}
+{{- define "neighborly.fullname" -}}
+{{- if .Values.fullnameOverride -}}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- $name := default .Chart.Name .Values.nameOverride -}}
+{{- if contains $name .Release.Name -}}
+{{- .Release.Name | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{/* Name of one component's objects: <fullname>-<component>. */}}
+{{- define "neighborly.componentName" -}}
+{{- printf "%s-%s" (include "neighborly.fullname" .root) .component | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{- define "neighborly.chart" -}}
+{{- printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{/* Labels on every object; call with (dict "root" $ "component" "extender"). */}}
+{{- define "neighborly.labels" -}}
+helm.sh/chart: {{ include "neighborly.chart" .root }}
+{{ include "neighborly.selectorLabels" . }}
+app.kubernetes.io/version: {{ .root.Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .root.Release.Service }}
+app.kubernetes.io/part-of: neighborly
+{{- with .root.Values.commonLabels }}
+{{ toYaml . }}
+{{- end }}
+{{- end -}}
+
+{{- define "neighborly.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "neighborly.name" .root }}
+app.kubernetes.io/instance: {{ .root.Release.Name }}
+app.kubernetes.io/component: {{ .component }}
+{{- end -}}
+
+{{/* The Neighborly image reference. */}}
+{{- define "neighborly.image" -}}
+{{- $tag := default .Chart.AppVersion .Values.image.tag -}}
+{{- printf "%s/%s:%s" .Values.image.registry .Values.image.repository $tag -}}
+{{- end -}}
+
+{{/* The extender's in-cluster HTTP URL, as the scheduler calls it. */}}
+{{- define "neighborly.extenderURL" -}}
+{{- if .Values.schedulerExtender.urlPrefix -}}
+{{- .Values.schedulerExtender.urlPrefix -}}
+{{- else -}}
+{{- printf "http://%s.%s.svc:%d" (include "neighborly.componentName" (dict "root" . "component" "extender")) .Release.Namespace (int .Values.extender.httpPort) -}}
+{{- end -}}
+{{- end -}}
+
+{{/* The headless Service agents resolve to reach every extender replica. */}}
+{{- define "neighborly.extenderAgentsAddress" -}}
+{{- printf "%s.%s.svc:%d" (include "neighborly.componentName" (dict "root" . "component" "extender-agents")) .Release.Namespace (int .Values.extender.grpcPort) -}}
+{{- end -}}
+
+{{/* The `extenders:` entry shared by the second scheduler and the primary-scheduler snippet. */}}
+{{- define "neighborly.extenderEntry" -}}
+- urlPrefix: {{ include "neighborly.extenderURL" . | quote }}
+  filterVerb: filter
+  prioritizeVerb: prioritize
+  weight: {{ .Values.schedulerExtender.weight }}
+  enableHTTPS: false
+  httpTimeout: {{ .Values.schedulerExtender.httpTimeout }}
+  nodeCacheCapable: {{ .Values.schedulerExtender.nodeCacheCapable }}
+  ignorable: {{ .Values.schedulerExtender.ignorable }}
+{{- end -}}
+
+{{/* Image pull secrets block for a pod spec. */}}
+{{- define "neighborly.imagePullSecrets" -}}
+{{- with .Values.imagePullSecrets }}
+imagePullSecrets:
+{{ toYaml . }}
+{{- end }}
+{{- end -}}
+
+{{/* Prometheus scrape annotations; call with (dict "root" $ "port" 8888). */}}
+{{- define "neighborly.scrapeAnnotations" -}}
+{{- if .root.Values.metrics.podAnnotations }}
+prometheus.io/scrape: "true"
+prometheus.io/port: {{ .port | quote }}
+prometheus.io/path: /metrics
+{{- end }}
+{{- end -}}
