@@ -1,0 +1,645 @@
+#include "node-agent/src/simulate/scenario.h"
+
+#include <algorithm>
+#include <fstream>
+#include <functional>
+#include <set>
+#include <sstream>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "common/cpu_list.h"
+#include "common/quantity.h"
+#include "common/strings.h"
+#include "node-agent/src/simulate/internal/yaml_fields.h"
+#include "node-agent/src/simulate/node_report.h"
+#include "yaml-cpp/yaml.h"
+
+namespace neighborly::agent {
+namespace {
+
+namespace tv1 = ::neighborly::telemetry::v1;
+using internal::ErrorAt;
+using internal::Fields;
+using internal::YamlSource;
+
+constexpr size_t kMaxNodeNameBytes = 253;  // a Kubernetes DNS subdomain
+
+// Node-level optional keys beyond the design's example are documented in
+// docs/simulation.md ("capabilities").
+const std::vector<std::string> kRootKeys = {"apiVersion", "kind", "nodes"};
+const std::vector<std::string> kNodeKeys = {"name",      "kubelet", "numaNodes",
+                                            "l3Domains", "pods",    "capabilities"};
+const std::vector<std::string> kKubeletKeys = {"cpuManagerPolicy", "topologyManagerPolicy",
+                                               "topologyManagerScope", "reservedCpus"};
+const std::vector<std::string> kNumaKeys = {"id", "cpus", "memoryBytes", "peakMembwBytesPerSecond",
+                                            "distances"};
+const std::vector<std::string> kL3Keys = {"id",
+                                          "cpus",
+                                          "sizeBytes",
+                                          "numaNode",
+                                          "occupancyBytes",
+                                          "membwTotalBytesPerSecond",
+                                          "membwLocalBytesPerSecond"};
+const std::vector<std::string> kPodKeys = {"uid",
+                                           "namespace",
+                                           "name",
+                                           "qosClass",
+                                           "labels",
+                                           "annotations",
+                                           "cpuRequestMillicores",
+                                           "memoryRequestBytes",
+                                           "exclusiveCpus",
+                                           "cpuUsageMillicores",
+                                           "llcOccupancyBytes",
+                                           "membwTotalBytesPerSecond",
+                                           "membwLocalBytesPerSecond",
+                                           "ipc",
+                                           "llcMissesPerKiloInstructions",
+                                           "memoryBytesByNuma",
+                                           "psiCpuSomeAvg10",
+                                           "psiMemorySomeAvg10",
+                                           "psiMemoryFullAvg10"};
+
+struct CapabilityKey {
+  std::string_view key;
+  std::function<tv1::Capability*(tv1::Capabilities*)> get;
+};
+
+const std::vector<CapabilityKey>& CapabilityKeys() {
+  static const auto* keys = new std::vector<CapabilityKey>{
+      {"resctrlOccupancy", [](tv1::Capabilities* c) { return c->mutable_resctrl_occupancy(); }},
+      {"resctrlMbmTotal", [](tv1::Capabilities* c) { return c->mutable_resctrl_mbm_total(); }},
+      {"resctrlMbmLocal", [](tv1::Capabilities* c) { return c->mutable_resctrl_mbm_local(); }},
+      {"perfHardwareCounters",
+       [](tv1::Capabilities* c) { return c->mutable_perf_hardware_counters(); }},
+      {"psi", [](tv1::Capabilities* c) { return c->mutable_psi(); }},
+      {"kubeletPodResources",
+       [](tv1::Capabilities* c) { return c->mutable_kubelet_pod_resources(); }},
+      {"cpuManagerState", [](tv1::Capabilities* c) { return c->mutable_cpu_manager_state(); }},
+      {"podMetadata", [](tv1::Capabilities* c) { return c->mutable_pod_metadata(); }},
+  };
+  return *keys;
+}
+
+// Checks `value` against a closed set of spellings.
+absl::Status CheckOneOf(const Fields& f, std::string_view key, const std::string& value,
+                        const std::vector<std::string_view>& allowed) {
+  if (std::find(allowed.begin(), allowed.end(), value) != allowed.end()) return absl::OkStatus();
+  std::string list;
+  for (std::string_view a : allowed) absl::StrAppend(&list, list.empty() ? "" : ", ", Av(a));
+  return f.ErrorFor(key, absl::StrCat("key \"", Av(key), "\" in ", f.what(), " must be one of ",
+                                      list, ", got \"", value, "\""));
+}
+
+bool IsSubset(const CpuSet& inner, const CpuSet& outer) {
+  return IntersectionSize(inner, outer) == inner.size();
+}
+
+CpuSet Union(const CpuSet& a, const CpuSet& b) {
+  CpuSet out;
+  std::set_union(a.begin(), a.end(), b.begin(), b.end(), std::back_inserter(out));
+  return out;
+}
+
+// Parses everything about one node and checks it for internal consistency.
+class NodeParser {
+ public:
+  NodeParser(const YamlSource& source, std::set<std::string>* seen_uids)
+      : source_(source), seen_uids_(seen_uids) {}
+
+  absl::StatusOr<tv1::NodeReport> Parse(const YAML::Node& yaml) {
+    absl::StatusOr<Fields> f = Fields::Of(source_, yaml, "node", kNodeKeys);
+    if (!f.ok()) return f.status();
+    absl::StatusOr<std::string> name = f->RequiredString("name");
+    if (!name.ok()) return name.status();
+    if (name->size() > kMaxNodeNameBytes) {
+      return f->ErrorFor("name",
+                         absl::StrCat("node name is longer than ", kMaxNodeNameBytes, " bytes"));
+    }
+    report_.set_node_name(*name);
+    what_ = absl::StrCat("node \"", *name, "\"");
+    for (auto step : {&NodeParser::ParseNuma, &NodeParser::ParseL3, &NodeParser::ParseKubelet,
+                      &NodeParser::ParseCapabilities, &NodeParser::ParsePods}) {
+      if (absl::Status s = (this->*step)(*f); !s.ok()) return s;
+    }
+    DeriveNodeMeasurements(&report_);
+    return std::move(report_);
+  }
+
+ private:
+  absl::Status ParseNuma(const Fields& node) {
+    absl::StatusOr<std::optional<YAML::Node>> list = node.List("numaNodes");
+    if (!list.ok()) return list.status();
+    if (!list->has_value() || (*list)->size() == 0) {
+      return node.ErrorFor("numaNodes", absl::StrCat("missing required key \"numaNodes\" in ",
+                                                     what_, " (at least one NUMA node)"));
+    }
+    std::vector<Fields> entries;
+    for (const YAML::Node& item : **list) {
+      absl::StatusOr<Fields> f = Fields::Of(source_, item, "numaNodes entry", kNumaKeys);
+      if (!f.ok()) return f.status();
+      absl::StatusOr<uint64_t> id = f->RequiredUint("id");
+      if (!id.ok()) return id.status();
+      if (*id > UINT32_MAX) return f->ErrorFor("id", "NUMA node id is too large");
+      if (numa_ids_.count(static_cast<uint32_t>(*id)) != 0) {
+        return f->ErrorFor("id", absl::StrCat("duplicate NUMA node id ", *id, " in ", what_));
+      }
+      numa_ids_.insert(static_cast<uint32_t>(*id));
+      absl::StatusOr<std::optional<CpuSet>> cpus = f->Cpus("cpus");
+      if (!cpus.ok()) return cpus.status();
+      if (!cpus->has_value() || (*cpus)->empty()) {
+        return f->ErrorFor("cpus", "missing required key \"cpus\" in numaNodes entry");
+      }
+      if (IntersectionSize(**cpus, online_) != 0) {
+        return f->ErrorFor("cpus", absl::StrCat("cpus \"", FormatCpuList(**cpus),
+                                                "\" overlap another NUMA node of ", what_));
+      }
+      online_ = Union(online_, **cpus);
+      absl::StatusOr<uint64_t> memory = f->RequiredBytes("memoryBytes");
+      if (!memory.ok()) return memory.status();
+      absl::StatusOr<std::optional<uint64_t>> peak = f->Bytes("peakMembwBytesPerSecond");
+      if (!peak.ok()) return peak.status();
+
+      tv1::NumaNode* numa = report_.mutable_topology()->add_numa_nodes();
+      numa->set_id(static_cast<uint32_t>(*id));
+      numa->set_cpus(FormatCpuList(**cpus));
+      numa->set_memory_bytes(*memory);
+      if (peak->has_value()) {
+        numa->set_peak_membw_bytes_per_second(**peak);
+        numa->set_peak_membw_source("scenario");
+      }
+      entries.push_back(*std::move(f));
+    }
+    // Distances: given, or the kernel's usual 10 (local) / 21 (remote).
+    const size_t count = report_.topology().numa_nodes_size();
+    for (size_t i = 0; i < count; ++i) {
+      tv1::NumaNode* numa = report_.mutable_topology()->mutable_numa_nodes(i);
+      absl::StatusOr<std::optional<YAML::Node>> distances = entries[i].List("distances");
+      if (!distances.ok()) return distances.status();
+      if (!distances->has_value()) {
+        for (size_t j = 0; j < count; ++j) numa->add_distances(i == j ? 10 : 21);
+        continue;
+      }
+      if ((*distances)->size() != count) {
+        return entries[i].ErrorFor(
+            "distances", absl::StrCat("key \"distances\" must list ", count,
+                                      " values (one per NUMA node), got ", (*distances)->size()));
+      }
+      for (const YAML::Node& d : **distances) {
+        const std::optional<uint32_t> v =
+            d.IsScalar() ? ParseInt<uint32_t>(d.Scalar()) : std::nullopt;
+        if (!v) {
+          return ErrorAt(source_, d.Mark(), "key \"distances\" must hold non-negative integers");
+        }
+        numa->add_distances(*v);
+      }
+    }
+    report_.mutable_topology()->set_cpus_online(static_cast<uint32_t>(online_.size()));
+    return absl::OkStatus();
+  }
+
+  absl::Status ParseL3(const Fields& node) {
+    absl::StatusOr<std::optional<YAML::Node>> list = node.List("l3Domains");
+    if (!list.ok()) return list.status();
+    if (!list->has_value() || (*list)->size() == 0) {
+      return node.ErrorFor("l3Domains", absl::StrCat("missing required key \"l3Domains\" in ",
+                                                     what_, " (at least one L3 domain)"));
+    }
+    std::set<uint32_t> ids;
+    CpuSet covered;
+    for (const YAML::Node& item : **list) {
+      absl::StatusOr<Fields> f = Fields::Of(source_, item, "l3Domains entry", kL3Keys);
+      if (!f.ok()) return f.status();
+      absl::StatusOr<uint64_t> id = f->RequiredUint("id");
+      if (!id.ok()) return id.status();
+      if (*id > UINT32_MAX || !ids.insert(static_cast<uint32_t>(*id)).second) {
+        return f->ErrorFor(
+            "id", absl::StrCat("duplicate or too large L3 domain id ", *id, " in ", what_));
+      }
+      absl::StatusOr<std::optional<CpuSet>> cpus = f->Cpus("cpus");
+      if (!cpus.ok()) return cpus.status();
+      if (!cpus->has_value() || (*cpus)->empty()) {
+        return f->ErrorFor("cpus", "missing required key \"cpus\" in l3Domains entry");
+      }
+      if (!IsSubset(**cpus, online_)) {
+        return f->ErrorFor("cpus", absl::StrCat("cpus \"", FormatCpuList(**cpus),
+                                                "\" are not all in the NUMA nodes of ", what_));
+      }
+      if (IntersectionSize(**cpus, covered) != 0) {
+        return f->ErrorFor("cpus", absl::StrCat("cpus \"", FormatCpuList(**cpus),
+                                                "\" overlap another L3 domain of ", what_));
+      }
+      covered = Union(covered, **cpus);
+      absl::StatusOr<uint64_t> size = f->RequiredBytes("sizeBytes");
+      if (!size.ok()) return size.status();
+
+      tv1::L3Domain* l3 = report_.mutable_topology()->add_l3_domains();
+      l3->set_id(static_cast<uint32_t>(*id));
+      l3->set_cpus(FormatCpuList(**cpus));
+      l3->set_size_bytes(*size);
+
+      absl::StatusOr<std::optional<uint64_t>> numa = f->Uint("numaNode");
+      if (!numa.ok()) return numa.status();
+      if (numa->has_value()) {
+        if (**numa > UINT32_MAX || numa_ids_.count(static_cast<uint32_t>(**numa)) == 0) {
+          return f->ErrorFor("numaNode",
+                             absl::StrCat("numaNode ", **numa, " is not a NUMA node of ", what_));
+        }
+        l3->set_numa_node(static_cast<uint32_t>(**numa));
+      } else {
+        l3->set_numa_node(NumaOf(**cpus));
+      }
+      absl::StatusOr<std::optional<uint64_t>> occupancy = f->Bytes("occupancyBytes");
+      absl::StatusOr<std::optional<uint64_t>> total = f->Bytes("membwTotalBytesPerSecond");
+      absl::StatusOr<std::optional<uint64_t>> local = f->Bytes("membwLocalBytesPerSecond");
+      for (const auto* s : {&occupancy, &total, &local}) {
+        if (!s->ok()) return s->status();
+      }
+      if (occupancy->has_value()) l3->set_occupancy_bytes(**occupancy);
+      if (total->has_value()) l3->set_membw_total_bytes_per_second(**total);
+      if (local->has_value()) l3->set_membw_local_bytes_per_second(**local);
+      if (total->has_value() && local->has_value() && **local > **total) {
+        return f->ErrorFor("membwLocalBytesPerSecond",
+                           "membwLocalBytesPerSecond is larger than membwTotalBytesPerSecond");
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  // The NUMA node holding most of `cpus`.
+  uint32_t NumaOf(const CpuSet& cpus) const {
+    uint32_t best = 0;
+    size_t best_overlap = 0;
+    for (const tv1::NumaNode& numa : report_.topology().numa_nodes()) {
+      const size_t overlap = IntersectionSize(cpus, *ParseCpuList(numa.cpus()));
+      if (overlap > best_overlap) {
+        best = numa.id();
+        best_overlap = overlap;
+      }
+    }
+    return best;
+  }
+
+  absl::Status ParseKubelet(const Fields& node) {
+    tv1::KubeletPolicies* kubelet = report_.mutable_kubelet();
+    // The kubelet's own defaults.
+    kubelet->set_cpu_manager_policy("none");
+    kubelet->set_topology_manager_policy("none");
+    kubelet->set_topology_manager_scope("container");
+    const Fields::Entry* entry = node.Find("kubelet");
+    if (entry == nullptr) return absl::OkStatus();
+    absl::StatusOr<Fields> f = Fields::Of(source_, entry->value, "kubelet", kKubeletKeys);
+    if (!f.ok()) return f.status();
+    struct Policy {
+      std::string_view key;
+      std::vector<std::string_view> allowed;
+      std::function<void(const std::string&)> set;
+    };
+    const Policy policies[] = {
+        {"cpuManagerPolicy",
+         {"none", "static"},
+         [&](const std::string& v) { kubelet->set_cpu_manager_policy(v); }},
+        {"topologyManagerPolicy",
+         {"none", "best-effort", "restricted", "single-numa-node"},
+         [&](const std::string& v) { kubelet->set_topology_manager_policy(v); }},
+        {"topologyManagerScope",
+         {"container", "pod"},
+         [&](const std::string& v) { kubelet->set_topology_manager_scope(v); }},
+    };
+    for (const Policy& policy : policies) {
+      absl::StatusOr<std::optional<std::string>> value = f->String(policy.key);
+      if (!value.ok()) return value.status();
+      if (!value->has_value()) continue;
+      if (absl::Status s = CheckOneOf(*f, policy.key, **value, policy.allowed); !s.ok()) return s;
+      policy.set(**value);
+    }
+    absl::StatusOr<std::optional<CpuSet>> reserved = f->Cpus("reservedCpus");
+    if (!reserved.ok()) return reserved.status();
+    if (reserved->has_value()) {
+      if (!IsSubset(**reserved, online_)) {
+        return f->ErrorFor("reservedCpus",
+                           absl::StrCat("reservedCpus \"", FormatCpuList(**reserved),
+                                        "\" are not all in the NUMA nodes of ", what_));
+      }
+      reserved_ = **reserved;
+      kubelet->set_reserved_cpus(FormatCpuList(reserved_));
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status ParseCapabilities(const Fields& node) {
+    tv1::Capabilities* caps = report_.mutable_capabilities();
+    for (const CapabilityKey& key : CapabilityKeys()) {
+      tv1::Capability* cap = key.get(caps);
+      cap->set_available(true);
+      cap->set_reason("simulated");
+    }
+    const Fields::Entry* entry = node.Find("capabilities");
+    if (entry == nullptr) return absl::OkStatus();
+    std::vector<std::string> allowed = {"rmidsFree", "rmidsTotal"};
+    for (const CapabilityKey& key : CapabilityKeys()) allowed.emplace_back(key.key);
+    absl::StatusOr<Fields> f = Fields::Of(source_, entry->value, "capabilities", allowed);
+    if (!f.ok()) return f.status();
+    for (const CapabilityKey& key : CapabilityKeys()) {
+      const Fields::Entry* value = f->Find(key.key);
+      if (value == nullptr) continue;
+      tv1::Capability* cap = key.get(caps);
+      // true: available; false or a string: unavailable, the string being the reason.
+      absl::StatusOr<std::optional<std::string>> text = f->String(key.key);
+      if (!text.ok()) return text.status();
+      if (**text == "true") continue;
+      if ((*text)->empty()) {
+        return f->ErrorFor(key.key, absl::StrCat("key \"", Av(key.key),
+                                                 "\" must be true, false or a reason string"));
+      }
+      cap->set_available(false);
+      cap->set_reason(**text == "false" ? "disabled in scenario" : **text);
+    }
+    for (std::string_view key : {"rmidsFree", "rmidsTotal"}) {
+      absl::StatusOr<std::optional<uint64_t>> v = f->Uint(key);
+      if (!v.ok()) return v.status();
+      if (!v->has_value()) continue;
+      if (**v > UINT32_MAX)
+        return f->ErrorFor(key, absl::StrCat("key \"", Av(key), "\" is too large"));
+      if (key == "rmidsFree") caps->set_rmids_free(static_cast<uint32_t>(**v));
+      if (key == "rmidsTotal") caps->set_rmids_total(static_cast<uint32_t>(**v));
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status ParsePods(const Fields& node) {
+    absl::StatusOr<std::optional<YAML::Node>> list = node.List("pods");
+    if (!list.ok()) return list.status();
+    if (!list->has_value()) return absl::OkStatus();
+    if ((*list)->size() > kMaxPodsPerNode) {
+      return node.ErrorFor("pods", absl::StrCat(what_, " has ", (*list)->size(), " pods; at most ",
+                                                kMaxPodsPerNode));
+    }
+    for (const YAML::Node& item : **list) {
+      if (absl::Status s = ParsePod(item); !s.ok()) return s;
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status ParsePod(const YAML::Node& item) {
+    absl::StatusOr<Fields> f = Fields::Of(source_, item, "pod", kPodKeys);
+    if (!f.ok()) return f.status();
+    tv1::PodReport* pod = report_.add_pods();
+    for (auto [key, setter] : std::initializer_list<
+             std::pair<std::string_view, void (tv1::PodReport::*)(const std::string&)>>{
+             {"uid", &tv1::PodReport::set_uid},
+             {"namespace", &tv1::PodReport::set_namespace_},
+             {"name", &tv1::PodReport::set_name}}) {
+      absl::StatusOr<std::string> value = f->RequiredString(key);
+      if (!value.ok()) return value.status();
+      (pod->*setter)(*value);
+    }
+    if (!seen_uids_->insert(pod->uid()).second) {
+      return f->ErrorFor("uid", absl::StrCat("duplicate pod uid \"", pod->uid(), "\""));
+    }
+    absl::StatusOr<std::string> qos = f->RequiredString("qosClass");
+    if (!qos.ok()) return qos.status();
+    if (absl::Status s =
+            CheckOneOf(*f, "qosClass", *qos, {"Guaranteed", "Burstable", "BestEffort"});
+        !s.ok()) {
+      return s;
+    }
+    pod->set_qos_class(*qos == "Guaranteed"  ? tv1::QOS_CLASS_GUARANTEED
+                       : *qos == "Burstable" ? tv1::QOS_CLASS_BURSTABLE
+                                             : tv1::QOS_CLASS_BEST_EFFORT);
+    for (std::string_view key : {"labels", "annotations"}) {
+      absl::StatusOr<std::map<std::string, std::string>> map = f->StringMap(key);
+      if (!map.ok()) return map.status();
+      auto* out = key == "labels" ? pod->mutable_labels() : pod->mutable_annotations();
+      out->insert(map->begin(), map->end());
+    }
+
+    // Requests and usage.
+    absl::StatusOr<std::optional<int64_t>> cpu_request = f->Int("cpuRequestMillicores");
+    absl::StatusOr<std::optional<int64_t>> cpu_usage = f->Int("cpuUsageMillicores");
+    for (const auto* s : {&cpu_request, &cpu_usage}) {
+      if (!s->ok()) return s->status();
+    }
+    if (cpu_request->has_value()) {
+      if (**cpu_request < 0)
+        return f->ErrorFor("cpuRequestMillicores", "cpuRequestMillicores is negative");
+      pod->set_cpu_request_millicores(**cpu_request);
+    }
+    if (cpu_usage->has_value()) {
+      if (**cpu_usage < 0)
+        return f->ErrorFor("cpuUsageMillicores", "cpuUsageMillicores is negative");
+      pod->set_cpu_usage_millicores(**cpu_usage);
+    }
+
+    // Byte-valued fields.
+    struct BytesField {
+      std::string_view key;
+      void (tv1::PodReport::*set)(uint64_t);
+    };
+    for (const BytesField& field : {
+             BytesField{"memoryRequestBytes", &tv1::PodReport::set_memory_request_bytes},
+             BytesField{"llcOccupancyBytes", &tv1::PodReport::set_llc_occupancy_bytes},
+             BytesField{"membwTotalBytesPerSecond",
+                        &tv1::PodReport::set_membw_total_bytes_per_second},
+             BytesField{"membwLocalBytesPerSecond",
+                        &tv1::PodReport::set_membw_local_bytes_per_second},
+         }) {
+      absl::StatusOr<std::optional<uint64_t>> value = f->Bytes(field.key);
+      if (!value.ok()) return value.status();
+      if (value->has_value()) (pod->*field.set)(**value);
+    }
+    if (pod->has_membw_local_bytes_per_second() && pod->has_membw_total_bytes_per_second() &&
+        pod->membw_local_bytes_per_second() > pod->membw_total_bytes_per_second()) {
+      return f->ErrorFor("membwLocalBytesPerSecond",
+                         "membwLocalBytesPerSecond is larger than membwTotalBytesPerSecond");
+    }
+
+    // Ratios and pressure.
+    struct DoubleField {
+      std::string_view key;
+      void (tv1::PodReport::*set)(double);
+      double max;
+    };
+    for (const DoubleField& field : {
+             DoubleField{"ipc", &tv1::PodReport::set_ipc, 64},
+             DoubleField{"llcMissesPerKiloInstructions",
+                         &tv1::PodReport::set_llc_misses_per_kilo_instructions, 1000},
+             DoubleField{"psiCpuSomeAvg10", &tv1::PodReport::set_psi_cpu_some_avg10, 100},
+             DoubleField{"psiMemorySomeAvg10", &tv1::PodReport::set_psi_memory_some_avg10, 100},
+             DoubleField{"psiMemoryFullAvg10", &tv1::PodReport::set_psi_memory_full_avg10, 100},
+         }) {
+      absl::StatusOr<std::optional<double>> value = f->Double(field.key);
+      if (!value.ok()) return value.status();
+      if (!value->has_value()) continue;
+      if (**value > field.max) {
+        return f->ErrorFor(field.key,
+                           absl::StrCat("key \"", Av(field.key), "\" is above ", field.max));
+      }
+      (pod->*field.set)(**value);
+    }
+
+    // Exclusive cpus.
+    absl::StatusOr<std::optional<CpuSet>> exclusive = f->Cpus("exclusiveCpus");
+    if (!exclusive.ok()) return exclusive.status();
+    if (exclusive->has_value() && !(*exclusive)->empty()) {
+      const CpuSet& cpus = **exclusive;
+      const std::string text = FormatCpuList(cpus);
+      if (!IsSubset(cpus, online_)) {
+        return f->ErrorFor("exclusiveCpus", absl::StrCat("exclusiveCpus \"", text,
+                                                         "\" are not all cpus of ", what_));
+      }
+      if (IntersectionSize(cpus, reserved_) != 0) {
+        return f->ErrorFor("exclusiveCpus",
+                           absl::StrCat("exclusiveCpus \"", text, "\" include reserved cpus"));
+      }
+      if (IntersectionSize(cpus, exclusive_) != 0) {
+        return f->ErrorFor("exclusiveCpus",
+                           absl::StrCat("exclusiveCpus \"", text,
+                                        "\" overlap another pod's exclusive cpus on ", what_));
+      }
+      exclusive_ = Union(exclusive_, cpus);
+      pod->set_exclusive_cpus(text);
+    }
+
+    return ParseMemoryByNuma(*f, pod);
+  }
+
+  absl::Status ParseMemoryByNuma(const Fields& f, tv1::PodReport* pod) {
+    const Fields::Entry* entry = f.Find("memoryBytesByNuma");
+    if (entry == nullptr) return absl::OkStatus();
+    if (!entry->value.IsMap()) {
+      return f.ErrorFor("memoryBytesByNuma",
+                        absl::StrCat("key \"memoryBytesByNuma\" in pod must be a map, got ",
+                                     Av(internal::KindName(entry->value))));
+    }
+    for (const auto& kv : entry->value) {
+      const std::optional<uint32_t> id =
+          kv.first.IsScalar() ? ParseInt<uint32_t>(kv.first.Scalar()) : std::nullopt;
+      if (!id || numa_ids_.count(*id) == 0) {
+        return ErrorAt(source_, kv.first.Mark(),
+                       absl::StrCat("key \"memoryBytesByNuma\": \"",
+                                    kv.first.IsScalar() ? kv.first.Scalar() : "?",
+                                    "\" is not a NUMA node id of ", what_));
+      }
+      std::optional<uint64_t> bytes;
+      if (kv.second.IsScalar()) {
+        const std::string& text = kv.second.Scalar();
+        bytes = ParseInt<uint64_t>(text);
+        if (!bytes) {
+          if (absl::StatusOr<int64_t> q = ParseByteQuantity(text); q.ok()) {
+            bytes = static_cast<uint64_t>(*q);
+          }
+        }
+      }
+      if (!bytes) {
+        return ErrorAt(source_, kv.second.Mark(),
+                       absl::StrCat("key \"memoryBytesByNuma\": the value for NUMA node ", *id,
+                                    " must be a byte count or quantity"));
+      }
+      if (!pod->mutable_memory_bytes_by_numa()->insert({*id, *bytes}).second) {
+        return ErrorAt(
+            source_, kv.first.Mark(),
+            absl::StrCat("key \"memoryBytesByNuma\": NUMA node ", *id, " is listed twice"));
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  const YamlSource& source_;
+  std::set<std::string>* seen_uids_;
+  std::string what_;
+  tv1::NodeReport report_;
+  std::set<uint32_t> numa_ids_;
+  CpuSet online_;
+  CpuSet reserved_;
+  CpuSet exclusive_;
+};
+
+absl::StatusOr<Scenario> ParseLoaded(const YamlSource& source, const YAML::Node& root) {
+  // Top-level keys starting with "x-" hold YAML anchors for the rest of the file
+  // (as in docker-compose) and are otherwise ignored.
+  std::vector<std::string> allowed = kRootKeys;
+  if (root.IsMap()) {
+    for (const auto& kv : root) {
+      if (kv.first.IsScalar() && kv.first.Scalar().starts_with("x-")) {
+        allowed.push_back(kv.first.Scalar());
+      }
+    }
+  }
+  absl::StatusOr<Fields> f = Fields::Of(source, root, "scenario", allowed);
+  if (!f.ok()) return f.status();
+  absl::StatusOr<std::string> api_version = f->RequiredString("apiVersion");
+  if (!api_version.ok()) return api_version.status();
+  if (*api_version != kScenarioApiVersion) {
+    return f->ErrorFor("apiVersion", absl::StrCat("apiVersion must be \"", Av(kScenarioApiVersion),
+                                                  "\", got \"", *api_version, "\""));
+  }
+  absl::StatusOr<std::string> kind = f->RequiredString("kind");
+  if (!kind.ok()) return kind.status();
+  if (*kind != kScenarioKind) {
+    return f->ErrorFor(
+        "kind", absl::StrCat("kind must be \"", Av(kScenarioKind), "\", got \"", *kind, "\""));
+  }
+  absl::StatusOr<std::optional<YAML::Node>> nodes = f->List("nodes");
+  if (!nodes.ok()) return nodes.status();
+  if (!nodes->has_value() || (*nodes)->size() == 0) {
+    return f->ErrorFor("nodes", "missing required key \"nodes\" in scenario (at least one node)");
+  }
+  if ((*nodes)->size() > kMaxScenarioNodes) {
+    return f->ErrorFor("nodes", absl::StrCat("scenario has ", (*nodes)->size(), " nodes; at most ",
+                                             kMaxScenarioNodes));
+  }
+  Scenario scenario;
+  std::set<std::string> uids;
+  std::set<std::string> names;
+  for (const YAML::Node& item : **nodes) {
+    absl::StatusOr<tv1::NodeReport> node = NodeParser(source, &uids).Parse(item);
+    if (!node.ok()) return node.status();
+    if (!names.insert(node->node_name()).second) {
+      return ErrorAt(source, item.Mark(),
+                     absl::StrCat("duplicate node name \"", node->node_name(), "\""));
+    }
+    scenario.nodes.push_back(*std::move(node));
+  }
+  return scenario;
+}
+
+}  // namespace
+
+absl::StatusOr<Scenario> ParseScenario(std::string_view text, std::string_view source_name) {
+  const YamlSource source{std::string(source_name)};
+  if (text.size() > kMaxScenarioBytes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(source.name, ": file is larger than ", kMaxScenarioBytes, " bytes"));
+  }
+  if (Trim(text).empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(source.name, ": file is empty"));
+  }
+  try {
+    const YAML::Node root = YAML::Load(std::string(text));
+    return ParseLoaded(source, root);
+  } catch (const YAML::Exception& e) {
+    return ErrorAt(source, e.mark, absl::StrCat("not valid YAML or JSON: ", e.msg));
+  } catch (const std::exception& e) {
+    return absl::InvalidArgumentError(absl::StrCat(source.name, ": ", e.what()));
+  }
+}
+
+absl::StatusOr<Scenario> LoadScenarioFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::NotFoundError(absl::StrCat(path, ": cannot open scenario file"));
+  std::string text;
+  char buffer[65536];
+  while (in.read(buffer, sizeof buffer) || in.gcount() > 0) {
+    text.append(buffer, static_cast<size_t>(in.gcount()));
+    if (text.size() > kMaxScenarioBytes) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(path, ": file is larger than ", kMaxScenarioBytes, " bytes"));
+    }
+  }
+  if (in.bad()) return absl::DataLossError(absl::StrCat(path, ": cannot read scenario file"));
+  return ParseScenario(text, path);
+}
+
+}  // namespace neighborly::agent
