@@ -9,6 +9,7 @@ packages=(
   nlohmann-json3-dev libspdlog-dev libsimdjson-dev libcpp-httplib-dev libyaml-cpp-dev
   libgtest-dev libgmock-dev libbenchmark-dev libpfm4-dev intel-cmt-cat
   clang libclang-rt-14-dev curl
+  python3-yaml prometheus   # chart tests: PyYAML, promtool (rules and /metrics checks)
 )
 
 missing=()

@@ -1,0 +1,666 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+"""Tests of charts/neighborly and deploy/ (run by scripts/chart-test.sh).
+
+Renders the chart with `helm template` for each mode and option, and asserts on
+the rendered objects: the scheduler configuration, the agent's privileges and
+mounts, the wiring between Services, pods, ConfigMaps and accounts. Checks that
+the values schema refuses unknown or bad values, that README.md and
+values.schema.json are generated from values.yaml, that the alert rules pass
+`promtool check rules`, and that deploy/ agrees with the chart.
+
+Prints one line per check and closes with `chart-test: N passed, N failed`;
+exits 1 when any check failed.
+"""
+
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+
+import yaml
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+CHART = os.path.join(ROOT, "charts", "neighborly")
+DEPLOY = os.path.join(ROOT, "deploy")
+RELEASE = "neighborly"
+NAMESPACE = "neighborly"
+
+HELM = "helm"
+CHECKS = []
+
+
+def check(fn):
+    CHECKS.append(fn)
+    return fn
+
+
+class RenderError(Exception):
+    pass
+
+
+def helm(*args):
+    return subprocess.run([HELM, *args], capture_output=True, text=True, timeout=120)
+
+
+def render(*sets, release=RELEASE, namespace=NAMESPACE):
+    """Renders the chart; `sets` are `key=value` strings for --set, or
+    `json:key=value` for --set-json (Helm's --set makes 0.7 a string)."""
+    args = ["template", release, CHART, "--namespace", namespace]
+    for s in sets:
+        if s.startswith("json:"):
+            args += ["--set-json", s[len("json:"):]]
+        else:
+            args += ["--set", s]
+    out = helm(*args)
+    if out.returncode != 0:
+        raise RenderError(f"helm template {' '.join(args[3:])} failed: {out.stderr.strip()}")
+    docs = [d for d in yaml.safe_load_all(out.stdout) if d]
+    return Objects(docs)
+
+
+class Objects:
+    def __init__(self, docs):
+        self.docs = docs
+
+    def of(self, kind):
+        return [d for d in self.docs if d["kind"] == kind]
+
+    def get(self, kind, name):
+        found = [d for d in self.of(kind) if d["metadata"]["name"] == name]
+        assert found, f"no {kind} named {name} among {self.names()}"
+        assert len(found) == 1, f"{len(found)} objects {kind}/{name}"
+        return found[0]
+
+    def has(self, kind, name=None):
+        return any(name is None or d["metadata"]["name"] == name for d in self.of(kind))
+
+    def names(self):
+        return sorted(f"{d['kind']}/{d['metadata']['name']}" for d in self.docs)
+
+
+def name(component, release=RELEASE):
+    return f"{release}-{component}" if "neighborly" in release else f"{release}-neighborly-{component}"
+
+
+def container(workload, cname):
+    spec = workload["spec"]["template"]["spec"]
+    for c in spec["containers"]:
+        if c["name"] == cname:
+            return c
+    raise AssertionError(f"{workload['metadata']['name']} has no container {cname}")
+
+
+def expect(cond, message):
+    if not cond:
+        raise AssertionError(message)
+
+
+def eq(actual, expected, what):
+    expect(actual == expected, f"{what}: expected {expected!r}, got {actual!r}")
+
+
+def duration_seconds(text):
+    m = re.fullmatch(r"(\d+(?:\.\d+)?)(ms|s|m)", str(text))
+    expect(m, f"not a duration: {text!r}")
+    return float(m.group(1)) * {"ms": 0.001, "s": 1, "m": 60}[m.group(2)]
+
+
+def load_yaml_file(path):
+    with open(path, encoding="utf-8") as f:
+        return [d for d in yaml.safe_load_all(f) if d]
+
+
+def scheduler_config(objs, release=RELEASE):
+    cm = objs.get("ConfigMap", name("scheduler", release))
+    expect("scheduler-config.yaml" in cm["data"], "scheduler ConfigMap lacks scheduler-config.yaml")
+    return yaml.safe_load(cm["data"]["scheduler-config.yaml"])
+
+
+def check_extender_entry(entry, url):
+    eq(entry["urlPrefix"], url, "extender urlPrefix")
+    eq(entry["filterVerb"], "filter", "filterVerb")
+    eq(entry["prioritizeVerb"], "prioritize", "prioritizeVerb")
+    expect(isinstance(entry["weight"], int) and entry["weight"] > 0,
+           f"weight must be a positive integer with prioritizeVerb, got {entry['weight']!r}")
+    expect(entry["nodeCacheCapable"] is True, "nodeCacheCapable must be true")
+    expect(entry["ignorable"] is True, "ignorable must be true: an extender outage must not block scheduling")
+    expect(duration_seconds(entry["httpTimeout"]) < 1, f"httpTimeout {entry['httpTimeout']} is not well under 1s")
+    expect("bindVerb" not in entry or not entry["bindVerb"], "bindVerb must not be set")
+    known = {"urlPrefix", "filterVerb", "preemptVerb", "prioritizeVerb", "weight", "bindVerb",
+             "enableHTTPS", "tlsConfig", "httpTimeout", "nodeCacheCapable", "managedResources",
+             "ignorable"}
+    unknown = set(entry) - known
+    expect(not unknown, f"fields unknown to kube-scheduler's strict decoder: {sorted(unknown)}")
+
+
+def pod_labels_match(selector, labels):
+    return all(labels.get(k) == v for k, v in selector.items())
+
+
+def workloads(objs):
+    return objs.of("Deployment") + objs.of("DaemonSet")
+
+
+# ---------------------------------------------------------------------------
+# Chart meta
+
+@check
+def lint_strict():
+    for sets in ([], ["mode=extender-only"], ["agent.privileged=true", "metrics.prometheusRule.enabled=true",
+                                             "metrics.serviceMonitor.enabled=true"]):
+        args = ["lint", "--strict", CHART]
+        for s in sets:
+            args += ["--set", s]
+        out = helm(*args)
+        expect(out.returncode == 0, f"helm lint --strict {' '.join(sets)}:\n{out.stdout}{out.stderr}")
+
+
+@check
+def readme_and_schema_generated_from_values():
+    out = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "chart-docs.py"), "--check"],
+                         capture_output=True, text=True)
+    expect(out.returncode == 0, out.stderr.strip())
+
+
+@check
+def schema_closes_every_object():
+    with open(os.path.join(CHART, "values.schema.json"), encoding="utf-8") as f:
+        schema = json.load(f)
+    open_objects = []
+
+    def walk(node, path):
+        if isinstance(node, dict):
+            if node.get("type") == "object" and "properties" in node:
+                if node.get("additionalProperties") is not False:
+                    open_objects.append(path or "(root)")
+            for k, v in node.items():
+                walk(v, f"{path}.{k}" if path else k)
+        elif isinstance(node, list):
+            for i, v in enumerate(node):
+                walk(v, f"{path}[{i}]")
+
+    walk(schema, "")
+    expect(not open_objects, f"objects with properties but without additionalProperties: false: {open_objects}")
+
+
+# ---------------------------------------------------------------------------
+# Schema refusals
+
+REFUSALS = [
+    (["bogus=1"], "Additional property bogus is not allowed"),
+    (["extender.bogus=1"], "Additional property bogus is not allowed"),
+    (["agent.resources.requests.cpu=1", "agent.resources.bogus.cpu=1"], "bogus"),
+    (["extender.config.model.bogusThreshold=1"], "bogusThreshold"),
+    (["mode=tertiary-scheduler"], "mode"),
+    (["agent.rdtBackend=msr"], "rdtBackend"),
+    (["json:extender.config.model.membwHeadroom=1.5"], "membwHeadroom: Must be less than or equal to 1"),
+    (["schedulerExtender.weight=0"], "weight"),
+    (["schedulerExtender.httpTimeout=soon"], "httpTimeout"),
+    (["extender.replicaCount=two"], "replicaCount"),
+    (["scheduler.leaderElection.enabled=false"], "leaderElection"),
+]
+
+
+@check
+def schema_refuses_bad_values():
+    # Control: a valid override renders, so the refusals below are the schema's.
+    render("extender.replicaCount=3", "agent.rdtBackend=none", "json:extender.config.model.membwHeadroom=0.9")
+    for sets, fragment in REFUSALS:
+        try:
+            render(*sets)
+        except RenderError as e:
+            expect(fragment in str(e), f"--set {' '.join(sets)} failed without naming {fragment!r}: {e}")
+            continue
+        raise AssertionError(f"--set {' '.join(sets)} was accepted; the chart must refuse it")
+
+
+# ---------------------------------------------------------------------------
+# Default mode: second scheduler
+
+@check
+def second_scheduler_config():
+    objs = render()
+    cfg = scheduler_config(objs)
+    eq(cfg["apiVersion"], "kubescheduler.config.k8s.io/v1", "KubeSchedulerConfiguration apiVersion")
+    eq(cfg["kind"], "KubeSchedulerConfiguration", "kind")
+    eq([p["schedulerName"] for p in cfg["profiles"]], ["neighborly-scheduler"], "profiles")
+    le = cfg["leaderElection"]
+    expect(le["leaderElect"] is True, "leader election must be on with 2 replicas")
+    eq(le["resourceName"], "neighborly-scheduler", "lease name")
+    eq(le["resourceNamespace"], NAMESPACE, "lease namespace")
+    eq(len(cfg["extenders"]), 1, "number of extenders")
+    url = f"http://{name('extender')}.{NAMESPACE}.svc:8888"
+    check_extender_entry(cfg["extenders"][0], url)
+    svc = objs.get("Service", name("extender"))
+    eq({p["name"]: p["port"] for p in svc["spec"]["ports"]}, {"http": 8888, "grpc": 9090}, "extender Service ports")
+
+
+@check
+def second_scheduler_deployment_reads_its_config():
+    objs = render()
+    dep = objs.get("Deployment", name("scheduler"))
+    eq(dep["spec"]["replicas"], 2, "scheduler replicas")
+    c = container(dep, "kube-scheduler")
+    eq(c["image"], "registry.k8s.io/kube-scheduler:v1.31.9", "scheduler image")
+    cfg_flags = [a for a in c["command"] if a.startswith("--config=")]
+    eq(len(cfg_flags), 1, "--config flags")
+    path = cfg_flags[0].split("=", 1)[1]
+    mounts = {m["mountPath"]: m["name"] for m in c["volumeMounts"]}
+    mount_dir, key = os.path.split(path)
+    expect(mount_dir in mounts, f"{path} is not under a mounted volume ({mounts})")
+    volumes = {v["name"]: v for v in dep["spec"]["template"]["spec"]["volumes"]}
+    eq(volumes[mounts[mount_dir]]["configMap"]["name"], name("scheduler"), "config volume ConfigMap")
+    expect(key in objs.get("ConfigMap", name("scheduler"))["data"], f"ConfigMap lacks key {key}")
+    eq(c["livenessProbe"]["httpGet"]["path"], "/healthz", "scheduler liveness path")
+    eq(c["livenessProbe"]["httpGet"]["scheme"], "HTTPS", "scheduler liveness scheme")
+    eq(dep["spec"]["template"]["spec"]["serviceAccountName"], name("scheduler"), "scheduler service account")
+
+
+@check
+def second_scheduler_rbac():
+    objs = render()
+    sa = name("scheduler")
+    bound = {}
+    for b in objs.of("ClusterRoleBinding"):
+        subjects = [(s["kind"], s["name"], s.get("namespace")) for s in b["subjects"]]
+        expect(("ServiceAccount", sa, NAMESPACE) in subjects, f"{b['metadata']['name']} does not bind {sa}")
+        bound[b["roleRef"]["name"]] = b
+    for role in ("system:kube-scheduler", "system:volume-scheduler", sa):
+        expect(role in bound, f"the scheduler's account is not bound to ClusterRole {role}")
+    role = objs.get("Role", f"{sa}-leader-election")
+    lease_rules = [r for r in role["rules"] if "leases" in r["resources"]]
+    expect(any("create" in r["verbs"] for r in lease_rules), "leader election cannot create its Lease")
+    expect(any("update" in r["verbs"] and r.get("resourceNames") == ["neighborly-scheduler"]
+               for r in lease_rules), "leader election cannot update the Lease neighborly-scheduler")
+    rb = objs.get("RoleBinding", f"{sa}-leader-election")
+    eq(rb["roleRef"]["name"], role["metadata"]["name"], "leader-election RoleBinding roleRef")
+    auth = objs.get("RoleBinding", f"{sa}-auth-reader")
+    eq(auth["metadata"]["namespace"], "kube-system", "auth reader namespace")
+    eq(auth["roleRef"]["name"], "extension-apiserver-authentication-reader", "auth reader role")
+
+
+@check
+def deploy_scheduler_config_matches_chart():
+    cfg = scheduler_config(render())
+    deployed = load_yaml_file(os.path.join(DEPLOY, "scheduler", "scheduler-config.yaml"))
+    eq(len(deployed), 1, "documents in deploy/scheduler/scheduler-config.yaml")
+    eq(deployed[0], cfg, "deploy/scheduler/scheduler-config.yaml vs the chart's rendering")
+
+
+# ---------------------------------------------------------------------------
+# Agent
+
+@check
+def agent_daemonset_least_privilege():
+    objs = render()
+    ds = objs.get("DaemonSet", name("agent"))
+    spec = ds["spec"]["template"]["spec"]
+    expect(spec.get("hostPID") is True, "agent needs hostPID for resctrl tasks")
+    expect(not spec.get("hostNetwork"), "agent must not use host network")
+    expect(spec.get("automountServiceAccountToken") is False, "agent must not mount an API token")
+    eq(spec["tolerations"], [{"operator": "Exists"}], "agent tolerations (run on every node)")
+    c = container(ds, "agent")
+    sc = c["securityContext"]
+    expect(sc.get("privileged") is False, "agent must not be privileged by default")
+    expect(sc.get("allowPrivilegeEscalation") is False, "allowPrivilegeEscalation must be false")
+    eq(sc["capabilities"]["drop"], ["ALL"], "dropped capabilities")
+    eq(sc["capabilities"]["add"], ["PERFMON"], "added capabilities")
+    eq(sc["seccompProfile"]["type"], "RuntimeDefault", "seccomp profile")
+    mounts = {m["mountPath"]: m for m in c["volumeMounts"]}
+    volumes = {v["name"]: v for v in spec["volumes"]}
+    host = mounts["/host"]
+    expect(host.get("readOnly") is True, "the host must be mounted read-only at /host")
+    eq(volumes[host["name"]]["hostPath"]["path"], "/", "/host volume")
+    resctrl = mounts["/host/sys/fs/resctrl"]
+    expect(not resctrl.get("readOnly"), "resctrl must be writable")
+    eq(volumes[resctrl["name"]]["hostPath"]["path"], "/sys/fs/resctrl", "resctrl volume")
+    writable = [p for p, m in mounts.items() if not m.get("readOnly")
+                and "hostPath" in volumes[m["name"]]]
+    eq(writable, ["/host/sys/fs/resctrl"], "writable host paths")
+    for r in ("requests", "limits"):
+        expect(set(c["resources"].get(r, {})) >= {"cpu", "memory"}, f"agent {r} lack cpu or memory")
+
+
+@check
+def agent_flags_and_probes():
+    objs = render()
+    ds = objs.get("DaemonSet", name("agent"))
+    c = container(ds, "agent")
+    eq(c["command"], ["neighborly-agent"], "agent command")
+    headless = objs.get("Service", name("extender-agents"))
+    eq(headless["spec"]["clusterIP"], "None", "agents' Service must be headless")
+    expect(headless["spec"].get("publishNotReadyAddresses") is True,
+           "agents must reach extender replicas before they are ready")
+    expected = [
+        "--node-name=$(NODE_NAME)",
+        f"--extender={name('extender-agents')}.{NAMESPACE}.svc:9090",
+        "--interval=1s",
+        "--host-root=/host",
+        "--metrics-address=0.0.0.0:9101",
+        "--rdt-backend=resctrl",
+    ]
+    eq(c["args"], expected, "agent args")
+    env = {e["name"]: e for e in c["env"]}
+    eq(env["NODE_NAME"]["valueFrom"]["fieldRef"]["fieldPath"], "spec.nodeName", "NODE_NAME source")
+    ports = {p["name"]: p["containerPort"] for p in c["ports"]}
+    eq(ports, {"metrics": 9101}, "agent ports")
+    for probe in ("livenessProbe", "readinessProbe"):
+        eq(c[probe]["httpGet"], {"path": "/healthz", "port": "metrics"}, f"agent {probe}")
+
+
+@check
+def agent_options():
+    objs = render("agent.privileged=true")
+    sc = container(objs.get("DaemonSet", name("agent")), "agent")["securityContext"]
+    eq(sc, {"privileged": True}, "privileged securityContext")
+    objs = render("agent.extraCapabilities={SYS_PTRACE}", "agent.rdtBackend=none",
+                  "agent.resctrlWritable=false", "agent.interval=5s")
+    c = container(objs.get("DaemonSet", name("agent")), "agent")
+    eq(c["securityContext"]["capabilities"]["add"], ["PERFMON", "SYS_PTRACE"], "capabilities")
+    expect("--rdt-backend=none" in c["args"] and "--interval=5s" in c["args"], f"args {c['args']}")
+    expect(all(m["mountPath"] != "/host/sys/fs/resctrl" for m in c["volumeMounts"]),
+           "resctrl mounted although resctrlWritable=false")
+    objs = render("agent.enabled=false")
+    expect(not objs.of("DaemonSet"), "agent.enabled=false still renders the DaemonSet")
+    expect(not objs.has("ServiceAccount", name("agent")), "agent.enabled=false still renders its account")
+
+
+# ---------------------------------------------------------------------------
+# Extender
+
+@check
+def extender_deployment():
+    objs = render()
+    dep = objs.get("Deployment", name("extender"))
+    eq(dep["spec"]["replicas"], 2, "extender replicas")
+    c = container(dep, "extender")
+    eq(c["command"], ["neighborly-extender"], "extender command")
+    for flag in ("--config=/etc/neighborly/extender.yaml", "--http-address=0.0.0.0:8888",
+                 "--grpc-address=0.0.0.0:9090", "--log-level=info"):
+        expect(flag in c["args"], f"extender args lack {flag}: {c['args']}")
+    eq(c["livenessProbe"]["httpGet"]["path"], "/healthz", "extender liveness")
+    eq(c["readinessProbe"]["httpGet"]["path"], "/readyz", "extender readiness")
+    for r in ("requests", "limits"):
+        expect(set(c["resources"].get(r, {})) >= {"cpu", "memory"}, f"extender {r} lack cpu or memory")
+    expect(c["securityContext"]["readOnlyRootFilesystem"] is True, "extender root filesystem must be read-only")
+    mounts = {m["mountPath"]: m["name"] for m in c["volumeMounts"]}
+    volumes = {v["name"]: v for v in dep["spec"]["template"]["spec"]["volumes"]}
+    eq(volumes[mounts["/etc/neighborly"]]["configMap"]["name"], name("extender"), "config volume")
+    expect("emptyDir" in volumes[mounts["/var/lib/neighborly"]], "state volume defaults to emptyDir")
+    cm = objs.get("ConfigMap", name("extender"))
+    config = yaml.safe_load(cm["data"]["extender.yaml"])
+    expect(config["statePath"].startswith("/var/lib/neighborly/"), "state file is not on the state volume")
+    eq(config["model"]["membwHeadroom"], 0.8, "default membwHeadroom")
+    eq(config["model"]["labelRules"], [{"key": "workload-type", "values": ["batch", "etl"], "class": "batch"}],
+       "default label rules")
+    objs = render("extender.state.existingClaim=neighborly-state", "json:extender.config.model.membwHeadroom=0.7")
+    dep = objs.get("Deployment", name("extender"))
+    vols = {v["name"]: v for v in dep["spec"]["template"]["spec"]["volumes"]}
+    eq(vols["state"]["persistentVolumeClaim"]["claimName"], "neighborly-state", "state claim")
+    config = yaml.safe_load(objs.get("ConfigMap", name("extender"))["data"]["extender.yaml"])
+    eq(config["model"]["membwHeadroom"], 0.7, "overridden membwHeadroom")
+
+
+@check
+def extender_disruption_budget():
+    objs = render()
+    pdb = objs.get("PodDisruptionBudget", name("extender"))
+    dep = objs.get("Deployment", name("extender"))
+    expect(pdb_labels_match(pdb, dep), "PodDisruptionBudget does not select the extender pods")
+    eq(pdb["spec"]["maxUnavailable"], 1, "PDB maxUnavailable")
+    expect(not render("extender.podDisruptionBudget.enabled=false").of("PodDisruptionBudget"),
+           "PDB rendered although disabled")
+
+
+def pdb_labels_match(pdb, dep):
+    return pod_labels_match(pdb["spec"]["selector"]["matchLabels"], dep["spec"]["template"]["metadata"]["labels"])
+
+
+@check
+def wiring_is_consistent():
+    for sets in ([], ["mode=extender-only"]):
+        objs = render(*sets)
+        pod_labels = [w["spec"]["template"]["metadata"]["labels"] for w in workloads(objs)]
+        for w in workloads(objs):
+            sel = w["spec"]["selector"]["matchLabels"]
+            expect(pod_labels_match(sel, w["spec"]["template"]["metadata"]["labels"]),
+                   f"{w['metadata']['name']}: selector does not match its pod labels")
+            matching = [l for l in pod_labels if pod_labels_match(sel, l)]
+            eq(len(matching), 1, f"{w['metadata']['name']}: workloads its selector matches")
+            spec = w["spec"]["template"]["spec"]
+            expect(objs.has("ServiceAccount", spec["serviceAccountName"]),
+                   f"{w['metadata']['name']}: account {spec['serviceAccountName']} not rendered")
+            for v in spec.get("volumes", []):
+                if "configMap" in v:
+                    expect(objs.has("ConfigMap", v["configMap"]["name"]),
+                           f"{w['metadata']['name']}: ConfigMap {v['configMap']['name']} not rendered")
+            for c in spec["containers"]:
+                ports = {p["name"] for p in c.get("ports", [])}
+                for probe in ("livenessProbe", "readinessProbe"):
+                    port = c[probe]["httpGet"]["port"]
+                    expect(port in ports or isinstance(port, int),
+                           f"{w['metadata']['name']}: {probe} names unknown port {port}")
+        for svc in objs.of("Service"):
+            sel = svc["spec"]["selector"]
+            targets = [w for w in workloads(objs)
+                       if pod_labels_match(sel, w["spec"]["template"]["metadata"]["labels"])]
+            eq(len(targets), 1, f"Service {svc['metadata']['name']}: workloads selected")
+            cports = {p["name"] for c in targets[0]["spec"]["template"]["spec"]["containers"]
+                      for p in c.get("ports", [])}
+            for p in svc["spec"]["ports"]:
+                expect(p["targetPort"] in cports, f"Service {svc['metadata']['name']}: no container port {p['targetPort']}")
+        for d in objs.docs:
+            labels = d["metadata"].get("labels", {})
+            eq(labels.get("app.kubernetes.io/instance"), RELEASE, f"{d['kind']}/{d['metadata']['name']} instance label")
+
+
+@check
+def helm_test_hook_checks_healthz():
+    objs = render()
+    pods = objs.of("Pod")
+    eq(len(pods), 1, "test pods")
+    pod = pods[0]
+    eq(pod["metadata"]["annotations"]["helm.sh/hook"], "test", "hook annotation")
+    cmd = pod["spec"]["containers"][0]["command"]
+    eq(cmd[-1], f"http://{name('extender')}.{NAMESPACE}.svc:8888/healthz", "test URL")
+    expect("--fail" in cmd, "the test must fail on an HTTP error")
+
+
+@check
+def names_follow_release():
+    objs = render(release="prod", namespace="sched")
+    expect(objs.has("Deployment", "prod-neighborly-extender"), f"names: {objs.names()}")
+    cfg = scheduler_config(objs, release="prod")
+    eq(cfg["extenders"][0]["urlPrefix"], "http://prod-neighborly-extender.sched.svc:8888", "urlPrefix")
+    objs = render("fullnameOverride=nb")
+    expect(objs.has("DaemonSet", "nb-agent"), f"names: {objs.names()}")
+
+
+# ---------------------------------------------------------------------------
+# Extender-only mode
+
+@check
+def extender_only_mode():
+    objs = render("mode=extender-only")
+    expect(not objs.has("Deployment", name("scheduler")), "extender-only renders a scheduler Deployment")
+    for kind in ("ClusterRoleBinding", "ClusterRole", "Role", "RoleBinding"):
+        expect(not objs.of(kind), f"extender-only renders {kind} objects")
+    expect(not objs.has("ConfigMap", name("scheduler")), "extender-only renders the scheduler config")
+    expect(objs.has("Deployment", name("extender")) and objs.has("DaemonSet", name("agent")),
+           "extender-only must still render the extender and the agents")
+    cm = objs.get("ConfigMap", name("scheduler-snippet"))
+    snippet = yaml.safe_load(cm["data"]["extenders.yaml"])
+    eq(list(snippet), ["extenders"], "snippet keys")
+    eq(len(snippet["extenders"]), 1, "snippet extenders")
+    check_extender_entry(snippet["extenders"][0], f"http://{name('extender')}.{NAMESPACE}.svc:8888")
+    deployed = load_yaml_file(os.path.join(DEPLOY, "scheduler", "primary-scheduler-extender-snippet.yaml"))[0]
+    eq(deployed["kind"], "KubeSchedulerConfiguration", "deploy snippet kind")
+    eq(deployed["extenders"], snippet["extenders"], "deploy snippet vs the chart's rendering")
+    objs = render("mode=extender-only", "schedulerExtender.urlPrefix=http://10.96.0.50:8888")
+    snippet = yaml.safe_load(objs.get("ConfigMap", name("scheduler-snippet"))["data"]["extenders.yaml"])
+    eq(snippet["extenders"][0]["urlPrefix"], "http://10.96.0.50:8888", "overridden urlPrefix")
+    objs = render()
+    expect(not objs.has("ConfigMap", name("scheduler-snippet")), "second-scheduler mode renders the snippet")
+
+
+# ---------------------------------------------------------------------------
+# Monitoring
+
+def promtool_check_rules(path):
+    promtool = shutil.which("promtool")
+    expect(promtool, "promtool not found (scripts/setup.sh installs Debian's prometheus package)")
+    out = subprocess.run([promtool, "check", "rules", path], capture_output=True, text=True)
+    expect(out.returncode == 0, f"promtool check rules {path}:\n{out.stdout}{out.stderr}")
+
+
+@check
+def alert_rules_are_valid():
+    plain = os.path.join(DEPLOY, "alerts", "neighborly-rules.yaml")
+    promtool_check_rules(plain)
+    with open(plain, encoding="utf-8") as f, \
+            open(os.path.join(CHART, "files", "neighborly-rules.yaml"), encoding="utf-8") as g:
+        expect(f.read() == g.read(), "charts/neighborly/files/neighborly-rules.yaml differs from "
+               "deploy/alerts/neighborly-rules.yaml (copy it)")
+    groups = load_yaml_file(plain)[0]["groups"]
+    crd = load_yaml_file(os.path.join(DEPLOY, "alerts", "neighborly-prometheusrule.yaml"))[0]
+    eq(crd["kind"], "PrometheusRule", "deploy PrometheusRule kind")
+    eq(crd["spec"]["groups"], groups, "deploy/alerts/neighborly-prometheusrule.yaml groups")
+    names = {r["alert"] for g in groups for r in g["rules"]}
+    for needed in ("NeighborlyNodeTelemetryStale", "NeighborlyNoTelemetry", "NeighborlyMemoryBandwidthSaturated",
+                   "NeighborlyExtenderErrors", "NeighborlyExtenderSlow"):
+        expect(needed in names, f"alert {needed} missing")
+
+
+@check
+def chart_monitoring_objects():
+    objs = render("metrics.prometheusRule.enabled=true", "metrics.serviceMonitor.enabled=true",
+                  "metrics.prometheusRule.labels.release=kps")
+    rule = objs.get("PrometheusRule", RELEASE)
+    eq(rule["metadata"]["labels"]["release"], "kps", "PrometheusRule extra label")
+    groups = load_yaml_file(os.path.join(DEPLOY, "alerts", "neighborly-rules.yaml"))[0]["groups"]
+    eq(rule["spec"]["groups"], groups, "PrometheusRule groups vs deploy/alerts")
+    with tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False) as f:
+        yaml.safe_dump({"groups": rule["spec"]["groups"]}, f)
+    try:
+        promtool_check_rules(f.name)
+    finally:
+        os.unlink(f.name)
+    sm = objs.get("ServiceMonitor", name("extender"))
+    eq(sm["spec"]["endpoints"][0]["port"], "http", "ServiceMonitor port")
+    pm = objs.get("PodMonitor", name("agent"))
+    eq(pm["spec"]["podMetricsEndpoints"][0]["port"], "metrics", "PodMonitor port")
+    plain = render()
+    for kind in ("PrometheusRule", "ServiceMonitor", "PodMonitor"):
+        expect(not plain.of(kind), f"{kind} rendered by default (needs the operator's CRDs)")
+    ann = plain.get("DaemonSet", name("agent"))["spec"]["template"]["metadata"]["annotations"]
+    eq(ann.get("prometheus.io/port"), "9101", "agent scrape port annotation")
+
+
+def metric_names(text):
+    names = set(re.findall(r"\bneighborly_[a-z0-9_]+", text))
+    return {re.sub(r"_(bucket|sum|count)$", "", n) for n in names}
+
+
+@check
+def dashboard_and_documented_metrics():
+    with open(os.path.join(DEPLOY, "grafana", "neighborly-dashboard.json"), encoding="utf-8") as f:
+        dash = json.load(f)
+    ids = [p["id"] for p in dash["panels"]]
+    eq(len(ids), len(set(ids)), "unique panel ids")
+    exprs = []
+    for p in dash["panels"]:
+        if p["type"] == "row":
+            continue
+        expect(p.get("targets"), f"panel {p['title']} has no query")
+        exprs += [t["expr"] for t in p["targets"]]
+    used = metric_names("\n".join(exprs))
+    with open(os.path.join(DEPLOY, "alerts", "neighborly-rules.yaml"), encoding="utf-8") as f:
+        used_by_alerts = metric_names(f.read())
+    with open(os.path.join(ROOT, "docs", "operations.md"), encoding="utf-8") as f:
+        documented = metric_names(f.read())
+    undocumented = (used | used_by_alerts) - documented
+    expect(not undocumented, f"metrics used but not listed in docs/operations.md: {sorted(undocumented)}")
+    for needed in ("neighborly_node_contention_score", "neighborly_node_l3_pressure_ratio",
+                   "neighborly_node_membw_utilisation_ratio", "neighborly_node_telemetry_age_seconds",
+                   "neighborly_decisions_total", "neighborly_http_request_duration_seconds"):
+        expect(needed in used, f"the dashboard does not show {needed}")
+
+
+# ---------------------------------------------------------------------------
+# Example workloads
+
+def qos_class(pod_spec):
+    """The QoS class Kubernetes derives from requests and limits."""
+    containers = pod_spec["containers"]
+    res = [c.get("resources", {}) for c in containers]
+    if all(not r.get("requests") and not r.get("limits") for r in res):
+        return "BestEffort"
+    for r in res:
+        req, lim = r.get("requests", {}), r.get("limits", {})
+        for k in ("cpu", "memory"):
+            if k not in lim or str(req.get(k, lim[k])) != str(lim[k]):
+                return "Burstable"
+    return "Guaranteed"
+
+
+def example(file, kind, obj_name):
+    docs = load_yaml_file(os.path.join(DEPLOY, "examples", file))
+    found = [d for d in docs if d["kind"] == kind and d["metadata"]["name"] == obj_name]
+    expect(found, f"deploy/examples/{file} has no {kind} {obj_name}")
+    return found[0]["spec"]["template"]
+
+
+@check
+def example_workloads():
+    schedulers = {"neighborly-scheduler"}
+    for file, obj in (("article-service.yaml", "article-service"), ("search-api.yaml", "search-api")):
+        tpl = example(file, "Deployment", obj)
+        eq(qos_class(tpl["spec"]), "Guaranteed", f"{obj} QoS class")
+        for c in tpl["spec"]["containers"]:
+            cpu = str(c["resources"]["requests"]["cpu"])
+            expect(cpu.isdigit(), f"{obj}: integer CPUs get exclusive cores, got {cpu}")
+        eq(tpl["metadata"]["annotations"].get("neighborly.io/class"), "latency-critical", f"{obj} class")
+        expect(tpl["spec"].get("schedulerName") in schedulers, f"{obj} does not opt in")
+        expect("affinity" not in tpl["spec"], f"{obj}: Neighborly replaces hand-kept anti-affinity")
+    tpl = example("analytics-batch-job.yaml", "Job", "analytics-ingest")
+    eq(tpl["metadata"]["labels"].get("workload-type"), "batch", "analytics job label")
+    eq(qos_class(tpl["spec"]), "Burstable", "analytics job QoS class")
+    expect(tpl["spec"].get("schedulerName") in schedulers, "analytics job does not opt in")
+
+
+def main():
+    global HELM
+    parser = argparse.ArgumentParser(description="Tests of the Helm chart and deploy/.")
+    parser.add_argument("--helm", required=True, help="path of the helm binary")
+    parser.add_argument("-k", default="", help="run only checks whose name contains this")
+    args = parser.parse_args()
+    HELM = args.helm
+    start = time.monotonic()
+    passed = failed = 0
+    for fn in CHECKS:
+        if args.k not in fn.__name__:
+            continue
+        t0 = time.monotonic()
+        try:
+            fn()
+        except (AssertionError, RenderError, KeyError, TypeError, yaml.YAMLError, OSError) as e:
+            failed += 1
+            detail = str(e) if not isinstance(e, (KeyError, TypeError)) else traceback.format_exc(limit=2)
+            print(f"FAIL {fn.__name__}: {detail}", flush=True)
+        else:
+            passed += 1
+            print(f"ok   {fn.__name__} ({time.monotonic() - t0:.1f}s)", flush=True)
+    print(f"chart-test: {time.monotonic() - start:.1f}s")
+    print(f"chart-test: {passed} passed, {failed} failed")
+    return 1 if failed or not passed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
