@@ -34,6 +34,11 @@ struct ModelConfig {
   // passes this share of its L3 domain's capacity.
   double aggressor_membw_share = 0.25;
   double aggressor_l3_share = 0.5;
+  // The L3 criterion alone would flag every cache-hungry but cache-friendly
+  // service (the article service holds 73 % of a 25 MB L3 with 1.5 MPKI). When
+  // a pod's LLC misses per kilo-instruction are measured, an L3 aggressor must
+  // also miss at least this often (a streaming scan misses constantly).
+  double aggressor_min_mpki = 5.0;
 
   // --- hard filters ---
   bool isolate_latency_critical = true;  // no latency-critical pod beside batch/aggressors
@@ -52,9 +57,12 @@ struct ModelConfig {
   double l3_weight = 0.45;
   double membw_weight = 0.45;
   double numa_weight = 0.10;
+  // Bandwidth cost is u/(1-u) (waiting time of a single-server queue at
+  // utilisation u) divided by this; it reaches 1 at u = q/(1+q), 90 % for 9.
+  double membw_queue_scale = 9.0;
 
   // --- staleness ---
-  int fresh_intervals = 3;                  // confidence 1 while younger than this many intervals
+  int fresh_intervals = 3;  // confidence 1 while younger than this many intervals
   absl::Duration max_age = absl::Seconds(60);  // confidence 0 (neutral score 5) from here on
 
   // --- in-flight bookings ---

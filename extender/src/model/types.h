@@ -53,19 +53,19 @@ struct Term {
 // `reason` is filled only for rejected nodes.
 struct NodeDecision {
   bool feasible = true;
-  std::string reason;  // when !feasible, e.g. "membw 84% > 80% on NUMA node 1"
+  std::string reason;     // when !feasible, e.g. "membw 84% > 80% on NUMA node 1"
   int score = 5;          // 0..10, higher is better
   double cost = 0;        // predicted interference cost (0 = none) behind the score
   double confidence = 0;  // 0 (no or old telemetry) .. 1 (fresh)
   bool has_telemetry = false;
   // Terms behind the cost, each in [0, 1] unless noted.
-  double l3_pressure = 0;          // predicted occupancy / capacity on the chosen L3 domain
-  double membw_utilisation = 0;    // predicted bandwidth / peak on the chosen NUMA node
-  double harm_to_incoming = 0;     // interference the incoming pod would suffer
-  double harm_to_residents = 0;    // interference it would cause sensitive residents
-  double numa_penalty = 0;         // cost of not fitting on one NUMA node
-  int32_t numa_node = -1;          // the NUMA node the model expects the pod to use
-  int32_t l3_domain = -1;          // the L3 domain the model expects the pod to use
+  double l3_pressure = 0;        // predicted occupancy / capacity on the chosen L3 domain
+  double membw_utilisation = 0;  // predicted bandwidth / peak on the chosen NUMA node
+  double harm_to_incoming = 0;   // interference the incoming pod would suffer
+  double harm_to_residents = 0;  // interference it would cause sensitive residents
+  double numa_penalty = 0;       // cost of not fitting on one NUMA node
+  int32_t numa_node = -1;        // the NUMA node the model expects the pod to use
+  int32_t l3_domain = -1;        // the L3 domain the model expects the pod to use
 };
 
 // Terms of a decision as text, for the operator API, logs and explanations.

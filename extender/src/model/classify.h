@@ -1,0 +1,123 @@
+// Contention classes and footprint hints of pods: which class a pod belongs to
+// (annotation > label rules > measured aggressor > remembered > standard) and
+// how much L3 and memory bandwidth it is expected to use.
+//
+//   PodRequest req = MakePodRequest(incoming, registry.Lookup(incoming.uid), config);
+//   req.contention_class == ContentionClass::kLatencyCritical
+//
+// Pure: no clock, no I/O.
+#ifndef NEIGHBORLY_EXTENDER_SRC_MODEL_CLASSIFY_H_
+#define NEIGHBORLY_EXTENDER_SRC_MODEL_CLASSIFY_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "extender/src/model/model_config.h"
+#include "extender/src/model/types.h"
+
+namespace neighborly::extender {
+
+inline constexpr std::string_view kClassAnnotation = "neighborly.io/class";
+inline constexpr std::string_view kLlcHintAnnotation = "neighborly.io/llc-bytes";
+inline constexpr std::string_view kMembwHintAnnotation = "neighborly.io/membw-bytes-per-second";
+
+// "latency-critical" | "batch" | "standard" (case-insensitive); nullopt otherwise.
+std::optional<ContentionClass> ParseContentionClass(std::string_view text);
+
+struct FootprintHints {
+  std::optional<int64_t> llc_bytes;
+  std::optional<int64_t> membw_bytes_per_second;
+  bool empty() const { return !llc_bytes && !membw_bytes_per_second; }
+};
+
+// What the extender remembers about a pod UID (state/pod_registry keeps these).
+struct RememberedPod {
+  ContentionClass contention_class = ContentionClass::kStandard;
+  ClassSource source = ClassSource::kDefault;  // where the class originally came from
+  FootprintHints hints;
+};
+
+struct ClassResolution {
+  ContentionClass contention_class = ContentionClass::kStandard;
+  ClassSource source = ClassSource::kDefault;
+};
+
+// Looks a key up in a string->string map (std::map or google::protobuf::Map).
+template <typename Map>
+const std::string* FindValue(const Map& map, std::string_view key) {
+  auto it = map.find(std::string(key));
+  return it == map.end() ? nullptr : &it->second;
+}
+
+// The class a pod declares through its annotation or the configured label
+// rules; nullopt when neither says (an unknown annotation value is ignored and
+// explained in `note`, when given).
+template <typename Map>
+std::optional<ClassResolution> DeclaredClass(const Map& labels, const Map& annotations,
+                                             const ModelConfig& config,
+                                             std::string* note = nullptr) {
+  if (const std::string* v = FindValue(annotations, kClassAnnotation)) {
+    if (std::optional<ContentionClass> c = ParseContentionClass(*v)) {
+      return ClassResolution{*c, ClassSource::kAnnotation};
+    }
+    if (note != nullptr) {
+      *note = "ignored annotation " + std::string(kClassAnnotation) + "=\"" + *v +
+              "\" (expected latency-critical, batch or standard)";
+    }
+  }
+  for (const LabelRule& rule : config.label_rules) {
+    const std::string* v = FindValue(labels, rule.key);
+    if (v == nullptr) continue;
+    for (const std::string& want : rule.values) {
+      if (*v == want) return ClassResolution{rule.contention_class, ClassSource::kLabelRule};
+    }
+  }
+  return std::nullopt;
+}
+
+// Footprint hints from the annotations (Kubernetes quantities, e.g. "18Mi",
+// "2.8G"). A malformed or negative hint is ignored and explained in `note`.
+template <typename Map>
+FootprintHints HintsFromAnnotations(const Map& annotations, std::string* note = nullptr);
+
+// Non-template core of HintsFromAnnotations.
+std::optional<int64_t> ParseHint(std::string_view key, const std::string* value, std::string* note);
+
+template <typename Map>
+FootprintHints HintsFromAnnotations(const Map& annotations, std::string* note) {
+  FootprintHints hints;
+  hints.llc_bytes = ParseHint(kLlcHintAnnotation, FindValue(annotations, kLlcHintAnnotation), note);
+  hints.membw_bytes_per_second =
+      ParseHint(kMembwHintAnnotation, FindValue(annotations, kMembwHintAnnotation), note);
+  return hints;
+}
+
+// Default footprint for a class when a pod has neither hints nor measurements.
+const Footprint& DefaultFootprint(ContentionClass c, const ModelConfig& config);
+
+// How much a pod of this class suffers from interference (1 latency-critical,
+// 0.5 standard, 0.25 batch); see docs/scoring.md.
+double Sensitivity(ContentionClass c);
+
+// The incoming pod, reduced once per request to what node evaluation needs.
+struct PodRequest {
+  ContentionClass contention_class = ContentionClass::kStandard;
+  ClassSource source = ClassSource::kDefault;
+  double sensitivity = 0.5;
+  double llc_bytes = 0;               // footprint: hint, else remembered hint, else class default
+  double membw_bytes_per_second = 0;  // idem
+  bool exclusive_cpus = false;        // Guaranteed with integer CPUs: pinned to one NUMA node
+  int32_t cpus = 0;                   // whole CPUs requested (rounded up)
+  int64_t memory_bytes = 0;
+  std::string pod;   // "namespace/name", for reasons
+  std::string note;  // ignored annotations, if any
+};
+
+PodRequest MakePodRequest(const IncomingPod& pod, const RememberedPod* remembered,
+                          const ModelConfig& config);
+
+}  // namespace neighborly::extender
+
+#endif  // NEIGHBORLY_EXTENDER_SRC_MODEL_CLASSIFY_H_

@@ -1,0 +1,390 @@
+#include "extender/src/model/evaluate.h"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <limits>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+
+namespace neighborly::extender {
+namespace {
+
+// Cost of L3 pressure p = predicted occupancy / capacity: negligible while the
+// working sets fit comfortably, 1 once they exceed the cache.
+double L3Cost(double pressure) { return std::min(1.0, pressure * pressure); }
+
+// Cost of bandwidth utilisation u: the waiting time of a single-server queue,
+// u / (1 - u), normalised so that it reaches 1 near saturation.
+double MembwCost(double utilisation, double queue_scale) {
+  if (utilisation >= 1.0) return 1.0;
+  return std::min(1.0, utilisation / (1.0 - utilisation) / queue_scale);
+}
+
+struct Harm {
+  double to_incoming = 0;
+  double to_residents = 0;
+};
+
+// Adds one shared resource's contribution: `resident` load already there,
+// `incoming` load the pod adds, of `capacity`; `cost` turns the predicted
+// utilisation into harm, split between the parties by their share of the load.
+template <typename CostFn>
+double AddResource(double resident, double incoming, double capacity, double resident_sensitivity,
+                   double incoming_sensitivity, double weight, CostFn cost, Harm& harm) {
+  const double total = resident + incoming;
+  const double utilisation = capacity > 0 ? total / capacity : 0;
+  if (total <= 0) return utilisation;
+  const double c = cost(utilisation);
+  const double incoming_share = incoming / total;
+  harm.to_incoming += incoming_sensitivity * weight * c * (1.0 - incoming_share);
+  harm.to_residents += resident_sensitivity * weight * c * incoming_share;
+  return utilisation;
+}
+
+// Bookings folded onto one node's profile. Filled only when a node has live
+// bookings; the accessors answer 0 otherwise, so the common path touches no arrays.
+class InFlight {
+ public:
+  InFlight(const NodeProfile& p, std::span<const Booking> bookings, absl::Time now) {
+    for (const Booking& b : bookings) {
+      if (b.expires_at <= now) continue;
+      if (!any_) Init(p);
+      Add(p, b);
+    }
+  }
+  bool any() const { return any_; }
+  double membw(size_t n) const { return any_ ? numa_membw_[n] : 0; }
+  int32_t cpus(size_t n) const { return any_ ? numa_cpus_[n] : 0; }
+  int64_t memory(size_t n) const { return any_ ? numa_memory_[n] : 0; }
+  double numa_sensitivity(size_t n) const { return any_ ? numa_sensitivity_[n] : 0; }
+  double llc(size_t d) const { return any_ ? l3_llc_[d] : 0; }
+  double l3_sensitivity(size_t d) const { return any_ ? l3_sensitivity_[d] : 0; }
+  const Booking* latency_critical() const { return latency_critical_; }
+  const Booking* batch() const { return batch_; }
+
+ private:
+  void Init(const NodeProfile& p) {
+    any_ = true;
+    std::fill_n(numa_membw_.begin(), p.numa.size(), 0.0);
+    std::fill_n(numa_cpus_.begin(), p.numa.size(), 0);
+    std::fill_n(numa_memory_.begin(), p.numa.size(), 0);
+    std::fill_n(numa_sensitivity_.begin(), p.numa.size(), 0.0);
+    std::fill_n(l3_llc_.begin(), p.l3.size(), 0.0);
+    std::fill_n(l3_sensitivity_.begin(), p.l3.size(), 0.0);
+  }
+
+  void Add(const NodeProfile& p, const Booking& b) {
+    if (b.contention_class == ContentionClass::kLatencyCritical && latency_critical_ == nullptr) {
+      latency_critical_ = &b;
+    }
+    if (b.contention_class == ContentionClass::kBatch && batch_ == nullptr) batch_ = &b;
+    const double sensitivity = Sensitivity(b.contention_class);
+    int numa = -1;
+    for (size_t n = 0; n < p.numa.size(); ++n) {
+      if (b.numa_node >= 0 && p.numa[n].id == static_cast<uint32_t>(b.numa_node)) {
+        numa = static_cast<int>(n);
+      }
+    }
+    if (numa >= 0) {
+      numa_membw_[numa] += b.membw_bytes_per_second;
+      numa_cpus_[numa] += b.exclusive_cpus;
+      numa_memory_[numa] += b.memory_bytes;
+      numa_sensitivity_[numa] = std::max(numa_sensitivity_[numa], sensitivity);
+      const NumaProfile& np = p.numa[numa];
+      int l3 = -1;
+      for (size_t d = np.l3_begin; d < np.l3_end; ++d) {
+        if (b.l3_domain >= 0 && p.l3[d].id == static_cast<uint32_t>(b.l3_domain)) {
+          l3 = static_cast<int>(d);
+        }
+      }
+      const size_t domains = np.l3_end - np.l3_begin;
+      for (size_t d = np.l3_begin; d < np.l3_end; ++d) {
+        const double share =
+            l3 >= 0 ? (static_cast<int>(d) == l3 ? 1.0 : 0.0) : 1.0 / static_cast<double>(domains);
+        if (share <= 0) continue;
+        l3_llc_[d] += b.llc_bytes * share;
+        l3_sensitivity_[d] = std::max(l3_sensitivity_[d], sensitivity);
+      }
+      return;
+    }
+    for (size_t n = 0; n < p.numa.size(); ++n) {  // the shared pool: spread
+      const double w = p.numa[n].shared_weight;
+      if (w <= 0) continue;
+      numa_membw_[n] += b.membw_bytes_per_second * w;
+      numa_memory_[n] += static_cast<int64_t>(static_cast<double>(b.memory_bytes) * w);
+      numa_sensitivity_[n] = std::max(numa_sensitivity_[n], sensitivity);
+    }
+    for (size_t d = 0; d < p.l3.size(); ++d) {
+      const double w = p.l3[d].shared_weight;
+      if (w <= 0) continue;
+      l3_llc_[d] += b.llc_bytes * w;
+      l3_sensitivity_[d] = std::max(l3_sensitivity_[d], sensitivity);
+    }
+  }
+
+  bool any_ = false;
+  const Booking* latency_critical_ = nullptr;
+  const Booking* batch_ = nullptr;
+  std::array<double, kMaxNumaNodes> numa_membw_;
+  std::array<int32_t, kMaxNumaNodes> numa_cpus_;
+  std::array<int64_t, kMaxNumaNodes> numa_memory_;
+  std::array<double, kMaxNumaNodes> numa_sensitivity_;
+  std::array<double, kMaxL3Domains> l3_llc_;
+  std::array<double, kMaxL3Domains> l3_sensitivity_;
+};
+
+void Reject(NodeDecision& out, std::string reason) {
+  out.feasible = false;
+  out.score = 0;
+  out.reason = std::move(reason);
+}
+
+std::string AndMore(int count) {
+  return count > 1 ? absl::StrCat(" and ", count - 1, " more") : std::string();
+}
+
+void Finish(NodeDecision& out, const Harm& harm, double numa_penalty, double incoming_sensitivity,
+            const ModelConfig& config) {
+  out.harm_to_incoming = harm.to_incoming;
+  out.harm_to_residents = harm.to_residents;
+  out.numa_penalty = numa_penalty;
+  out.cost = std::clamp(harm.to_incoming + harm.to_residents +
+                            config.numa_weight * incoming_sensitivity * numa_penalty,
+                        0.0, 1.0);
+  const double raw = 10.0 * (1.0 - out.cost);
+  const double blended = 5.0 + out.confidence * (raw - 5.0);
+  out.score = static_cast<int>(std::clamp(std::lround(blended), 0L, 10L));
+}
+
+}  // namespace
+
+std::string FormatBytes(double bytes) {
+  constexpr double kKi = 1024.0, kMi = kKi * 1024, kGi = kMi * 1024;
+  if (bytes >= kGi) return absl::StrFormat("%.1f GiB", bytes / kGi);
+  if (bytes >= kMi) return absl::StrFormat("%.1f MiB", bytes / kMi);
+  if (bytes >= kKi) return absl::StrFormat("%.1f KiB", bytes / kKi);
+  return absl::StrFormat("%.0f B", bytes);
+}
+
+Booking MakeBooking(std::string_view pod_uid, const PodRequest& req, const NodeDecision& decision,
+                    absl::Time expires_at) {
+  Booking b;
+  b.pod_uid = std::string(pod_uid);
+  b.pod = req.pod;
+  b.contention_class = req.contention_class;
+  b.numa_node = req.exclusive_cpus ? decision.numa_node : -1;
+  b.l3_domain = req.exclusive_cpus ? decision.l3_domain : -1;
+  b.llc_bytes = req.llc_bytes;
+  b.membw_bytes_per_second = req.membw_bytes_per_second;
+  b.exclusive_cpus = req.exclusive_cpus && decision.numa_node >= 0 ? req.cpus : 0;
+  b.memory_bytes = req.memory_bytes;
+  b.expires_at = expires_at;
+  return b;
+}
+
+double Confidence(const NodeProfile& profile, absl::Time now, const ModelConfig& config) {
+  const absl::Duration age = std::max(absl::ZeroDuration(), now - profile.received_at);
+  const absl::Duration fresh = profile.window * config.fresh_intervals;
+  if (age <= fresh) return 1.0;
+  if (age >= config.max_age) return 0.0;
+  return absl::FDivDuration(config.max_age - age, config.max_age - fresh);
+}
+
+void EvaluateNode(const PodRequest& pod, const NodeProfile* profile,
+                  std::span<const Booking> bookings, absl::Time now, const ModelConfig& config,
+                  NodeDecision& out) {
+  out.feasible = true;
+  out.reason.clear();
+  out.score = 5;
+  out.cost = 0;
+  out.confidence = 0;
+  out.has_telemetry = profile != nullptr;
+  out.l3_pressure = out.membw_utilisation = out.harm_to_incoming = out.harm_to_residents = 0;
+  out.numa_penalty = 0;
+  out.numa_node = out.l3_domain = -1;
+  if (profile == nullptr) return;  // no telemetry: fail open, neutral
+  const NodeProfile& p = *profile;
+  out.confidence = Confidence(p, now, config);
+  if (out.confidence <= 0 || p.numa.empty()) return;  // stale: fail open, neutral
+
+  const InFlight in_flight(p, bookings, now);
+  const bool latency_critical = pod.contention_class == ContentionClass::kLatencyCritical;
+
+  // 1. Isolation.
+  if (latency_critical && config.isolate_latency_critical) {
+    if (p.batch_pods > 0) {
+      return Reject(out, absl::StrCat("isolation: latency-critical pod would run beside ",
+                                      p.batch_example, AndMore(p.batch_pods)));
+    }
+    if (in_flight.batch() != nullptr) {
+      return Reject(out, absl::StrCat("isolation: latency-critical pod would run beside in-flight "
+                                      "batch pod ",
+                                      in_flight.batch()->pod));
+    }
+  }
+  if (pod.contention_class == ContentionClass::kBatch && config.isolate_batch) {
+    if (p.latency_critical_pods > 0) {
+      return Reject(
+          out, absl::StrCat("isolation: batch pod would run beside ", p.latency_critical_example,
+                            AndMore(p.latency_critical_pods)));
+    }
+    if (in_flight.latency_critical() != nullptr) {
+      return Reject(out, absl::StrCat("isolation: batch pod would run beside in-flight "
+                                      "latency-critical pod ",
+                                      in_flight.latency_critical()->pod));
+    }
+  }
+
+  const double queue_scale = config.membw_queue_scale;
+  auto membw_cost = [queue_scale](double u) { return MembwCost(u, queue_scale); };
+  const size_t numa_count = p.numa.size();
+
+  if (pod.exclusive_cpus) {
+    // Pinned: the pod lives on one NUMA node; pick the cheapest admissible one.
+    const bool admission = config.numa_admission && p.single_numa_admission;
+    bool any_admissible = false;
+    int most_free = -1;
+    int32_t most_free_cpus = -1;
+    int64_t most_free_memory = -1;
+    int least_loaded = -1;
+    double least_utilisation = std::numeric_limits<double>::infinity();
+    int best = -1;
+    double best_cost = std::numeric_limits<double>::infinity();
+    for (size_t n = 0; n < numa_count; ++n) {
+      const NumaProfile& numa = p.numa[n];
+      const int32_t free_cpus = numa.free_exclusive_cpus - in_flight.cpus(n);
+      const int64_t free_memory = numa.free_memory_bytes - in_flight.memory(n);
+      const bool fits = free_cpus >= pod.cpus && free_memory >= pod.memory_bytes;
+      if (admission && !fits) {
+        if (free_cpus > most_free_cpus ||
+            (free_cpus == most_free_cpus && free_memory > most_free_memory)) {
+          most_free = static_cast<int>(n);
+          most_free_cpus = free_cpus;
+          most_free_memory = free_memory;
+        }
+        continue;
+      }
+      any_admissible = true;
+      const double resident_membw = numa.membw + in_flight.membw(n);
+      const double utilisation = (resident_membw + pod.membw_bytes_per_second) / numa.peak_membw;
+      if (latency_critical && utilisation > config.membw_headroom) {
+        if (utilisation < least_utilisation) {
+          least_utilisation = utilisation;
+          least_loaded = static_cast<int>(n);
+        }
+        continue;
+      }
+      Harm harm;
+      AddResource(resident_membw, pod.membw_bytes_per_second, numa.peak_membw,
+                  std::max(numa.resident_sensitivity, in_flight.numa_sensitivity(n)),
+                  pod.sensitivity, config.membw_weight, membw_cost, harm);
+      // Its least-pressured L3 domain (the CPU manager packs a socket's cores).
+      int domain = -1;
+      double domain_pressure = std::numeric_limits<double>::infinity();
+      for (size_t d = numa.l3_begin; d < numa.l3_end; ++d) {
+        const L3Profile& l3 = p.l3[d];
+        if (l3.size_bytes <= 0) continue;
+        const double pressure =
+            (l3.occupancy_bytes + in_flight.llc(d) + pod.llc_bytes) / l3.size_bytes;
+        if (pressure < domain_pressure) {
+          domain_pressure = pressure;
+          domain = static_cast<int>(d);
+        }
+      }
+      double pressure = 0;
+      if (domain >= 0) {
+        const L3Profile& l3 = p.l3[domain];
+        pressure =
+            AddResource(l3.occupancy_bytes + in_flight.llc(domain), pod.llc_bytes, l3.size_bytes,
+                        std::max(l3.resident_sensitivity, in_flight.l3_sensitivity(domain)),
+                        pod.sensitivity, config.l3_weight, L3Cost, harm);
+      }
+      const double numa_penalty = fits ? 0.0 : 1.0;
+      const double cost = harm.to_incoming + harm.to_residents +
+                          config.numa_weight * pod.sensitivity * numa_penalty;
+      if (cost < best_cost) {
+        best_cost = cost;
+        best = static_cast<int>(n);
+        out.numa_node = static_cast<int32_t>(numa.id);
+        out.l3_domain = domain >= 0 ? static_cast<int32_t>(p.l3[domain].id) : -1;
+        out.l3_pressure = pressure;
+        out.membw_utilisation = utilisation;
+        out.harm_to_incoming = harm.to_incoming;
+        out.harm_to_residents = harm.to_residents;
+        out.numa_penalty = numa_penalty;
+      }
+    }
+    if (!any_admissible) {
+      const NumaProfile& numa = p.numa[most_free >= 0 ? most_free : 0];
+      return Reject(out,
+                    absl::StrFormat(
+                        "NUMA admission (topologyManagerPolicy %s): no NUMA node has %d "
+                        "free exclusive CPUs and %s free memory; most free is NUMA node %u "
+                        "with %d CPUs and %s",
+                        p.topology_manager_policy, pod.cpus,
+                        FormatBytes(static_cast<double>(pod.memory_bytes)), numa.id,
+                        std::max(0, most_free_cpus),
+                        FormatBytes(static_cast<double>(std::max<int64_t>(0, most_free_memory)))));
+    }
+    if (best < 0) {
+      return Reject(
+          out, absl::StrFormat("membw %.0f%% > %.0f%% on NUMA node %u", least_utilisation * 100,
+                               config.membw_headroom * 100, p.numa[least_loaded].id));
+    }
+    Harm harm{out.harm_to_incoming, out.harm_to_residents};
+    return Finish(out, harm, out.numa_penalty, pod.sensitivity, config);
+  }
+
+  // Shared pool: the pod's threads and memory spread over the NUMA nodes by
+  // their share of shared-pool CPUs, and its load with them.
+  Harm harm;
+  double max_weight = 0;
+  double worst_utilisation = 0;
+  int worst = -1;
+  for (size_t n = 0; n < numa_count; ++n) {
+    const NumaProfile& numa = p.numa[n];
+    const double w = numa.shared_weight;
+    if (w <= 0) continue;
+    max_weight = std::max(max_weight, w);
+    Harm part;
+    const double utilisation = AddResource(
+        numa.membw + in_flight.membw(n), pod.membw_bytes_per_second * w, numa.peak_membw,
+        std::max(numa.resident_sensitivity, in_flight.numa_sensitivity(n)), pod.sensitivity,
+        config.membw_weight, membw_cost, part);
+    harm.to_incoming += w * part.to_incoming;
+    harm.to_residents += w * part.to_residents;
+    if (utilisation > worst_utilisation || worst < 0) {
+      worst_utilisation = utilisation;
+      worst = static_cast<int>(n);
+    }
+  }
+  if (latency_critical && worst >= 0 && worst_utilisation > config.membw_headroom) {
+    return Reject(out,
+                  absl::StrFormat("membw %.0f%% > %.0f%% on NUMA node %u", worst_utilisation * 100,
+                                  config.membw_headroom * 100, p.numa[worst].id));
+  }
+  double max_pressure = 0;
+  for (size_t d = 0; d < p.l3.size(); ++d) {
+    const L3Profile& l3 = p.l3[d];
+    const double w = l3.shared_weight;
+    if (w <= 0 || l3.size_bytes <= 0) continue;
+    Harm part;
+    const double pressure =
+        AddResource(l3.occupancy_bytes + in_flight.llc(d), pod.llc_bytes * w, l3.size_bytes,
+                    std::max(l3.resident_sensitivity, in_flight.l3_sensitivity(d)), pod.sensitivity,
+                    config.l3_weight, L3Cost, part);
+    harm.to_incoming += w * part.to_incoming;
+    harm.to_residents += w * part.to_residents;
+    max_pressure = std::max(max_pressure, pressure);
+  }
+  out.l3_pressure = max_pressure;
+  out.membw_utilisation = worst_utilisation;
+  if (numa_count == 1) out.numa_node = static_cast<int32_t>(p.numa[0].id);
+  // Spread threads reach remote memory; on one NUMA node they cannot.
+  const double numa_penalty = max_weight > 0 ? 1.0 - max_weight : 0.0;
+  Finish(out, harm, numa_penalty, pod.sensitivity, config);
+}
+
+}  // namespace neighborly::extender

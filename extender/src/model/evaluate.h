@@ -1,0 +1,60 @@
+// Evaluation of one candidate node for one incoming pod: the three hard
+// filters (isolation, bandwidth headroom, NUMA admission), the 0..10 score
+// from the predicted interference cost, and graded staleness. Formulas and
+// defaults: docs/scoring.md.
+//
+//   PodRequest req = MakePodRequest(pod, remembered, config);      // once per request
+//   for (...) EvaluateNode(req, profile, bookings, now, config, decisions[i]);
+//
+// Pure and allocation-free for feasible nodes (only a rejection's reason
+// string allocates).
+#ifndef NEIGHBORLY_EXTENDER_SRC_MODEL_EVALUATE_H_
+#define NEIGHBORLY_EXTENDER_SRC_MODEL_EVALUATE_H_
+
+#include <cstdint>
+#include <span>
+#include <string>
+
+#include "absl/time/time.h"
+#include "extender/src/model/classify.h"
+#include "extender/src/model/model_config.h"
+#include "extender/src/model/node_profile.h"
+#include "extender/src/model/types.h"
+
+namespace neighborly::extender {
+
+// A pod booked on a node after prioritize, until its agent reports it running
+// (in-flight accounting). Its footprint counts as load on that node.
+struct Booking {
+  std::string pod_uid;
+  std::string pod;  // "namespace/name", for reasons
+  ContentionClass contention_class = ContentionClass::kStandard;
+  int32_t numa_node = -1;  // NUMA node id it was expected to use; -1: the shared pool
+  int32_t l3_domain = -1;  // L3 domain id; -1: spread
+  double llc_bytes = 0;
+  double membw_bytes_per_second = 0;
+  int32_t exclusive_cpus = 0;  // pinned CPUs it will take on numa_node
+  int64_t memory_bytes = 0;
+  absl::Time expires_at = absl::InfiniteFuture();
+};
+
+// Booking describing `req` placed as `decision` says.
+Booking MakeBooking(std::string_view pod_uid, const PodRequest& req, const NodeDecision& decision,
+                    absl::Time expires_at);
+
+// 1 while the report is younger than fresh_intervals x its window, falling
+// linearly to 0 at max_age.
+double Confidence(const NodeProfile& profile, absl::Time now, const ModelConfig& config);
+
+// Fills `out` (reusing its reason's storage). `profile` == nullptr: no telemetry.
+// Bookings whose expires_at has passed are ignored.
+void EvaluateNode(const PodRequest& pod, const NodeProfile* profile,
+                  std::span<const Booking> bookings, absl::Time now, const ModelConfig& config,
+                  NodeDecision& out);
+
+// "4.0 GiB", "18.3 MB"-style byte formatting for reasons.
+std::string FormatBytes(double bytes);
+
+}  // namespace neighborly::extender
+
+#endif  // NEIGHBORLY_EXTENDER_SRC_MODEL_EVALUATE_H_

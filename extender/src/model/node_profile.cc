@@ -1,0 +1,330 @@
+#include "extender/src/model/node_profile.h"
+
+#include <algorithm>
+#include <numeric>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "common/cpu_list.h"
+
+namespace neighborly::extender {
+namespace {
+
+namespace tv1 = ::neighborly::telemetry::v1;
+
+CpuSet ParseOrEmpty(std::string_view text) {
+  absl::StatusOr<CpuSet> cpus = ParseCpuList(text);
+  return cpus.ok() ? *std::move(cpus) : CpuSet{};
+}
+
+CpuSet Difference(const CpuSet& a, const CpuSet& b) {
+  CpuSet out;
+  std::set_difference(a.begin(), a.end(), b.begin(), b.end(), std::back_inserter(out));
+  return out;
+}
+
+// Where a pod's load lands: a weight per NUMA node and per L3 domain, each summing to 1.
+struct Placement {
+  std::vector<double> numa;
+  std::vector<double> l3;
+};
+
+}  // namespace
+
+ResidentPod ClassifyResident(const tv1::PodReport& pod, const ModelConfig& config,
+                             const RememberedPod* remembered, std::optional<double> membw_share,
+                             std::optional<double> l3_share) {
+  ResidentPod out;
+  if (std::optional<ClassResolution> declared =
+          DeclaredClass(pod.labels(), pod.annotations(), config)) {
+    out.contention_class = declared->contention_class;
+    out.source = declared->source;
+    return out;
+  }
+  const bool bw_aggressor = membw_share && *membw_share >= config.aggressor_membw_share;
+  const bool mpki_ok = !pod.has_llc_misses_per_kilo_instructions() ||
+                       pod.llc_misses_per_kilo_instructions() >= config.aggressor_min_mpki;
+  const bool l3_aggressor = l3_share && *l3_share >= config.aggressor_l3_share && mpki_ok;
+  if (bw_aggressor || l3_aggressor) {
+    out.contention_class = ContentionClass::kBatch;
+    out.source = ClassSource::kMeasured;
+    out.aggressor = true;
+    out.why =
+        bw_aggressor
+            ? absl::StrFormat("measured membw %.0f%% of its NUMA node's peak", *membw_share * 100)
+            : absl::StrFormat("measured L3 occupancy %.0f%% of its L3 domain", *l3_share * 100);
+    return out;
+  }
+  if (remembered != nullptr) {
+    out.contention_class = remembered->contention_class;
+    out.source = ClassSource::kRemembered;
+  }
+  return out;
+}
+
+NodeProfile BuildNodeProfile(const tv1::NodeReport& report, const ModelConfig& config,
+                             const RememberedLookup& remembered, absl::Time received_at) {
+  NodeProfile p;
+  p.name = report.node_name();
+  p.received_at = received_at;
+  p.window = absl::Seconds(report.window_duration().seconds()) +
+             absl::Nanoseconds(report.window_duration().nanos());
+  p.topology_manager_policy = report.kubelet().topology_manager_policy();
+  p.cpu_manager_policy = report.kubelet().cpu_manager_policy();
+  p.single_numa_admission =
+      p.topology_manager_policy == "single-numa-node" || p.topology_manager_policy == "restricted";
+
+  const auto& numa_in = report.topology().numa_nodes();
+  const size_t numa_count = std::min<size_t>(numa_in.size(), kMaxNumaNodes);
+  std::vector<CpuSet> numa_cpus(numa_count);
+  p.numa.resize(numa_count);
+  for (size_t n = 0; n < numa_count; ++n) {
+    const tv1::NumaNode& in = numa_in[static_cast<int>(n)];
+    NumaProfile& out = p.numa[n];
+    out.id = in.id();
+    numa_cpus[n] = ParseOrEmpty(in.cpus());
+    out.cpus = static_cast<int32_t>(numa_cpus[n].size());
+    out.memory_bytes = static_cast<int64_t>(std::min<uint64_t>(in.memory_bytes(), INT64_MAX));
+    out.peak_membw = in.has_peak_membw_bytes_per_second() && in.peak_membw_bytes_per_second() > 0
+                         ? static_cast<double>(in.peak_membw_bytes_per_second())
+                         : static_cast<double>(config.default_peak_membw_bytes_per_second);
+    if (in.has_membw_bytes_per_second()) {
+      out.membw = static_cast<double>(in.membw_bytes_per_second());
+      out.membw_measured = true;
+    }
+  }
+  auto numa_index = [&](uint32_t id) -> int {
+    for (size_t n = 0; n < numa_count; ++n) {
+      if (p.numa[n].id == id) return static_cast<int>(n);
+    }
+    return -1;
+  };
+
+  // L3 domains, grouped by NUMA node so that each NUMA node owns a contiguous range.
+  struct L3In {
+    const tv1::L3Domain* domain;
+    int numa;
+  };
+  std::vector<L3In> l3_in;
+  for (const tv1::L3Domain& d : report.topology().l3_domains()) {
+    if (l3_in.size() >= kMaxL3Domains) break;
+    const int n = numa_index(d.numa_node());
+    if (n >= 0) l3_in.push_back({&d, n});
+  }
+  std::stable_sort(l3_in.begin(), l3_in.end(),
+                   [](const L3In& a, const L3In& b) { return a.numa < b.numa; });
+  std::vector<CpuSet> l3_cpus(l3_in.size());
+  p.l3.resize(l3_in.size());
+  for (auto& numa : p.numa) numa.l3_begin = numa.l3_end = 0;
+  for (size_t d = 0; d < l3_in.size(); ++d) {
+    const tv1::L3Domain& in = *l3_in[d].domain;
+    L3Profile& out = p.l3[d];
+    out.id = in.id();
+    out.numa_index = static_cast<uint16_t>(l3_in[d].numa);
+    out.numa_id = p.numa[out.numa_index].id;
+    out.size_bytes = static_cast<double>(in.size_bytes());
+    l3_cpus[d] = ParseOrEmpty(in.cpus());
+    if (in.has_occupancy_bytes()) {
+      out.occupancy_bytes = static_cast<double>(in.occupancy_bytes());
+      out.occupancy_measured = true;
+    }
+  }
+  for (size_t n = 0; n < numa_count; ++n) {
+    size_t begin = 0;
+    while (begin < p.l3.size() && p.l3[begin].numa_index < n) ++begin;
+    size_t end = begin;
+    while (end < p.l3.size() && p.l3[end].numa_index == n) ++end;
+    p.numa[n].l3_begin = static_cast<uint16_t>(begin);
+    p.numa[n].l3_end = static_cast<uint16_t>(end);
+  }
+  // A NUMA node's bandwidth is the sum of its L3 domains' MBM when every one is measured.
+  for (size_t n = 0; n < numa_count; ++n) {
+    NumaProfile& numa = p.numa[n];
+    if (numa.membw_measured || numa.l3_begin == numa.l3_end) continue;
+    double sum = 0;
+    bool all = true;
+    for (size_t d = numa.l3_begin; d < numa.l3_end; ++d) {
+      const tv1::L3Domain& in = *l3_in[d].domain;
+      all = all && in.has_membw_total_bytes_per_second();
+      sum += static_cast<double>(in.membw_total_bytes_per_second());
+    }
+    if (all) {
+      numa.membw = sum;
+      numa.membw_measured = true;
+    }
+  }
+
+  // Exclusive CPUs of pods, reserved CPUs, and the shared pool.
+  const auto& pods_in = report.pods();
+  std::vector<CpuSet> pod_cpus(pods_in.size());
+  CpuSet exclusive_all;
+  for (int i = 0; i < pods_in.size(); ++i) {
+    pod_cpus[i] = ParseOrEmpty(pods_in[i].exclusive_cpus());
+    exclusive_all.insert(exclusive_all.end(), pod_cpus[i].begin(), pod_cpus[i].end());
+  }
+  std::sort(exclusive_all.begin(), exclusive_all.end());
+  exclusive_all.erase(std::unique(exclusive_all.begin(), exclusive_all.end()), exclusive_all.end());
+  const CpuSet reserved = ParseOrEmpty(report.kubelet().reserved_cpus());
+  CpuSet shared = ParseOrEmpty(report.kubelet().shared_pool_cpus());
+  if (shared.empty()) {
+    CpuSet all;
+    for (const CpuSet& c : numa_cpus) all.insert(all.end(), c.begin(), c.end());
+    std::sort(all.begin(), all.end());
+    shared = Difference(all, exclusive_all);
+  }
+  for (size_t n = 0; n < numa_count; ++n) {
+    const int32_t taken = static_cast<int32_t>(IntersectionSize(numa_cpus[n], reserved) +
+                                               IntersectionSize(numa_cpus[n], exclusive_all));
+    p.numa[n].free_exclusive_cpus = std::max(0, p.numa[n].cpus - taken);
+  }
+  {
+    double total = 0;
+    std::vector<double> numa_shared(numa_count), l3_shared(p.l3.size());
+    for (size_t n = 0; n < numa_count; ++n) {
+      numa_shared[n] = static_cast<double>(IntersectionSize(numa_cpus[n], shared));
+      total += numa_shared[n];
+    }
+    for (size_t n = 0; n < numa_count; ++n) {
+      p.numa[n].shared_weight = total > 0 ? numa_shared[n] / total : 1.0 / numa_count;
+      // Within a NUMA node, by the shared CPUs of each L3 domain (evenly without CPU lists).
+      double in_numa = 0;
+      for (size_t d = p.numa[n].l3_begin; d < p.numa[n].l3_end; ++d) {
+        l3_shared[d] = static_cast<double>(IntersectionSize(l3_cpus[d], shared));
+        in_numa += l3_shared[d];
+      }
+      const size_t domains = p.numa[n].l3_end - p.numa[n].l3_begin;
+      for (size_t d = p.numa[n].l3_begin; d < p.numa[n].l3_end; ++d) {
+        p.l3[d].shared_weight =
+            p.numa[n].shared_weight * (in_numa > 0 ? l3_shared[d] / in_numa : 1.0 / domains);
+      }
+    }
+  }
+
+  // Pods: placement weights, classification, load and memory.
+  std::vector<double> pred_numa_bw(numa_count, 0), pred_l3_occ(p.l3.size(), 0);
+  std::vector<int64_t> used_memory(numa_count, 0);
+  p.pods.resize(pods_in.size());
+  for (int i = 0; i < pods_in.size(); ++i) {
+    const tv1::PodReport& pod = pods_in[i];
+    Placement w{std::vector<double>(numa_count, 0), std::vector<double>(p.l3.size(), 0)};
+    if (!pod_cpus[i].empty()) {
+      const double total = static_cast<double>(pod_cpus[i].size());
+      for (size_t n = 0; n < numa_count; ++n) {
+        w.numa[n] = static_cast<double>(IntersectionSize(pod_cpus[i], numa_cpus[n])) / total;
+      }
+      double l3_total = 0;
+      for (size_t d = 0; d < p.l3.size(); ++d) {
+        w.l3[d] = static_cast<double>(IntersectionSize(pod_cpus[i], l3_cpus[d])) / total;
+        l3_total += w.l3[d];
+      }
+      if (l3_total <= 0) {  // no L3 CPU lists: evenly over the domains of its NUMA nodes
+        for (size_t n = 0; n < numa_count; ++n) {
+          const size_t domains = p.numa[n].l3_end - p.numa[n].l3_begin;
+          for (size_t d = p.numa[n].l3_begin; d < p.numa[n].l3_end; ++d) {
+            w.l3[d] = w.numa[n] / static_cast<double>(domains);
+          }
+        }
+      }
+    } else if (!pod.memory_bytes_by_numa().empty()) {
+      double total = 0;
+      for (const auto& [id, bytes] : pod.memory_bytes_by_numa())
+        total += static_cast<double>(bytes);
+      for (const auto& [id, bytes] : pod.memory_bytes_by_numa()) {
+        const int n = numa_index(id);
+        if (n >= 0 && total > 0) w.numa[n] = static_cast<double>(bytes) / total;
+      }
+      for (size_t n = 0; n < numa_count; ++n) {
+        const size_t domains = p.numa[n].l3_end - p.numa[n].l3_begin;
+        for (size_t d = p.numa[n].l3_begin; d < p.numa[n].l3_end; ++d) {
+          w.l3[d] = w.numa[n] / static_cast<double>(domains);
+        }
+      }
+    } else {
+      for (size_t n = 0; n < numa_count; ++n) w.numa[n] = p.numa[n].shared_weight;
+      for (size_t d = 0; d < p.l3.size(); ++d) w.l3[d] = p.l3[d].shared_weight;
+    }
+    const size_t home_numa =
+        numa_count == 0 ? 0 : std::max_element(w.numa.begin(), w.numa.end()) - w.numa.begin();
+    const size_t home_l3 =
+        p.l3.empty() ? 0 : std::max_element(w.l3.begin(), w.l3.end()) - w.l3.begin();
+
+    std::optional<double> membw_share, l3_share;
+    if (pod.has_membw_total_bytes_per_second() && numa_count > 0) {
+      membw_share =
+          static_cast<double>(pod.membw_total_bytes_per_second()) / p.numa[home_numa].peak_membw;
+    }
+    if (pod.has_llc_occupancy_bytes() && !p.l3.empty() && p.l3[home_l3].size_bytes > 0) {
+      l3_share = static_cast<double>(pod.llc_occupancy_bytes()) / p.l3[home_l3].size_bytes;
+    }
+    const RememberedPod* known = remembered ? remembered(pod.uid()) : nullptr;
+    ResidentPod& resident = p.pods[i];
+    resident = ClassifyResident(pod, config, known, membw_share, l3_share);
+
+    const std::string who = absl::StrCat(pod.namespace_(), "/", pod.name());
+    switch (resident.contention_class) {
+      case ContentionClass::kLatencyCritical:
+        if (p.latency_critical_pods++ == 0) {
+          p.latency_critical_example = absl::StrCat("latency-critical pod ", who);
+        }
+        break;
+      case ContentionClass::kBatch:
+        if (resident.aggressor) ++p.aggressor_pods;
+        if (p.batch_pods++ == 0) {
+          p.batch_example = resident.aggressor
+                                ? absl::StrCat("aggressor pod ", who, " (", resident.why, ")")
+                                : absl::StrCat("batch pod ", who);
+        }
+        break;
+      case ContentionClass::kStandard:
+        ++p.standard_pods;
+        break;
+    }
+
+    // Predicted footprint: measured, else hinted (annotation, then remembered), else default.
+    FootprintHints hints = HintsFromAnnotations(pod.annotations());
+    if (known != nullptr) {
+      if (!hints.llc_bytes) hints.llc_bytes = known->hints.llc_bytes;
+      if (!hints.membw_bytes_per_second) {
+        hints.membw_bytes_per_second = known->hints.membw_bytes_per_second;
+      }
+    }
+    const Footprint& fallback = DefaultFootprint(resident.contention_class, config);
+    const double llc = pod.has_llc_occupancy_bytes()
+                           ? static_cast<double>(pod.llc_occupancy_bytes())
+                           : static_cast<double>(hints.llc_bytes.value_or(fallback.llc_bytes));
+    const double bw = pod.has_membw_total_bytes_per_second()
+                          ? static_cast<double>(pod.membw_total_bytes_per_second())
+                          : static_cast<double>(hints.membw_bytes_per_second.value_or(
+                                fallback.membw_bytes_per_second));
+    const double sensitivity = Sensitivity(resident.contention_class);
+    for (size_t n = 0; n < numa_count; ++n) {
+      if (w.numa[n] <= 0) continue;
+      pred_numa_bw[n] += bw * w.numa[n];
+      p.numa[n].resident_sensitivity = std::max(p.numa[n].resident_sensitivity, sensitivity);
+      if (pod.memory_bytes_by_numa().empty()) {
+        used_memory[n] += static_cast<int64_t>(
+            static_cast<double>(std::min<uint64_t>(pod.memory_request_bytes(), INT64_MAX / 2)) *
+            w.numa[n]);
+      }
+    }
+    for (const auto& [id, bytes] : pod.memory_bytes_by_numa()) {
+      const int n = numa_index(id);
+      if (n >= 0) used_memory[n] += static_cast<int64_t>(std::min<uint64_t>(bytes, INT64_MAX / 2));
+    }
+    for (size_t d = 0; d < p.l3.size(); ++d) {
+      if (w.l3[d] <= 0) continue;
+      pred_l3_occ[d] += llc * w.l3[d];
+      p.l3[d].resident_sensitivity = std::max(p.l3[d].resident_sensitivity, sensitivity);
+    }
+  }
+  for (size_t n = 0; n < numa_count; ++n) {
+    if (!p.numa[n].membw_measured) p.numa[n].membw = pred_numa_bw[n];
+    p.numa[n].free_memory_bytes = std::max<int64_t>(0, p.numa[n].memory_bytes - used_memory[n]);
+  }
+  for (size_t d = 0; d < p.l3.size(); ++d) {
+    if (!p.l3[d].occupancy_measured) p.l3[d].occupancy_bytes = pred_l3_occ[d];
+  }
+  return p;
+}
+
+}  // namespace neighborly::extender

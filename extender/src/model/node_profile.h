@@ -1,0 +1,102 @@
+// A node's telemetry report condensed, once per report at ingest, into what
+// node evaluation needs: per NUMA node and per L3 domain the capacity, the
+// current load, the free exclusive CPUs and memory, and who lives there.
+//
+//   NodeProfile profile = BuildNodeProfile(report, config, lookup, clock.Now());
+//   EvaluateNode(request, &profile, bookings, now, config, decision);
+//
+// Pure: the caller supplies the time the report was received and a lookup of
+// remembered pods.
+#ifndef NEIGHBORLY_EXTENDER_SRC_MODEL_NODE_PROFILE_H_
+#define NEIGHBORLY_EXTENDER_SRC_MODEL_NODE_PROFILE_H_
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/time/time.h"
+#include "extender/src/model/classify.h"
+#include "extender/src/model/model_config.h"
+#include "extender/src/model/types.h"
+#include "neighborly/telemetry/v1/telemetry.pb.h"
+
+namespace neighborly::extender {
+
+// Bounds that report validation enforces and evaluation relies on.
+inline constexpr size_t kMaxNumaNodes = 64;
+inline constexpr size_t kMaxL3Domains = 256;
+
+struct NumaProfile {
+  uint32_t id = 0;
+  int32_t cpus = 0;
+  int32_t free_exclusive_cpus = 0;  // cpus - reserved - pods' exclusive CPUs
+  int64_t memory_bytes = 0;
+  int64_t free_memory_bytes = 0;  // memory - residents' memory on this node
+  double peak_membw = 0;          // bytes/s (reported, else config default)
+  double membw = 0;               // bytes/s now: measured, else predicted from pods
+  bool membw_measured = false;
+  double shared_weight = 0;         // share of the node's shared-pool CPUs here
+  double resident_sensitivity = 0;  // max Sensitivity() of residents here (0: none)
+  uint16_t l3_begin = 0;            // its L3 domains: NodeProfile::l3[l3_begin, l3_end)
+  uint16_t l3_end = 0;
+};
+
+struct L3Profile {
+  uint32_t id = 0;
+  uint32_t numa_id = 0;
+  uint16_t numa_index = 0;
+  double size_bytes = 0;
+  double occupancy_bytes = 0;  // measured, else predicted from pods
+  bool occupancy_measured = false;
+  double shared_weight = 0;
+  double resident_sensitivity = 0;
+};
+
+// Classification of one pod of the report (same index as report.pods()).
+struct ResidentPod {
+  ContentionClass contention_class = ContentionClass::kStandard;
+  ClassSource source = ClassSource::kDefault;
+  bool aggressor = false;
+  std::string why;  // for aggressors: the measurement that made it one
+};
+
+struct NodeProfile {
+  std::string name;
+  absl::Time received_at;
+  absl::Duration window;
+  std::string topology_manager_policy;
+  std::string cpu_manager_policy;
+  // topologyManagerPolicy single-numa-node or restricted: the kubelet admits a
+  // pinned pod only where one NUMA node can hold it.
+  bool single_numa_admission = false;
+  std::vector<NumaProfile> numa;  // in report order
+  std::vector<L3Profile> l3;      // grouped by NUMA node (see NumaProfile::l3_begin)
+  std::vector<ResidentPod> pods;  // parallel to report.pods()
+  int latency_critical_pods = 0;
+  int batch_pods = 0;  // includes measured aggressors
+  int standard_pods = 0;
+  int aggressor_pods = 0;
+  std::string latency_critical_example;  // "latency-critical pod ns/name", for reasons
+  std::string batch_example;             // "batch pod ns/name" or "aggressor pod ns/name (...)"
+};
+
+// Remembered knowledge of a pod UID; nullptr when unknown.
+using RememberedLookup = std::function<const RememberedPod*(std::string_view uid)>;
+
+// Builds the profile. Assumes a validated report, but tolerates anything
+// (unparsable CPU lists count as empty).
+NodeProfile BuildNodeProfile(const telemetry::v1::NodeReport& report, const ModelConfig& config,
+                             const RememberedLookup& remembered, absl::Time received_at);
+
+// Resolves a running pod's class: annotation > label rules > measured aggressor
+// > remembered > standard. `membw_share` and `l3_share` are the pod's measured
+// shares of its home NUMA node's peak and its home L3 domain (nullopt: unmeasured).
+ResidentPod ClassifyResident(const telemetry::v1::PodReport& pod, const ModelConfig& config,
+                             const RememberedPod* remembered, std::optional<double> membw_share,
+                             std::optional<double> l3_share);
+
+}  // namespace neighborly::extender
+
+#endif  // NEIGHBORLY_EXTENDER_SRC_MODEL_NODE_PROFILE_H_
