@@ -1,0 +1,78 @@
+// What the kubelet decided about CPUs and memory on this node, from its
+// checkpoint files and config under /var/lib/kubelet (internal formats, so
+// every parser tolerates unknown keys and reports odd content as an error
+// that becomes "capability unavailable" with the reason).
+//
+//   absl::StatusOr<CpuManagerState> cpu = ParseCpuManagerState(text);
+//   cpu->exclusive["<pod uid>"]  // union of the pod's containers' exclusive CPUs
+#ifndef NEIGHBORLY_NODE_AGENT_SRC_KUBELET_KUBELET_STATE_H_
+#define NEIGHBORLY_NODE_AGENT_SRC_KUBELET_KUBELET_STATE_H_
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "common/cpu_list.h"
+#include "node-agent/src/sys/filesystem.h"
+
+namespace neighborly::agent {
+
+struct CpuManagerState {
+  std::string policy;  // "none" | "static" (lower-cased)
+  CpuSet default_cpu_set;
+  // pod uid -> container -> exclusive CPUs (format v2 and later).
+  std::map<std::string, std::map<std::string, CpuSet>> entries;
+  // Format v1 keyed entries by container id, which cannot be tied to a pod.
+  bool legacy_container_keys = false;
+
+  // The union of the pod's exclusive CPUs (empty: shared pool).
+  CpuSet ExclusiveCpus(std::string_view pod_uid) const;
+};
+
+struct MemoryBlock {
+  std::vector<uint32_t> numa_affinity;
+  std::string type;  // "memory", "hugepages-1Gi", ...
+  uint64_t size_bytes = 0;
+};
+
+struct MemoryManagerState {
+  std::string policy;  // "none" | "static" (lower-cased)
+  // NUMA node -> resource -> {total, free} bytes ("memory", "hugepages-2Mi").
+  struct Resource {
+    uint64_t total_bytes = 0;
+    uint64_t free_bytes = 0;
+  };
+  std::map<uint32_t, std::map<std::string, Resource>> machine_state;
+  // pod uid -> container -> blocks.
+  std::map<std::string, std::map<std::string, std::vector<MemoryBlock>>> entries;
+};
+
+struct KubeletConfig {
+  std::string cpu_manager_policy;       // empty when unset in the file (kubelet default "none")
+  std::string topology_manager_policy;  // kubelet default "none"
+  std::string topology_manager_scope;   // kubelet default "container"
+  std::string reserved_system_cpus;     // kernel list format
+  std::string cgroup_driver;            // "systemd" | "cgroupfs"
+};
+
+absl::StatusOr<CpuManagerState> ParseCpuManagerState(std::string_view json);
+absl::StatusOr<MemoryManagerState> ParseMemoryManagerState(std::string_view json);
+absl::StatusOr<KubeletConfig> ParseKubeletConfig(std::string_view yaml);
+
+// Everything at once, each part with its own status so one bad file does not
+// hide the others.
+struct KubeletState {
+  absl::StatusOr<CpuManagerState> cpu_manager = absl::UnknownError("not read");
+  absl::StatusOr<MemoryManagerState> memory_manager = absl::UnknownError("not read");
+  absl::StatusOr<KubeletConfig> config = absl::UnknownError("not read");
+};
+KubeletState ReadKubeletState(const Filesystem& fs,
+                              std::string_view kubelet_dir = "/var/lib/kubelet");
+
+}  // namespace neighborly::agent
+
+#endif  // NEIGHBORLY_NODE_AGENT_SRC_KUBELET_KUBELET_STATE_H_
