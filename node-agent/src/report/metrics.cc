@@ -1,0 +1,79 @@
+#include "node-agent/src/report/metrics.h"
+
+#include <functional>
+
+#include "absl/strings/str_cat.h"
+
+namespace neighborly::agent {
+namespace {
+
+std::string Escape(const std::string& value) {
+  std::string out;
+  for (char c : value) {
+    if (c == '\\' || c == '"') {
+      out += '\\';
+      out += c;
+    } else if (c == '\n') {
+      out += "\\n";
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+struct Family {
+  const char* name;
+  const char* type;
+  const char* help;
+  std::function<uint64_t(const ReportStream::Stats&)> value;
+};
+
+}  // namespace
+
+std::string RenderStreamMetrics(const std::vector<const ReportStream*>& streams) {
+  std::string out;
+  absl::StrAppend(&out,
+                  "# HELP neighborly_agent_build_info The agent's version.\n"
+                  "# TYPE neighborly_agent_build_info gauge\n"
+                  "neighborly_agent_build_info{version=\"",
+                  NEIGHBORLY_VERSION, "\"} 1\n");
+  const Family families[] = {
+      {"neighborly_agent_stream_connected", "gauge",
+       "1 while the stream to the extender is acknowledged, else 0.",
+       [](const ReportStream::Stats& s) -> uint64_t {
+         return s.state == ReportStream::State::kConnected ? 1 : 0;
+       }},
+      {"neighborly_agent_reports_offered_total", "counter", "Reports produced for the stream.",
+       [](const ReportStream::Stats& s) { return s.reports_offered; }},
+      {"neighborly_agent_reports_written_total", "counter", "Reports written to a stream.",
+       [](const ReportStream::Stats& s) { return s.reports_written; }},
+      {"neighborly_agent_reports_superseded_total", "counter",
+       "Reports dropped because a newer one replaced them before they could be sent.",
+       [](const ReportStream::Stats& s) { return s.reports_superseded; }},
+      {"neighborly_agent_reports_refused_total", "counter",
+       "Reports the extender refused with INVALID_ARGUMENT.",
+       [](const ReportStream::Stats& s) { return s.reports_refused; }},
+      {"neighborly_agent_acks_total", "counter", "Acks received from the extender.",
+       [](const ReportStream::Stats& s) { return s.acks; }},
+      {"neighborly_agent_stream_connects_total", "counter", "Streams that received an ack.",
+       [](const ReportStream::Stats& s) { return s.connects; }},
+      {"neighborly_agent_stream_failures_total", "counter",
+       "Streams that ended or could not be opened.",
+       [](const ReportStream::Stats& s) { return s.failures; }},
+  };
+  std::vector<ReportStream::Stats> stats;
+  for (const ReportStream* stream : streams) stats.push_back(stream->stats());
+  for (const Family& family : families) {
+    absl::StrAppend(&out, "# HELP ", family.name, " ", family.help, "\n# TYPE ", family.name, " ",
+                    family.type, "\n");
+    for (size_t i = 0; i < streams.size(); ++i) {
+      absl::StrAppend(&out, family.name, "{node=\"", Escape(streams[i]->options().node_name),
+                      "\",extender=\"", Escape(streams[i]->options().target), "\"} ",
+                      family.value(stats[i]), "\n");
+    }
+  }
+  return out;
+}
+
+}  // namespace neighborly::agent

@@ -1,0 +1,45 @@
+#include "node-agent/src/report/publisher.h"
+
+#include <algorithm>
+#include <utility>
+
+namespace neighborly::agent {
+
+ReportPublisher::ReportPublisher(const std::string& node_name,
+                                 const std::vector<std::string>& targets,
+                                 std::shared_ptr<grpc::ChannelCredentials> credentials) {
+  for (const std::string& target : targets) {
+    streams_.push_back(std::make_unique<ReportStream>(
+        ReportStreamOptions{.target = target, .node_name = node_name, .credentials = credentials}));
+  }
+}
+
+void ReportPublisher::Start() {
+  for (auto& stream : streams_) stream->Start();
+}
+
+void ReportPublisher::Publish(const telemetry::v1::NodeReport& report) {
+  for (auto& stream : streams_) stream->Offer(report);
+}
+
+void ReportPublisher::Stop() {
+  for (auto& stream : streams_) stream->Stop();
+}
+
+absl::Duration ReportPublisher::Interval(absl::Duration configured) const {
+  std::optional<absl::Duration> shortest;
+  for (const auto& stream : streams_) {
+    if (std::optional<absl::Duration> asked = stream->RequestedInterval()) {
+      shortest = shortest ? std::min(*shortest, *asked) : *asked;
+    }
+  }
+  return shortest.value_or(configured);
+}
+
+std::vector<const ReportStream*> ReportPublisher::streams() const {
+  std::vector<const ReportStream*> out;
+  for (const auto& stream : streams_) out.push_back(stream.get());
+  return out;
+}
+
+}  // namespace neighborly::agent
