@@ -1,0 +1,60 @@
+#include "extender/src/http/extender_handler.h"
+
+#include "absl/status/status.h"
+#include "common/strings.h"
+
+namespace neighborly::extender {
+
+ScratchPool::Lease ScratchPool::Acquire() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!free_.empty()) {
+      std::unique_ptr<ExtenderScratch> scratch = std::move(free_.back());
+      free_.pop_back();
+      return Lease(this, std::move(scratch));
+    }
+  }
+  return Lease(this, std::make_unique<ExtenderScratch>());
+}
+
+void ScratchPool::Release(std::unique_ptr<ExtenderScratch> scratch) {
+  if (scratch->body.capacity() > kRetainBytes || scratch->reply.capacity() > kRetainBytes) {
+    return;  // an unusually large request; give its memory back
+  }
+  scratch->args.Clear();
+  std::lock_guard<std::mutex> lock(mu_);
+  free_.push_back(std::move(scratch));
+}
+
+int ExtenderHandler::Handle(Verb verb, ExtenderScratch& scratch) {
+  scratch.reply.clear();
+  ExtenderArgs& args = scratch.args;
+  if (absl::Status s = scratch.codec.Decode(scratch.body, args); !s.ok()) {
+    EncodeError(Sv(s.message()), scratch.reply);
+    return 400;
+  }
+  if (args.has_nodes && args.has_node_names) {
+    EncodeError(
+        "both Nodes and NodeNames are set; kube-scheduler sends exactly one "
+        "(NodeNames when nodeCacheCapable is true, Nodes otherwise)",
+        scratch.reply);
+    return 400;
+  }
+  if (!args.has_nodes && !args.has_node_names) {
+    EncodeError("neither Nodes nor NodeNames is set: no candidate nodes", scratch.reply);
+    return 400;
+  }
+  if (verb == Verb::kFilter) {
+    decider_.Filter(args.pod, args.node_names, scratch.decisions);
+    scratch.decisions.resize(args.node_names.size());
+    EncodeFilterResult(args, scratch.decisions, scratch.reply);
+  } else {
+    decider_.Prioritize(args.pod, args.node_names, scratch.decisions);
+    scratch.decisions.resize(args.node_names.size());
+    EncodePrioritizeResult(args.node_names, scratch.decisions, scratch.reply);
+  }
+  if (metrics_ != nullptr) metrics_->RecordDecisions(verb, scratch.decisions);
+  return 200;
+}
+
+}  // namespace neighborly::extender

@@ -1,0 +1,132 @@
+#include "extender/src/http/extender_metrics.h"
+
+#include "absl/strings/str_cat.h"
+#include "common/strings.h"
+#include "extender/src/http/json_writer.h"
+
+namespace neighborly::extender {
+
+std::string_view VerbName(Verb verb) { return verb == Verb::kFilter ? "filter" : "prioritize"; }
+
+std::string_view OutcomeName(Outcome outcome) {
+  switch (outcome) {
+    case Outcome::kPass:
+      return "pass";
+    case Outcome::kRejectIsolation:
+      return "reject_isolation";
+    case Outcome::kRejectMembw:
+      return "reject_membw";
+    case Outcome::kRejectNuma:
+      return "reject_numa";
+    case Outcome::kRejectOther:
+      return "reject_other";
+    case Outcome::kScored:
+      return "scored";
+    case Outcome::kNoTelemetry:
+      return "no_telemetry";
+    case Outcome::kCount:
+      break;
+  }
+  return "unknown";
+}
+
+Outcome ClassifyRejection(std::string_view reason) {
+  if (reason.starts_with("isolation")) return Outcome::kRejectIsolation;
+  if (reason.starts_with("membw")) return Outcome::kRejectMembw;
+  if (reason.starts_with("NUMA")) return Outcome::kRejectNuma;
+  return Outcome::kRejectOther;
+}
+
+void ExtenderMetrics::RecordRequest(Verb verb, int http_status, absl::Duration latency) {
+  PerVerb& v = verbs_[static_cast<size_t>(verb)];
+  const double seconds = absl::ToDoubleSeconds(latency);
+  size_t bucket = 0;
+  while (bucket < kBucketsSeconds.size() && seconds > kBucketsSeconds[bucket]) ++bucket;
+  v.buckets[bucket].fetch_add(1, std::memory_order_relaxed);
+  v.count.fetch_add(1, std::memory_order_relaxed);
+  v.sum_ns.fetch_add(static_cast<uint64_t>(absl::ToInt64Nanoseconds(latency)),
+                     std::memory_order_relaxed);
+  size_t code = kCodes.size();
+  for (size_t i = 0; i < kCodes.size(); ++i) {
+    if (kCodes[i] == http_status) code = i;
+  }
+  v.codes[code].fetch_add(1, std::memory_order_relaxed);
+}
+
+void ExtenderMetrics::RecordDecisions(Verb verb, std::span<const NodeDecision> decisions) {
+  std::array<uint64_t, static_cast<size_t>(Outcome::kCount)> counts{};
+  for (const NodeDecision& d : decisions) {
+    Outcome o;
+    if (verb == Verb::kPrioritize) {
+      o = d.has_telemetry ? Outcome::kScored : Outcome::kNoTelemetry;
+    } else {
+      o = d.feasible ? Outcome::kPass : ClassifyRejection(d.reason);
+    }
+    ++counts[static_cast<size_t>(o)];
+  }
+  PerVerb& v = verbs_[static_cast<size_t>(verb)];
+  for (size_t i = 0; i < counts.size(); ++i) {
+    if (counts[i] > 0) v.outcomes[i].fetch_add(counts[i], std::memory_order_relaxed);
+  }
+}
+
+void ExtenderMetrics::AppendPrometheus(std::string& out) const {
+  out +=
+      "# HELP neighborly_extender_request_duration_seconds Server-side latency of scheduler "
+      "requests, from the end of the headers to the encoded reply.\n"
+      "# TYPE neighborly_extender_request_duration_seconds histogram\n";
+  for (size_t vi = 0; vi < kVerbs; ++vi) {
+    const PerVerb& v = verbs_[vi];
+    const std::string_view verb = VerbName(static_cast<Verb>(vi));
+    uint64_t cumulative = 0;
+    for (size_t b = 0; b <= kBucketsSeconds.size(); ++b) {
+      cumulative += v.buckets[b].load(std::memory_order_relaxed);
+      absl::StrAppend(&out, "neighborly_extender_request_duration_seconds_bucket{verb=\"", Av(verb),
+                      "\",le=\"");
+      if (b < kBucketsSeconds.size()) {
+        AppendDouble(kBucketsSeconds[b], out);
+      } else {
+        out += "+Inf";
+      }
+      absl::StrAppend(&out, "\"} ", cumulative, "\n");
+    }
+    absl::StrAppend(&out, "neighborly_extender_request_duration_seconds_sum{verb=\"", Av(verb),
+                    "\"} ");
+    AppendDouble(static_cast<double>(v.sum_ns.load(std::memory_order_relaxed)) / 1e9, out);
+    absl::StrAppend(&out, "\nneighborly_extender_request_duration_seconds_count{verb=\"", Av(verb),
+                    "\"} ", cumulative, "\n");
+  }
+  out +=
+      "# HELP neighborly_extender_requests_total Scheduler requests by verb and HTTP status.\n"
+      "# TYPE neighborly_extender_requests_total counter\n";
+  for (size_t vi = 0; vi < kVerbs; ++vi) {
+    const std::string_view verb = VerbName(static_cast<Verb>(vi));
+    for (size_t c = 0; c <= kCodes.size(); ++c) {
+      absl::StrAppend(&out, "neighborly_extender_requests_total{verb=\"", Av(verb), "\",code=\"",
+                      c < kCodes.size() ? absl::StrCat(kCodes[c]) : std::string("other"), "\"} ",
+                      verbs_[vi].codes[c].load(std::memory_order_relaxed), "\n");
+    }
+  }
+  out +=
+      "# HELP neighborly_extender_decisions_total Per-node decisions by verb and outcome.\n"
+      "# TYPE neighborly_extender_decisions_total counter\n";
+  for (size_t vi = 0; vi < kVerbs; ++vi) {
+    const Verb verb = static_cast<Verb>(vi);
+    for (size_t o = 0; o < static_cast<size_t>(Outcome::kCount); ++o) {
+      const Outcome outcome = static_cast<Outcome>(o);
+      const bool filter_outcome = outcome != Outcome::kScored && outcome != Outcome::kNoTelemetry;
+      if (filter_outcome != (verb == Verb::kFilter)) continue;
+      absl::StrAppend(&out, "neighborly_extender_decisions_total{verb=\"", Av(VerbName(verb)),
+                      "\",outcome=\"", Av(OutcomeName(outcome)), "\"} ",
+                      verbs_[vi].outcomes[o].load(std::memory_order_relaxed), "\n");
+    }
+  }
+  absl::StrAppend(&out,
+                  "# HELP neighborly_extender_rejected_connections_total Connections refused "
+                  "because max_connections was reached.\n"
+                  "# TYPE neighborly_extender_rejected_connections_total counter\n"
+                  "neighborly_extender_rejected_connections_total ",
+                  rejected_connections_.load(std::memory_order_relaxed), "\n");
+}
+
+}  // namespace neighborly::extender

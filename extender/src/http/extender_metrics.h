@@ -1,0 +1,74 @@
+// Counters and latency histograms of the scheduler-facing endpoints, kept in
+// atomics so the hot path records without locks. The operator API renders them
+// (with the per-node gauges) in Prometheus text format.
+//
+//   metrics.RecordRequest(Verb::kFilter, 200, absl::Microseconds(42));
+//   metrics.RecordDecisions(Verb::kFilter, decisions);
+//   std::string text; metrics.AppendPrometheus(text);
+#ifndef NEIGHBORLY_EXTENDER_SRC_HTTP_EXTENDER_METRICS_H_
+#define NEIGHBORLY_EXTENDER_SRC_HTTP_EXTENDER_METRICS_H_
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "absl/time/time.h"
+#include "extender/src/model/types.h"
+
+namespace neighborly::extender {
+
+enum class Verb { kFilter = 0, kPrioritize = 1 };
+std::string_view VerbName(Verb verb);
+
+// Outcome of one node in one decision, as counted in
+// neighborly_extender_decisions_total{verb,outcome}.
+enum class Outcome {
+  kPass = 0,         // filter: node kept
+  kRejectIsolation,  // filter: "isolation: ..."
+  kRejectMembw,      // filter: "membw ..."
+  kRejectNuma,       // filter: "NUMA admission ..."
+  kRejectOther,      // filter: any other reason
+  kScored,           // prioritize: scored from telemetry
+  kNoTelemetry,      // prioritize: neutral score, no usable telemetry
+  kCount
+};
+std::string_view OutcomeName(Outcome outcome);
+Outcome ClassifyRejection(std::string_view reason);
+
+class ExtenderMetrics {
+ public:
+  // Upper bounds of the latency histogram buckets, in seconds (+Inf implied).
+  static constexpr std::array<double, 14> kBucketsSeconds = {
+      0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005,
+      0.01,    0.025,  0.05,    0.1,    0.25,  0.5,    1.0};
+  // HTTP status codes counted individually; anything else counts as "other".
+  static constexpr std::array<int, 8> kCodes = {200, 400, 404, 408, 411, 413, 500, 503};
+
+  void RecordRequest(Verb verb, int http_status, absl::Duration latency);
+  void RecordDecisions(Verb verb, std::span<const NodeDecision> decisions);
+  // Connections refused because max_connections was reached.
+  void RecordRejectedConnection() { rejected_connections_.fetch_add(1, std::memory_order_relaxed); }
+
+  // neighborly_extender_request_duration_seconds, _requests_total,
+  // _decisions_total, _rejected_connections_total, with HELP and TYPE lines.
+  void AppendPrometheus(std::string& out) const;
+
+ private:
+  static constexpr size_t kVerbs = 2;
+  struct PerVerb {
+    std::array<std::atomic<uint64_t>, kBucketsSeconds.size() + 1> buckets{};
+    std::atomic<uint64_t> count{0};
+    std::atomic<uint64_t> sum_ns{0};
+    std::array<std::atomic<uint64_t>, kCodes.size() + 1> codes{};
+    std::array<std::atomic<uint64_t>, static_cast<size_t>(Outcome::kCount)> outcomes{};
+  };
+  std::array<PerVerb, kVerbs> verbs_{};
+  std::atomic<uint64_t> rejected_connections_{0};
+};
+
+}  // namespace neighborly::extender
+
+#endif  // NEIGHBORLY_EXTENDER_SRC_HTTP_EXTENDER_METRICS_H_

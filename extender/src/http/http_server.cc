@@ -1,0 +1,277 @@
+#include "extender/src/http/http_server.h"
+
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <optional>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "common/strings.h"
+#include "extender/src/http/extender_codec.h"
+#include "spdlog/spdlog.h"
+
+namespace neighborly::extender {
+namespace {
+
+// Set on the thread that serves connections accepted beyond max_connections:
+// every request on them is answered 503 by the pre-routing handler. httplib
+// gives the task queue no handle on the socket, so this flag is how the queue
+// tells the request path that the connection is an overflow one.
+thread_local bool tl_overflow_connection = false;
+
+// httplib hands every accepted connection to a TaskQueue as one task that lives
+// as long as the connection (keep-alive included). This queue serves up to
+// `workers` connections at once, queues up to `max_connections` in total, and
+// sends the rest to one overflow thread that answers them 503 and closes.
+class ConnectionQueue final : public httplib::TaskQueue {
+ public:
+  ConnectionQueue(size_t workers, size_t max_connections, ExtenderMetrics& metrics)
+      : max_connections_(std::max(max_connections, workers)), metrics_(metrics) {
+    for (size_t i = 0; i < workers; ++i) {
+      threads_.emplace_back([this] { Work(jobs_, false); });
+    }
+    threads_.emplace_back([this] { Work(overflow_, true); });
+  }
+
+  void enqueue(std::function<void()> fn) override {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (connections_ >= max_connections_) {
+        overflow_.push_back(std::move(fn));
+        metrics_.RecordRejectedConnection();
+      } else {
+        ++connections_;
+        jobs_.push_back(std::move(fn));
+      }
+    }
+    cv_.notify_all();
+  }
+
+  void shutdown() override {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      shutdown_ = true;
+    }
+    cv_.notify_all();
+    for (std::thread& t : threads_) t.join();
+  }
+
+ private:
+  void Work(std::deque<std::function<void()>>& queue, bool overflow) {
+    tl_overflow_connection = overflow;
+    for (;;) {
+      std::function<void()> fn;
+      {
+        std::unique_lock<std::mutex> lock(mu_);
+        cv_.wait(lock, [&] { return !queue.empty() || shutdown_; });
+        if (queue.empty()) return;  // shut down and drained
+        fn = std::move(queue.front());
+        queue.pop_front();
+      }
+      fn();
+      if (!overflow) {
+        std::lock_guard<std::mutex> lock(mu_);
+        --connections_;
+      }
+    }
+  }
+
+  const size_t max_connections_;
+  ExtenderMetrics& metrics_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::function<void()>> jobs_;
+  std::deque<std::function<void()>> overflow_;
+  size_t connections_ = 0;
+  bool shutdown_ = false;
+  std::vector<std::thread> threads_;
+};
+
+std::optional<Verb> VerbOf(const std::string& path) {
+  if (path == "/filter") return Verb::kFilter;
+  if (path == "/prioritize") return Verb::kPrioritize;
+  return std::nullopt;
+}
+
+void SetJsonError(httplib::Response& res, int status, std::string_view message) {
+  std::string body;
+  EncodeError(message, body);
+  res.status = status;
+  res.set_content(body, "application/json");
+}
+
+std::pair<time_t, time_t> SecUsec(absl::Duration d) {
+  const int64_t us = std::max<int64_t>(absl::ToInt64Microseconds(d), 1000);
+  return {static_cast<time_t>(us / 1'000'000), static_cast<time_t>(us % 1'000'000)};
+}
+
+}  // namespace
+
+HttpServer::HttpServer(HttpServerOptions options, Decider& decider, ExtenderMetrics& metrics)
+    : options_(std::move(options)), metrics_(metrics), handler_(decider, &metrics) {
+  const size_t workers = static_cast<size_t>(std::max(1, options_.worker_threads));
+  const size_t max_connections = static_cast<size_t>(std::max(1, options_.max_connections));
+  server_.new_task_queue = [workers, max_connections, &metrics] {
+    return new ConnectionQueue(workers, max_connections, metrics);
+  };
+  const auto [read_s, read_us] = SecUsec(options_.read_timeout);
+  server_.set_read_timeout(read_s, read_us);
+  const auto [write_s, write_us] = SecUsec(options_.write_timeout);
+  server_.set_write_timeout(write_s, write_us);
+  server_.set_keep_alive_timeout(static_cast<time_t>(std::max<int64_t>(
+      1, absl::ToInt64Seconds(absl::Ceil(options_.keep_alive_timeout, absl::Seconds(1))))));
+  server_.set_keep_alive_max_count(1'000'000);
+  server_.set_payload_max_length(options_.body_limit_bytes);
+  server_.set_tcp_nodelay(true);
+
+  server_.set_pre_routing_handler(
+      [this](const httplib::Request& req, httplib::Response& res) { return PreRoute(req, res); });
+  server_.set_expect_100_continue_handler(
+      [this](const httplib::Request& req, httplib::Response& res) {
+        const int status = CheckDeclaredLength(req, res);
+        return status == 0 ? 100 : status;
+      });
+  server_.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
+    if (!res.body.empty()) return;
+    std::string message = res.status == 404
+                              ? absl::StrCat("no route for ", req.method, " ", req.path)
+                              : absl::StrCat("request failed with HTTP status ", res.status);
+    SetJsonError(res, res.status, message);
+  });
+  server_.Post("/filter", [this](const httplib::Request& req, httplib::Response& res,
+                                 const httplib::ContentReader& reader) {
+    HandleScheduler(Verb::kFilter, req, res, reader);
+  });
+  server_.Post("/prioritize", [this](const httplib::Request& req, httplib::Response& res,
+                                     const httplib::ContentReader& reader) {
+    HandleScheduler(Verb::kPrioritize, req, res, reader);
+  });
+}
+
+HttpServer::~HttpServer() { Stop(); }
+
+int HttpServer::CheckDeclaredLength(const httplib::Request& req, httplib::Response& res) {
+  if (req.has_header("Content-Length")) {
+    const std::optional<uint64_t> length =
+        ParseInt<uint64_t>(Trim(req.get_header_value("Content-Length")));
+    if (!length.has_value()) {
+      SetJsonError(res, 400, "invalid Content-Length header");
+      return 400;
+    }
+    if (*length > options_.body_limit_bytes) {
+      SetJsonError(res, 413,
+                   absl::StrCat("request body of ", *length, " bytes exceeds the limit of ",
+                                options_.body_limit_bytes, " bytes (http.body_limit_bytes)"));
+      return 413;
+    }
+    return 0;
+  }
+  if (req.get_header_value("Transfer-Encoding").find("chunked") == std::string::npos) {
+    SetJsonError(res, 411, "Content-Length required");
+    return 411;
+  }
+  return 0;
+}
+
+httplib::Server::HandlerResponse HttpServer::PreRoute(const httplib::Request& req,
+                                                      httplib::Response& res) {
+  const std::optional<Verb> verb = VerbOf(req.path);
+  if (tl_overflow_connection) {
+    SetJsonError(res, 503, "too many connections; retry later");
+    res.set_header("Connection", "close");
+    if (verb) metrics_.RecordRequest(*verb, 503, absl::ZeroDuration());
+    return httplib::Server::HandlerResponse::Handled;
+  }
+  if (req.method == "POST" && verb.has_value()) {
+    const int status = CheckDeclaredLength(req, res);
+    if (status != 0) {
+      // The body (if the client sends it) is never read: ask the client to close.
+      res.set_header("Connection", "close");
+      metrics_.RecordRequest(*verb, status, absl::ZeroDuration());
+      return httplib::Server::HandlerResponse::Handled;
+    }
+  }
+  return httplib::Server::HandlerResponse::Unhandled;
+}
+
+void HttpServer::HandleScheduler(Verb verb, const httplib::Request& req, httplib::Response& res,
+                                 const httplib::ContentReader& reader) {
+  const auto start = std::chrono::steady_clock::now();
+  const auto deadline =
+      start + std::chrono::microseconds(absl::ToInt64Microseconds(options_.request_timeout));
+  ScratchPool::Lease scratch = handler_.scratch().Acquire();
+  scratch->body.Clear();
+  if (const std::optional<uint64_t> length =
+          ParseInt<uint64_t>(Trim(req.get_header_value("Content-Length")))) {
+    scratch->body.Reserve(*length + kJsonPadding);
+  }
+  bool too_large = false;
+  bool late = false;
+  const bool read = reader([&](const char* data, size_t n) {
+    if (scratch->body.appended() + n > options_.body_limit_bytes) {
+      too_large = true;
+      return false;
+    }
+    if (std::chrono::steady_clock::now() > deadline) {
+      late = true;
+      return false;
+    }
+    scratch->body.Append(data, n);
+    return true;
+  });
+  int status;
+  if (!read) {
+    if (too_large) {
+      status = 413;
+      SetJsonError(res, status,
+                   absl::StrCat("request body exceeds the limit of ", options_.body_limit_bytes,
+                                " bytes (http.body_limit_bytes)"));
+    } else if (late) {
+      status = 408;
+      SetJsonError(res, status, "request body not received within http.request_timeout");
+    } else {
+      status = 400;
+      SetJsonError(res, status, "could not read the request body (truncated or timed out)");
+    }
+    res.set_header("Connection", "close");
+  } else {
+    scratch->body.Seal();
+    status = handler_.Handle(verb, *scratch);
+    res.status = status;
+    res.set_content(scratch->reply.data(), scratch->reply.size(), "application/json");
+  }
+  metrics_.RecordRequest(verb, status, absl::FromChrono(std::chrono::steady_clock::now() - start));
+}
+
+absl::StatusOr<int> HttpServer::Start() {
+  if (started_) return absl::FailedPreconditionError("HTTP server already started");
+  int port;
+  if (options_.port == 0) {
+    port = server_.bind_to_any_port(options_.host);
+    if (port < 0) port = -1;
+  } else {
+    port = server_.bind_to_port(options_.host, options_.port) ? options_.port : -1;
+  }
+  if (port <= 0) {
+    return absl::UnavailableError(
+        absl::StrCat("cannot listen on HTTP address ", options_.host, ":", options_.port));
+  }
+  port_ = port;
+  started_ = true;
+  thread_ = std::thread([this] {
+    if (!server_.listen_after_bind()) spdlog::error("HTTP server stopped with an error");
+  });
+  return port_;
+}
+
+void HttpServer::Stop() {
+  if (!started_) return;
+  started_ = false;
+  server_.stop();
+  if (thread_.joinable()) thread_.join();
+}
+
+}  // namespace neighborly::extender

@@ -1,0 +1,83 @@
+// The extender's HTTP server (cpp-httplib): POST /filter and /prioritize at the
+// root for kube-scheduler, plus whatever GET routes the operator API registers
+// on server() before Start().
+//
+// Protection against slow or hostile clients (docs/http.md):
+//   - a declared Content-Length above body_limit_bytes is answered 413 before
+//     any of the body is read, and the connection is marked for closing;
+//   - per-read/per-write timeouts; a deadline (request_timeout) on reading the body;
+//   - worker_threads connections are served at once (an idle keep-alive
+//     connection holds a worker for at most keep_alive_timeout); at most
+//     max_connections are accepted at a time, the rest get 503.
+//
+//   HttpServer server(options, decider, metrics);
+//   RegisterOperatorApi(server.server(), ...);
+//   absl::StatusOr<int> port = server.Start();   // binds (port 0: any), serves on a thread
+//   ...
+//   server.Stop();                                // stops accepting, finishes in-flight requests
+#ifndef NEIGHBORLY_EXTENDER_SRC_HTTP_HTTP_SERVER_H_
+#define NEIGHBORLY_EXTENDER_SRC_HTTP_HTTP_SERVER_H_
+
+#include <httplib.h>
+
+#include <atomic>
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "extender/src/http/decider.h"
+#include "extender/src/http/extender_handler.h"
+#include "extender/src/http/extender_metrics.h"
+
+namespace neighborly::extender {
+
+struct HttpServerOptions {
+  std::string host = "0.0.0.0";
+  int port = 8888;  // 0: any free port
+  size_t body_limit_bytes = 64 << 20;
+  absl::Duration read_timeout = absl::Seconds(5);
+  absl::Duration write_timeout = absl::Seconds(5);
+  absl::Duration keep_alive_timeout = absl::Seconds(5);
+  absl::Duration request_timeout = absl::Seconds(10);
+  int worker_threads = 64;
+  int max_connections = 64;
+};
+
+class HttpServer {
+ public:
+  HttpServer(HttpServerOptions options, Decider& decider, ExtenderMetrics& metrics);
+  ~HttpServer();
+  HttpServer(const HttpServer&) = delete;
+  HttpServer& operator=(const HttpServer&) = delete;
+
+  // For registering more routes; only before Start().
+  httplib::Server& server() { return server_; }
+
+  // Binds and starts serving on a background thread; returns the bound port.
+  absl::StatusOr<int> Start();
+  // Stops accepting connections and returns once in-flight requests are done.
+  void Stop();
+
+  int port() const { return port_; }
+
+ private:
+  void HandleScheduler(Verb verb, const httplib::Request& req, httplib::Response& res,
+                       const httplib::ContentReader& reader);
+  httplib::Server::HandlerResponse PreRoute(const httplib::Request& req, httplib::Response& res);
+  int CheckDeclaredLength(const httplib::Request& req, httplib::Response& res);
+
+  const HttpServerOptions options_;
+  ExtenderMetrics& metrics_;
+  ExtenderHandler handler_;
+  httplib::Server server_;
+  std::thread thread_;
+  int port_ = 0;
+  bool started_ = false;
+};
+
+}  // namespace neighborly::extender
+
+#endif  // NEIGHBORLY_EXTENDER_SRC_HTTP_HTTP_SERVER_H_

@@ -1,0 +1,314 @@
+// Real HTTP over loopback (port 0) against the server with a fake Decider.
+#include "extender/src/http/http_server.h"
+
+#include <arpa/inet.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "extender/src/http/testing/fake_decider.h"
+
+namespace neighborly::extender {
+namespace {
+
+using ::testing::HasSubstr;
+
+std::string Fixture(const std::string& name) {
+  std::ifstream in(std::string(NEIGHBORLY_SOURCE_DIR) + "/test/testdata/extender/" + name);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// A raw TCP client, for what httplib::Client will not do (half-sent headers,
+// lying Content-Length). Reads give up after 20 s so a broken server fails the
+// test instead of hanging it.
+class RawClient {
+ public:
+  explicit RawClient(int port) {
+    fd_ = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(static_cast<uint16_t>(port));
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    connected_ = connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
+    timeval tv{20, 0};
+    setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+  }
+  ~RawClient() { close(fd_); }
+  bool connected() const { return connected_; }
+  bool Send(std::string_view data) {
+    while (!data.empty()) {
+      const ssize_t n = send(fd_, data.data(), data.size(), MSG_NOSIGNAL);
+      if (n <= 0) return false;
+      data.remove_prefix(static_cast<size_t>(n));
+    }
+    return true;
+  }
+  // One response: headers, then Content-Length bytes of body.
+  std::string ReadResponse() {
+    std::string in;
+    char buf[4096];
+    size_t header_end = std::string::npos;
+    size_t want = std::string::npos;
+    for (;;) {
+      if (header_end == std::string::npos) {
+        header_end = in.find("\r\n\r\n");
+        if (header_end != std::string::npos) {
+          const size_t cl = in.find("Content-Length: ");
+          want = header_end + 4 +
+                 (cl != std::string::npos && cl < header_end ? std::stoul(in.substr(cl + 16)) : 0);
+        }
+      }
+      if (want != std::string::npos && in.size() >= want) return in.substr(0, want);
+      const ssize_t n = recv(fd_, buf, sizeof(buf), 0);
+      if (n <= 0) return in;
+      in.append(buf, static_cast<size_t>(n));
+    }
+  }
+
+ private:
+  int fd_ = -1;
+  bool connected_ = false;
+};
+
+std::string PostRequest(std::string_view path, std::string_view body) {
+  return std::string("POST ") + std::string(path) +
+         " HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: " +
+         std::to_string(body.size()) + "\r\n\r\n" + std::string(body);
+}
+
+class HttpServerTest : public ::testing::Test {
+ protected:
+  void Start(HttpServerOptions options = {}) {
+    options.host = "127.0.0.1";
+    options.port = 0;
+    server_ = std::make_unique<HttpServer>(options, decider_, metrics_);
+    absl::StatusOr<int> port = server_->Start();
+    ASSERT_TRUE(port.ok()) << port.status();
+    ASSERT_GT(*port, 0);
+    port_ = *port;
+    client_ = std::make_unique<httplib::Client>("127.0.0.1", port_);
+    client_->set_read_timeout(20, 0);
+  }
+  void TearDown() override {
+    client_.reset();
+    if (server_) server_->Stop();
+  }
+  httplib::Result Post(const std::string& path, const std::string& body) {
+    return client_->Post(path.c_str(), body, "application/json");
+  }
+
+  FakeDecider decider_;
+  ExtenderMetrics metrics_;
+  std::unique_ptr<HttpServer> server_;
+  std::unique_ptr<httplib::Client> client_;
+  int port_ = 0;
+};
+
+TEST_F(HttpServerTest, FilterWithNodeNames) {
+  Start();
+  decider_.Reject("worker-2", "membw 84% > 80% on NUMA node 1");
+  httplib::Result r = Post("/filter", Fixture("example_b_filter_names.json"));
+  ASSERT_TRUE(r) << httplib::to_string(r.error());
+  EXPECT_EQ(r->status, 200);
+  EXPECT_EQ(r->get_header_value("Content-Type"), "application/json");
+  EXPECT_EQ(
+      r->body,
+      R"({"Nodes":null,"NodeNames":["worker-1"],"FailedNodes":{"worker-2":"membw 84% > 80% on NUMA node 1"},"FailedAndUnresolvableNodes":{},"Error":""})");
+  EXPECT_EQ(decider_.last_pod().name, "trainer-7d9f8-x2kq4");
+}
+
+TEST_F(HttpServerTest, FilterWithFullNodesReturnsSurvivorsUnchanged) {
+  Start();
+  decider_.Reject("worker-2", "isolation: batch pod would run beside latency-critical");
+  for (const char* fixture :
+       {"example_a_filter_nodes.json", "example_a_filter_nodes.pretty.json"}) {
+    const std::string request = Fixture(fixture);
+    httplib::Result r = Post("/filter", request);
+    ASSERT_TRUE(r);
+    ASSERT_EQ(r->status, 200) << r->body;
+    const auto reply = nlohmann::json::parse(r->body);
+    EXPECT_TRUE(reply["NodeNames"].is_null());
+    ASSERT_EQ(reply["Nodes"]["items"].size(), 1u);
+    EXPECT_EQ(reply["Nodes"]["items"][0], nlohmann::json::parse(request)["Nodes"]["items"][0]);
+    // Byte for byte: the item text of the request appears verbatim in the reply.
+    const std::string prefix = R"({"Nodes":{"metadata":{},"items":[)";
+    ASSERT_EQ(r->body.rfind(prefix, 0), 0u);
+    const size_t end = r->body.find(R"(]},"NodeNames":null)");
+    ASSERT_NE(end, std::string::npos);
+    const std::string item = r->body.substr(prefix.size(), end - prefix.size());
+    EXPECT_NE(request.find(item), std::string::npos);
+    EXPECT_EQ(reply["FailedNodes"]["worker-2"],
+              "isolation: batch pod would run beside latency-critical");
+  }
+}
+
+TEST_F(HttpServerTest, PrioritizeScoresEveryNode) {
+  Start();
+  decider_.SetScore("worker-1", 7);
+  decider_.SetScore("worker-3", 10);
+  decider_.SetScore("worker-7", 0);
+  httplib::Result r = Post("/prioritize", Fixture("example_c_prioritize_names.json"));
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200);
+  EXPECT_EQ(
+      r->body,
+      R"([{"Host":"worker-1","Score":7},{"Host":"worker-3","Score":10},{"Host":"worker-7","Score":0}])");
+}
+
+TEST_F(HttpServerTest, BadInputIs400WithJsonError) {
+  Start();
+  const std::pair<std::string, std::string> cases[] = {
+      {"", "empty request body"},
+      {R"({"Pod":{},"NodeNames":["a")", "truncated"},
+      {R"({"Pod":{},"NodeNames":["a"]} trailing)", "trailing data"},
+      {"{\"Pod\":{},\"NodeNames\":[\"\xFF\"]}", "UTF-8"},
+      {R"({"Pod":{},"NodeNames":[1]})", "NodeNames[0]"},
+      {Fixture("compat_extender_args.json"), "both Nodes and NodeNames"},
+      {R"({"Pod":{}})", "neither Nodes nor NodeNames"},
+  };
+  for (const auto& [body, needle] : cases) {
+    httplib::Result r = Post("/filter", body);
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 400) << body;
+    const auto reply = nlohmann::json::parse(r->body);
+    EXPECT_THAT(reply["Error"].get<std::string>(), HasSubstr(needle));
+  }
+  EXPECT_EQ(decider_.filter_calls.load(), 0);
+  // The connection stays usable after a 400.
+  httplib::Result ok = Post("/filter", R"({"Pod":{},"NodeNames":["a"]})");
+  ASSERT_TRUE(ok);
+  EXPECT_EQ(ok->status, 200);
+}
+
+TEST_F(HttpServerTest, UnknownRouteIsJson404) {
+  Start();
+  httplib::Result r = Post("/bind", Fixture("compat_binding_args.json"));
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 404);
+  EXPECT_THAT(nlohmann::json::parse(r->body)["Error"].get<std::string>(), HasSubstr("/bind"));
+}
+
+TEST_F(HttpServerTest, OversizedDeclaredBodyRefusedWithoutReadingIt) {
+  HttpServerOptions options;
+  options.body_limit_bytes = 1000;
+  // If the server waited for the body, the client's 20 s read timeout would
+  // expire first and the test would fail.
+  options.read_timeout = absl::Seconds(120);
+  Start(options);
+  RawClient raw(port_);
+  ASSERT_TRUE(raw.connected());
+  ASSERT_TRUE(
+      raw.Send("POST /filter HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+               "Content-Length: 1000000000\r\n\r\n{\"Pod\":"));
+  const std::string response = raw.ReadResponse();
+  EXPECT_THAT(response, HasSubstr("HTTP/1.1 413"));
+  EXPECT_THAT(response, HasSubstr("Connection: close"));
+  EXPECT_THAT(response, HasSubstr(R"({"Error":"request body of 1000000000 bytes exceeds)"));
+}
+
+TEST_F(HttpServerTest, ChunkedBodyOverTheLimitIsRefused) {
+  HttpServerOptions options;
+  options.body_limit_bytes = 100;
+  Start(options);
+  RawClient raw(port_);
+  ASSERT_TRUE(raw.connected());
+  const std::string chunk(200, ' ');
+  ASSERT_TRUE(
+      raw.Send("POST /filter HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nc8\r\n" +
+               chunk + "\r\n0\r\n\r\n"));
+  EXPECT_THAT(raw.ReadResponse(), HasSubstr("HTTP/1.1 413"));
+}
+
+TEST_F(HttpServerTest, MissingContentLengthIs411) {
+  Start();
+  RawClient raw(port_);
+  ASSERT_TRUE(raw.Send("POST /filter HTTP/1.1\r\nHost: x\r\n\r\n"));
+  const std::string response = raw.ReadResponse();
+  EXPECT_THAT(response, HasSubstr("HTTP/1.1 411"));
+  EXPECT_THAT(response, HasSubstr("Content-Length required"));
+}
+
+TEST_F(HttpServerTest, IdleAndStalledClientsDoNotBlockOthers) {
+  HttpServerOptions options;
+  // Long timeouts: only enough workers can let the last request through.
+  options.read_timeout = absl::Seconds(120);
+  options.keep_alive_timeout = absl::Seconds(120);
+  Start(options);
+  std::vector<std::unique_ptr<RawClient>> idle;
+  const std::string request = PostRequest("/filter", R"({"Pod":{},"NodeNames":["a"]})");
+  for (int i = 0; i < 30; ++i) {
+    auto c = std::make_unique<RawClient>(port_);
+    ASSERT_TRUE(c->connected());
+    ASSERT_TRUE(c->Send(request));  // one request, then idle on keep-alive
+    ASSERT_THAT(c->ReadResponse(), HasSubstr("HTTP/1.1 200"));
+    idle.push_back(std::move(c));
+  }
+  RawClient stalled(port_);
+  ASSERT_TRUE(stalled.Send("POST /filter HTTP/1.1\r\nHost: x\r\nContent-Len"));
+  RawClient stalled_body(port_);
+  ASSERT_TRUE(stalled_body.Send("POST /filter HTTP/1.1\r\nHost: x\r\nContent-Length: 50\r\n\r\n{"));
+
+  httplib::Result r = Post("/filter", Fixture("example_b_filter_names.json"));
+  ASSERT_TRUE(r) << httplib::to_string(r.error());
+  EXPECT_EQ(r->status, 200);
+}
+
+TEST_F(HttpServerTest, ConnectionsBeyondTheLimitGet503) {
+  HttpServerOptions options;
+  options.worker_threads = 2;
+  options.max_connections = 2;
+  options.keep_alive_timeout = absl::Seconds(120);
+  Start(options);
+  const std::string request = PostRequest("/filter", R"({"Pod":{},"NodeNames":["a"]})");
+  RawClient a(port_), b(port_);
+  ASSERT_TRUE(a.Send(request));
+  ASSERT_THAT(a.ReadResponse(), HasSubstr("HTTP/1.1 200"));
+  ASSERT_TRUE(b.Send(request));
+  ASSERT_THAT(b.ReadResponse(), HasSubstr("HTTP/1.1 200"));
+  RawClient c(port_);
+  ASSERT_TRUE(c.Send(request));
+  const std::string response = c.ReadResponse();
+  EXPECT_THAT(response, HasSubstr("HTTP/1.1 503"));
+  EXPECT_THAT(response, HasSubstr("too many connections"));
+  std::string text;
+  metrics_.AppendPrometheus(text);
+  EXPECT_THAT(text, HasSubstr("neighborly_extender_rejected_connections_total 1"));
+}
+
+TEST_F(HttpServerTest, MetricsCountRequestsAndDecisions) {
+  Start();
+  decider_.Reject("worker-2", "NUMA admission (topologyManagerPolicy single-numa-node): no");
+  ASSERT_TRUE(Post("/filter", Fixture("example_b_filter_names.json")));
+  ASSERT_TRUE(Post("/filter", "{"));
+  std::string text;
+  metrics_.AppendPrometheus(text);
+  EXPECT_THAT(text, HasSubstr(R"(neighborly_extender_requests_total{verb="filter",code="200"} 1)"));
+  EXPECT_THAT(text, HasSubstr(R"(neighborly_extender_requests_total{verb="filter",code="400"} 1)"));
+  EXPECT_THAT(text,
+              HasSubstr(R"(neighborly_extender_decisions_total{verb="filter",outcome="pass"} 1)"));
+  EXPECT_THAT(
+      text,
+      HasSubstr(R"(neighborly_extender_decisions_total{verb="filter",outcome="reject_numa"} 1)"));
+  EXPECT_THAT(text,
+              HasSubstr(R"(neighborly_extender_request_duration_seconds_count{verb="filter"} 2)"));
+}
+
+TEST_F(HttpServerTest, StopFinishesAndRefusesNewConnections) {
+  Start();
+  ASSERT_TRUE(Post("/filter", R"({"Pod":{},"NodeNames":["a"]})"));
+  server_->Stop();
+  RawClient late(port_);
+  EXPECT_FALSE(late.connected());
+}
+
+}  // namespace
+}  // namespace neighborly::extender

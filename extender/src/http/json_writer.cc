@@ -1,0 +1,118 @@
+#include "extender/src/http/json_writer.h"
+
+#include <charconv>
+#include <cmath>
+#include <cstring>
+
+namespace neighborly::extender {
+namespace {
+
+constexpr char kHex[] = "0123456789abcdef";
+
+// Length of the valid UTF-8 sequence starting at s[i], or 0 if invalid.
+size_t Utf8SequenceLength(std::string_view s, size_t i) {
+  const auto b0 = static_cast<unsigned char>(s[i]);
+  auto cont = [&](size_t k) {
+    return i + k < s.size() && (static_cast<unsigned char>(s[i + k]) & 0xC0) == 0x80;
+  };
+  if (b0 < 0x80) return 1;
+  if (b0 >= 0xC2 && b0 <= 0xDF) return cont(1) ? 2 : 0;
+  if (b0 >= 0xE0 && b0 <= 0xEF) {
+    if (!cont(1) || !cont(2)) return 0;
+    const auto b1 = static_cast<unsigned char>(s[i + 1]);
+    if (b0 == 0xE0 && b1 < 0xA0) return 0;   // overlong
+    if (b0 == 0xED && b1 >= 0xA0) return 0;  // surrogate
+    return 3;
+  }
+  if (b0 >= 0xF0 && b0 <= 0xF4) {
+    if (!cont(1) || !cont(2) || !cont(3)) return 0;
+    const auto b1 = static_cast<unsigned char>(s[i + 1]);
+    if (b0 == 0xF0 && b1 < 0x90) return 0;   // overlong
+    if (b0 == 0xF4 && b1 >= 0x90) return 0;  // > U+10FFFF
+    return 4;
+  }
+  return 0;
+}
+
+bool NeedsEscape(unsigned char c) { return c < 0x20 || c == '"' || c == '\\' || c >= 0x80; }
+
+}  // namespace
+
+void AppendJsonString(std::string_view s, std::string& out) {
+  out.push_back('"');
+  size_t run_start = 0;
+  size_t i = 0;
+  while (i < s.size()) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (!NeedsEscape(c)) {
+      ++i;
+      continue;
+    }
+    if (c >= 0x80) {
+      const size_t n = Utf8SequenceLength(s, i);
+      if (n == 3 && c == 0xE2 && static_cast<unsigned char>(s[i + 1]) == 0x80 &&
+          (static_cast<unsigned char>(s[i + 2]) == 0xA8 ||
+           static_cast<unsigned char>(s[i + 2]) == 0xA9)) {
+        out.append(s.data() + run_start, i - run_start);
+        out += static_cast<unsigned char>(s[i + 2]) == 0xA8 ? "\\u2028" : "\\u2029";
+        i += 3;
+        run_start = i;
+        continue;
+      }
+      if (n > 0) {
+        i += n;
+        continue;
+      }
+      out.append(s.data() + run_start, i - run_start);
+      out += "\xEF\xBF\xBD";  // U+FFFD for an invalid byte
+      ++i;
+      run_start = i;
+      continue;
+    }
+    out.append(s.data() + run_start, i - run_start);
+    switch (c) {
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      default:
+        out += "\\u00";
+        out.push_back(kHex[c >> 4]);
+        out.push_back(kHex[c & 0xF]);
+        break;
+    }
+    ++i;
+    run_start = i;
+  }
+  out.append(s.data() + run_start, s.size() - run_start);
+  out.push_back('"');
+}
+
+void AppendInt(int64_t value, std::string& out) {
+  char buf[24];
+  const auto [ptr, ec] = std::to_chars(buf, buf + sizeof(buf), value);
+  out.append(buf, static_cast<size_t>(ptr - buf));
+}
+
+void AppendDouble(double value, std::string& out) {
+  if (!std::isfinite(value)) {
+    out += '0';
+    return;
+  }
+  char buf[32];
+  const auto [ptr, ec] = std::to_chars(buf, buf + sizeof(buf), value);
+  out.append(buf, static_cast<size_t>(ptr - buf));
+}
+
+}  // namespace neighborly::extender
