@@ -1,0 +1,420 @@
+#include "node-agent/src/resctrl/resctrl.h"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+
+#include "absl/strings/str_cat.h"
+#include "common/strings.h"
+#include "node-agent/src/sys/text.h"
+
+namespace neighborly::agent {
+namespace {
+
+constexpr char kOccupancy[] = "llc_occupancy";
+constexpr char kMbmTotal[] = "mbm_total_bytes";
+constexpr char kMbmLocal[] = "mbm_local_bytes";
+
+// flock(2) on the resctrl root for the lifetime of the object; a failure to
+// lock (a plain directory in tests has flock too) is logged by the caller's
+// results, never fatal.
+class RootLock {
+ public:
+  RootLock(const Filesystem& fs, const std::string& root, int operation) {
+    fd_ = open(fs.HostPath(root).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd_ >= 0 && flock(fd_, operation) != 0) {
+      close(fd_);
+      fd_ = -1;
+    }
+  }
+  ~RootLock() {
+    if (fd_ >= 0) {
+      flock(fd_, LOCK_UN);
+      close(fd_);
+    }
+  }
+  RootLock(const RootLock&) = delete;
+  RootLock& operator=(const RootLock&) = delete;
+
+ private:
+  int fd_ = -1;
+};
+
+bool IsGroupDir(const DirEntry& entry) {
+  return entry.is_dir && entry.name != "info" && entry.name != "mon_data" &&
+         entry.name != "mon_groups";
+}
+
+void AddSample(std::optional<uint64_t>& sum, const std::optional<uint64_t>& value) {
+  if (value) sum = sum.value_or(0) + *value;
+}
+
+// Reads the three counters in `dir` (a mon_L3_XX or mon_sub_L3_YY directory).
+DomainCounters ReadCounterDir(const Filesystem& fs, const std::string& dir,
+                              const ResctrlInfo& info) {
+  DomainCounters counters;
+  auto read = [&](bool supported, const char* file, std::optional<uint64_t>& out) {
+    if (!supported) return;
+    absl::StatusOr<std::string> text = fs.ReadFile(JoinPath(dir, file));
+    absl::StatusOr<uint64_t> value =
+        text.ok() ? ParseMonValue(*text) : absl::StatusOr<uint64_t>(text.status());
+    if (value.ok()) {
+      out = *value;
+    } else {
+      absl::StrAppend(&counters.problem, counters.problem.empty() ? "" : "; ", file, ": ",
+                      Av(Sv(value.status().message())));
+    }
+  };
+  read(info.occupancy, kOccupancy, counters.occupancy_bytes);
+  read(info.mbm_total, kMbmTotal, counters.mbm_total_bytes);
+  read(info.mbm_local, kMbmLocal, counters.mbm_local_bytes);
+  return counters;
+}
+
+}  // namespace
+
+absl::StatusOr<uint64_t> ParseMonValue(std::string_view text) {
+  const std::string_view token = Trim(text);
+  std::optional<uint64_t> value = ParseInt<uint64_t>(token);
+  if (value) return *value;
+  return absl::UnavailableError(absl::StrCat("counter reads \"", Av(token.substr(0, 32)), "\""));
+}
+
+std::optional<uint32_t> ParseMonDomainName(std::string_view name, std::string_view prefix) {
+  if (!name.starts_with(prefix)) return std::nullopt;
+  return ParseInt<uint32_t>(name.substr(prefix.size()));
+}
+
+ResctrlInfo DetectResctrl(const Filesystem& fs, const std::vector<MountEntry>& mounts) {
+  ResctrlInfo info;
+  auto it = std::find_if(mounts.begin(), mounts.end(),
+                         [](const MountEntry& m) { return m.fstype == "resctrl"; });
+  if (it == mounts.end()) {
+    absl::StatusOr<std::string> filesystems = fs.ReadFile("/proc/filesystems");
+    const bool supported = filesystems.ok() && filesystems->find("resctrl") != std::string::npos;
+    info.reason = supported ? "resctrl is supported but not mounted at /sys/fs/resctrl"
+                            : "no resctrl in the mount table or /proc/filesystems (no Intel "
+                              "RDT / AMD PQoS, or a kernel without CONFIG_X86_CPU_RESCTRL)";
+    return info;
+  }
+  info.root = it->mount_point;
+  const std::string mon = JoinPath(info.root, "info/L3_MON");
+  if (!fs.IsDirectory(mon)) {
+    info.reason = absl::StrCat("resctrl is mounted but ", mon,
+                               " is missing: no L3 monitoring (CMT/MBM) on this CPU");
+    return info;
+  }
+  absl::StatusOr<std::string> rmids = fs.ReadFile(JoinPath(mon, "num_rmids"));
+  std::optional<uint32_t> num = rmids.ok() ? ParseInt<uint32_t>(Trim(*rmids)) : std::nullopt;
+  if (!num || *num == 0) {
+    info.reason = absl::StrCat(mon, "/num_rmids unreadable or zero");
+    return info;
+  }
+  info.num_rmids = *num;
+  absl::StatusOr<std::string> features = fs.ReadFile(JoinPath(mon, "mon_features"));
+  if (!features.ok()) {
+    info.reason = std::string(features.status().message());
+    return info;
+  }
+  for (std::string_view line : SplitLines(*features)) {
+    const std::string_view feature = Trim(line);
+    if (feature == kOccupancy) info.occupancy = true;
+    if (feature == kMbmTotal) info.mbm_total = true;
+    if (feature == kMbmLocal) info.mbm_local = true;
+  }
+  if (!info.occupancy && !info.mbm_total && !info.mbm_local) {
+    info.reason = absl::StrCat(mon, "/mon_features lists no L3 event");
+    return info;
+  }
+  info.usable = true;
+  return info;
+}
+
+absl::StatusOr<GroupCounters> ReadGroupCounters(const Filesystem& fs, std::string_view group_dir,
+                                                const ResctrlInfo& info) {
+  const std::string mon_data = JoinPath(group_dir, "mon_data");
+  absl::StatusOr<std::vector<DirEntry>> domains = fs.ListDir(mon_data);
+  if (!domains.ok()) return domains.status();
+  GroupCounters counters;
+  for (const DirEntry& entry : *domains) {
+    std::optional<uint32_t> id = ParseMonDomainName(entry.name);
+    if (!id || !entry.is_dir) continue;
+    const std::string dir = JoinPath(mon_data, entry.name);
+    DomainCounters domain = ReadCounterDir(fs, dir, info);
+    const bool top_missing = !fs.Exists(JoinPath(dir, info.occupancy ? kOccupancy : kMbmTotal));
+    if (top_missing) {
+      // SNC without top-level sums: add the sub-NUMA domains up.
+      absl::StatusOr<std::vector<DirEntry>> subs = fs.ListDir(dir);
+      DomainCounters sum;
+      bool any = false;
+      if (subs.ok()) {
+        for (const DirEntry& sub : *subs) {
+          if (!sub.is_dir || !ParseMonDomainName(sub.name, "mon_sub_L3_")) continue;
+          any = true;
+          DomainCounters part = ReadCounterDir(fs, JoinPath(dir, sub.name), info);
+          AddSample(sum.occupancy_bytes, part.occupancy_bytes);
+          AddSample(sum.mbm_total_bytes, part.mbm_total_bytes);
+          AddSample(sum.mbm_local_bytes, part.mbm_local_bytes);
+          if (!part.problem.empty()) {
+            // One missing part makes the sum wrong: drop the affected counters.
+            if (info.occupancy && !part.occupancy_bytes) sum.occupancy_bytes.reset();
+            if (info.mbm_total && !part.mbm_total_bytes) sum.mbm_total_bytes.reset();
+            if (info.mbm_local && !part.mbm_local_bytes) sum.mbm_local_bytes.reset();
+            absl::StrAppend(&sum.problem, sub.name, ": ", part.problem);
+          }
+        }
+      }
+      if (any) domain = sum;
+    }
+    counters[*id] = std::move(domain);
+  }
+  if (counters.empty()) {
+    return absl::NotFoundError(absl::StrCat(mon_data, ": no mon_L3_* domain"));
+  }
+  return counters;
+}
+
+ResctrlRates ComputeRates(const GroupCounters& start, const GroupCounters& end, double seconds,
+                          const ResctrlInfo& info) {
+  ResctrlRates rates;
+  std::string occupancy_problem, total_problem, local_problem;
+  auto note = [](std::string& problem, uint32_t id, std::string_view what) {
+    if (problem.empty()) problem = absl::StrCat("L3 domain ", id, ": ", Av(what));
+  };
+  auto rate = [&](const std::optional<uint64_t>& a, const std::optional<uint64_t>& b, uint32_t id,
+                  std::string_view problem_text, std::string& problem) -> std::optional<uint64_t> {
+    if (!a || !b) {
+      note(problem, id, problem_text.empty() ? "no sample" : problem_text);
+      return std::nullopt;
+    }
+    if (*b < *a) {
+      note(problem, id, "counter went backwards (reset): interval dropped");
+      return std::nullopt;
+    }
+    if (seconds <= 0) {
+      note(problem, id, "empty window");
+      return std::nullopt;
+    }
+    return static_cast<uint64_t>(static_cast<double>(*b - *a) / seconds);
+  };
+  for (const auto& [id, after] : end) {
+    auto before_it = start.find(id);
+    const DomainCounters empty;
+    const DomainCounters& before = before_it == start.end() ? empty : before_it->second;
+    const std::string problem = !after.problem.empty() ? after.problem : before.problem;
+    DomainRates& domain = rates.domains[id];
+    if (info.occupancy) {
+      domain.occupancy_bytes = after.occupancy_bytes;
+      if (!after.occupancy_bytes) note(occupancy_problem, id, problem);
+    }
+    if (info.mbm_total) {
+      domain.mbm_total_bytes_per_second =
+          rate(before.mbm_total_bytes, after.mbm_total_bytes, id, problem, total_problem);
+    }
+    if (info.mbm_local) {
+      domain.mbm_local_bytes_per_second =
+          rate(before.mbm_local_bytes, after.mbm_local_bytes, id, problem, local_problem);
+    }
+  }
+  auto sum = [&](auto member, bool supported, const std::string& problem, const char* metric,
+                 const char* unsupported) -> std::optional<uint64_t> {
+    if (!supported) {
+      rates.unavailable[metric] = unsupported;
+      return std::nullopt;
+    }
+    if (!problem.empty() || rates.domains.empty()) {
+      rates.unavailable[metric] = problem.empty() ? "no L3 domain" : problem;
+      return std::nullopt;
+    }
+    uint64_t total = 0;
+    for (const auto& [id, d] : rates.domains) total += *(d.*member);
+    return total;
+  };
+  rates.occupancy_bytes = sum(&DomainRates::occupancy_bytes, info.occupancy, occupancy_problem,
+                              "llc_occupancy_bytes", "CMT occupancy not in mon_features");
+  rates.mbm_total_bytes_per_second =
+      sum(&DomainRates::mbm_total_bytes_per_second, info.mbm_total, total_problem,
+          "membw_total_bytes_per_second", "MBM total not in mon_features (CMT-only CPU)");
+  rates.mbm_local_bytes_per_second =
+      sum(&DomainRates::mbm_local_bytes_per_second, info.mbm_local, local_problem,
+          "membw_local_bytes_per_second", "MBM local not in mon_features (CMT-only CPU)");
+  return rates;
+}
+
+ResctrlMonitor::ResctrlMonitor(Filesystem& fs, ResctrlInfo info, std::string prefix)
+    : fs_(fs), info_(std::move(info)), prefix_(std::move(prefix)) {}
+
+std::string ResctrlMonitor::GroupDir(std::string_view uid) const {
+  return JoinPath(JoinPath(info_.root, "mon_groups"), absl::StrCat(prefix_, Av(uid)));
+}
+
+uint32_t ResctrlMonitor::ForeignGroups() const {
+  uint32_t count = 0;
+  auto count_mon_groups = [&](const std::string& ctrl) {
+    absl::StatusOr<std::vector<DirEntry>> groups = fs_.ListDir(JoinPath(ctrl, "mon_groups"));
+    if (!groups.ok()) return;
+    for (const DirEntry& g : *groups) {
+      if (g.is_dir && !g.name.starts_with(prefix_)) ++count;
+    }
+  };
+  count_mon_groups(info_.root);
+  absl::StatusOr<std::vector<DirEntry>> entries = fs_.ListDir(info_.root);
+  if (entries.ok()) {
+    for (const DirEntry& entry : *entries) {
+      if (!IsGroupDir(entry)) continue;
+      ++count;  // a CTRL_MON group holds an RMID too
+      count_mon_groups(JoinPath(info_.root, entry.name));
+    }
+  }
+  return count;
+}
+
+absl::Status ResctrlMonitor::Start(const std::set<std::string>& running) {
+  RootLock lock(fs_, info_.root, LOCK_EX);
+  absl::StatusOr<std::vector<DirEntry>> groups = fs_.ListDir(JoinPath(info_.root, "mon_groups"));
+  if (!groups.ok()) return groups.status();
+  absl::Status result;
+  for (const DirEntry& group : *groups) {
+    if (!group.is_dir || !group.name.starts_with(prefix_)) continue;
+    const std::string uid = group.name.substr(prefix_.size());
+    if (running.contains(uid)) {
+      groups_.insert(uid);
+      continue;
+    }
+    if (absl::Status s = fs_.RemoveDir(GroupDir(uid)); !s.ok() && result.ok()) result = s;
+  }
+  const uint32_t used = 1 + ForeignGroups() + static_cast<uint32_t>(groups_.size());
+  rmids_free_ = used >= info_.num_rmids ? 0 : info_.num_rmids - used;
+  return result;
+}
+
+std::map<std::string, std::string> ResctrlMonitor::Sync(const std::vector<ResctrlPod>& pods) {
+  std::map<std::string, std::string> unmonitored;
+  RootLock lock(fs_, info_.root, LOCK_EX);
+  std::set<std::string> wanted;
+  for (const ResctrlPod& pod : pods) wanted.insert(pod.uid);
+  for (auto it = groups_.begin(); it != groups_.end();) {
+    if (wanted.contains(*it)) {
+      ++it;
+      continue;
+    }
+    (void)fs_.RemoveDir(GroupDir(*it));  // already gone is fine
+    it = groups_.erase(it);
+  }
+  const uint32_t foreign = ForeignGroups();
+  const uint32_t budget = info_.num_rmids > 1 + foreign ? info_.num_rmids - 1 - foreign : 0;
+
+  std::vector<const ResctrlPod*> order;
+  for (const ResctrlPod& pod : pods) order.push_back(&pod);
+  std::stable_sort(order.begin(), order.end(), [](const ResctrlPod* a, const ResctrlPod* b) {
+    return a->priority != b->priority ? a->priority > b->priority : a->uid < b->uid;
+  });
+  std::string exhausted;  // set once mkdir says no RMID is left
+  for (const ResctrlPod* pod : order) {
+    if (!groups_.contains(pod->uid)) {
+      if (!exhausted.empty()) {
+        unmonitored[pod->uid] = exhausted;
+        continue;
+      }
+      if (groups_.size() >= budget) {
+        unmonitored[pod->uid] =
+            absl::StrCat("RMID budget exhausted (num_rmids ", info_.num_rmids, ", ", foreign,
+                         " held by other groups, ", groups_.size(), " by higher-priority pods)");
+        continue;
+      }
+      absl::Status made = fs_.MakeDir(GroupDir(pod->uid));
+      if (!made.ok() && ErrnoOf(made) != EEXIST) {
+        const int err = ErrnoOf(made);
+        if (err == ENOSPC) {
+          exhausted = "no RMID left (ENOSPC)";
+        } else if (err == EBUSY) {
+          exhausted = "free RMIDs still in limbo (EBUSY); retried next window";
+        } else {
+          unmonitored[pod->uid] = std::string(made.message());
+          continue;
+        }
+        unmonitored[pod->uid] = exhausted;
+        continue;
+      }
+      groups_.insert(pod->uid);
+    }
+    // Re-sync: write the threads that are not in the group yet.
+    const std::string tasks_path = JoinPath(GroupDir(pod->uid), "tasks");
+    absl::StatusOr<std::string> current = fs_.ReadFile(tasks_path);
+    if (!current.ok()) {
+      unmonitored[pod->uid] = std::string(current.status().message());
+      groups_.erase(pod->uid);
+      continue;
+    }
+    std::set<int> present;
+    for (std::string_view line : SplitLines(*current)) {
+      if (std::optional<int> tid = ParseInt<int>(Trim(line))) present.insert(*tid);
+    }
+    int refused = 0;
+    std::string refusal;
+    for (int tid : pod->tids) {
+      if (present.contains(tid)) continue;
+      absl::Status written = fs_.WriteFile(tasks_path, absl::StrCat(tid));
+      if (written.ok()) continue;
+      const int err = ErrnoOf(written);
+      if (err == ESRCH) continue;  // the thread exited meanwhile
+      if (err == ENOENT) {         // the group was removed under us
+        groups_.erase(pod->uid);
+        refusal = "its MON group was removed by someone else";
+        refused = static_cast<int>(pod->tids.size());
+        break;
+      }
+      ++refused;
+      if (refusal.empty()) {
+        refusal = err == EINVAL ? "a thread belongs to another CTRL_MON group (EINVAL)"
+                                : std::string(written.message());
+      }
+    }
+    if (refused > 0) {
+      unmonitored[pod->uid] =
+          absl::StrCat(refused, " of ", pod->tids.size(), " threads not monitored: ", refusal);
+    }
+  }
+  rmids_free_ = budget > groups_.size() ? budget - static_cast<uint32_t>(groups_.size()) : 0;
+  return unmonitored;
+}
+
+std::map<std::string, GroupCounters> ResctrlMonitor::ReadPods() const {
+  RootLock lock(fs_, info_.root, LOCK_SH);
+  std::map<std::string, GroupCounters> counters;
+  for (const std::string& uid : groups_) {
+    absl::StatusOr<GroupCounters> group = ReadGroupCounters(fs_, GroupDir(uid), info_);
+    if (group.ok()) counters[uid] = std::move(*group);
+  }
+  return counters;
+}
+
+absl::StatusOr<GroupCounters> ResctrlMonitor::ReadNode() const {
+  RootLock lock(fs_, info_.root, LOCK_SH);
+  absl::StatusOr<GroupCounters> total = ReadGroupCounters(fs_, info_.root, info_);
+  if (!total.ok()) return total;
+  absl::StatusOr<std::vector<DirEntry>> entries = fs_.ListDir(info_.root);
+  if (!entries.ok()) return entries.status();
+  for (const DirEntry& entry : *entries) {
+    if (!IsGroupDir(entry)) continue;
+    absl::StatusOr<GroupCounters> group =
+        ReadGroupCounters(fs_, JoinPath(info_.root, entry.name), info_);
+    if (!group.ok()) continue;
+    for (const auto& [id, c] : *group) {
+      DomainCounters& t = (*total)[id];
+      auto add = [](std::optional<uint64_t>& sum, const std::optional<uint64_t>& v) {
+        sum = (sum && v) ? std::optional<uint64_t>(*sum + *v) : std::nullopt;
+      };
+      add(t.occupancy_bytes, c.occupancy_bytes);
+      add(t.mbm_total_bytes, c.mbm_total_bytes);
+      add(t.mbm_local_bytes, c.mbm_local_bytes);
+      if (!c.problem.empty()) t.problem = c.problem;
+    }
+  }
+  return total;
+}
+
+}  // namespace neighborly::agent
