@@ -1,0 +1,70 @@
+// neighborly-extender's configuration: a YAML file (every key in
+// docs/configuration.md; unknown keys are errors naming the key and its line)
+// plus command-line overrides.
+//
+//   absl::StatusOr<CommandLine> cl = ParseCommandLine(argc, argv);
+//   absl::StatusOr<ExtenderConfig> config = LoadExtenderConfig(*cl);
+//   // bad flag or config: print config.status().message() on one line, exit 2
+#ifndef NEIGHBORLY_EXTENDER_SRC_CONFIG_EXTENDER_CONFIG_H_
+#define NEIGHBORLY_EXTENDER_SRC_CONFIG_EXTENDER_CONFIG_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "extender/src/model/model_config.h"
+
+namespace neighborly::extender {
+
+struct ExtenderConfig {
+  // http: kube-scheduler verbs and the operator API.
+  std::string http_address = "0.0.0.0:8888";
+  int64_t body_limit_bytes = 64 << 20;
+  absl::Duration read_timeout = absl::Seconds(5);
+  absl::Duration write_timeout = absl::Seconds(5);
+  absl::Duration keep_alive_timeout = absl::Seconds(5);
+  absl::Duration request_timeout = absl::Seconds(10);
+  int worker_threads = 64;
+  int max_connections = 64;
+  // grpc: telemetry ingest from the agents.
+  std::string grpc_address = "0.0.0.0:9090";
+  // state: learned knowledge that survives restarts. Empty file: not persisted.
+  std::string state_file;
+  absl::Duration state_save_interval = absl::Seconds(60);
+  // log
+  std::string log_level = "info";
+  // model: the contention model's parameters (docs/scoring.md).
+  ModelConfig model;
+};
+
+// Parses YAML text; `source` names it in errors ("extender.yaml"). Keys not
+// given keep their defaults.
+absl::StatusOr<ExtenderConfig> ParseExtenderConfig(std::string_view yaml, std::string_view source);
+
+struct CommandLine {
+  std::string config_file;  // empty: defaults only
+  std::optional<std::string> http_address;
+  std::optional<std::string> grpc_address;
+  std::optional<std::string> log_level;
+  bool help = false;
+  bool version = false;
+};
+
+// --config FILE, --http-address HOST:PORT, --grpc-address HOST:PORT,
+// --log-level LEVEL, --help, --version; "--flag value" or "--flag=value".
+absl::StatusOr<CommandLine> ParseCommandLine(int argc, const char* const* argv);
+
+// Reads the file (if any), applies the flag overrides, validates the result.
+absl::StatusOr<ExtenderConfig> LoadExtenderConfig(const CommandLine& command_line);
+
+// Checks values that depend on each other or on formats (addresses, log level).
+absl::Status ValidateExtenderConfig(const ExtenderConfig& config);
+
+std::string ExtenderUsage();
+
+}  // namespace neighborly::extender
+
+#endif  // NEIGHBORLY_EXTENDER_SRC_CONFIG_EXTENDER_CONFIG_H_

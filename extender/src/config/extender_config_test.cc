@@ -1,0 +1,221 @@
+#include "extender/src/config/extender_config.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <fstream>
+
+namespace neighborly::extender {
+namespace {
+
+using ::testing::HasSubstr;
+
+std::string ErrorOf(std::string_view yaml) {
+  absl::StatusOr<ExtenderConfig> c = ParseExtenderConfig(yaml, "extender.yaml");
+  EXPECT_FALSE(c.ok()) << yaml;
+  return c.ok() ? "" : std::string(c.status().message());
+}
+
+TEST(ExtenderConfigTest, EmptyFileGivesDefaults) {
+  absl::StatusOr<ExtenderConfig> c = ParseExtenderConfig("", "x.yaml");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->http_address, "0.0.0.0:8888");
+  EXPECT_EQ(c->grpc_address, "0.0.0.0:9090");
+  EXPECT_EQ(c->body_limit_bytes, 64 << 20);
+  EXPECT_EQ(c->worker_threads, 64);
+  EXPECT_EQ(c->max_connections, 64);
+  EXPECT_EQ(c->read_timeout, absl::Seconds(5));
+  EXPECT_EQ(c->state_file, "");
+  EXPECT_EQ(c->log_level, "info");
+  EXPECT_DOUBLE_EQ(c->model.membw_headroom, ModelConfig().membw_headroom);
+  EXPECT_EQ(c->model.label_rules.size(), 1u);
+  EXPECT_TRUE(ValidateExtenderConfig(*c).ok());
+}
+
+TEST(ExtenderConfigTest, ReadsEveryKey) {
+  absl::StatusOr<ExtenderConfig> c = ParseExtenderConfig(R"(
+http:
+  address: 127.0.0.1:0
+  bodyLimitBytes: 8Mi
+  readTimeout: 2s
+  writeTimeout: 3s
+  keepAliveTimeout: 4s
+  requestTimeout: 500ms
+  workerThreads: 16
+  maxConnections: 32
+grpc:
+  address: "[::1]:0"
+state:
+  file: /tmp/neighborly-state.json
+  saveInterval: 15s
+log:
+  level: debug
+model:
+  labelRules:
+  - {key: tier, values: [frontend], class: latency-critical}
+  - key: workload-type
+    values: [batch, etl]
+    class: batch
+  aggressorMembwShare: 0.3
+  aggressorL3Share: 0.6
+  aggressorMinMpki: 4
+  isolateLatencyCritical: false
+  isolateBatch: false
+  membwHeadroom: 0.7
+  numaAdmission: false
+  defaultFootprints:
+    latencyCritical: {llcBytes: 10Mi, membwBytesPerSecond: 3G}
+    batch: {llcBytes: 30Mi, membwBytesPerSecond: 20G}
+    standard: {llcBytes: 2Mi, membwBytesPerSecond: 500M}
+  defaultPeakMembwBytesPerSecond: 40G
+  l3Weight: 0.5
+  membwWeight: 0.4
+  numaWeight: 0.1
+  membwQueueScale: 4
+  freshIntervals: 5
+  maxAge: 2m
+  bookingTtl: 45s
+)",
+                                                         "x.yaml");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->http_address, "127.0.0.1:0");
+  EXPECT_EQ(c->body_limit_bytes, 8 << 20);
+  EXPECT_EQ(c->read_timeout, absl::Seconds(2));
+  EXPECT_EQ(c->write_timeout, absl::Seconds(3));
+  EXPECT_EQ(c->keep_alive_timeout, absl::Seconds(4));
+  EXPECT_EQ(c->request_timeout, absl::Milliseconds(500));
+  EXPECT_EQ(c->worker_threads, 16);
+  EXPECT_EQ(c->max_connections, 32);
+  EXPECT_EQ(c->grpc_address, "[::1]:0");
+  EXPECT_EQ(c->state_file, "/tmp/neighborly-state.json");
+  EXPECT_EQ(c->state_save_interval, absl::Seconds(15));
+  EXPECT_EQ(c->log_level, "debug");
+  const ModelConfig& m = c->model;
+  ASSERT_EQ(m.label_rules.size(), 2u);
+  EXPECT_EQ(m.label_rules[0].key, "tier");
+  EXPECT_EQ(m.label_rules[0].contention_class, ContentionClass::kLatencyCritical);
+  EXPECT_EQ(m.label_rules[1].values, (std::vector<std::string>{"batch", "etl"}));
+  EXPECT_DOUBLE_EQ(m.aggressor_membw_share, 0.3);
+  EXPECT_DOUBLE_EQ(m.aggressor_l3_share, 0.6);
+  EXPECT_DOUBLE_EQ(m.aggressor_min_mpki, 4);
+  EXPECT_FALSE(m.isolate_latency_critical);
+  EXPECT_FALSE(m.isolate_batch);
+  EXPECT_DOUBLE_EQ(m.membw_headroom, 0.7);
+  EXPECT_FALSE(m.numa_admission);
+  EXPECT_EQ(m.default_latency_critical.llc_bytes, 10 << 20);
+  EXPECT_EQ(m.default_latency_critical.membw_bytes_per_second, 3'000'000'000);
+  EXPECT_EQ(m.default_batch.membw_bytes_per_second, 20'000'000'000);
+  EXPECT_EQ(m.default_standard.llc_bytes, 2 << 20);
+  EXPECT_EQ(m.default_peak_membw_bytes_per_second, 40'000'000'000);
+  EXPECT_DOUBLE_EQ(m.l3_weight, 0.5);
+  EXPECT_DOUBLE_EQ(m.membw_weight, 0.4);
+  EXPECT_DOUBLE_EQ(m.numa_weight, 0.1);
+  EXPECT_DOUBLE_EQ(m.membw_queue_scale, 4);
+  EXPECT_EQ(m.fresh_intervals, 5);
+  EXPECT_EQ(m.max_age, absl::Minutes(2));
+  EXPECT_EQ(m.booking_ttl, absl::Seconds(45));
+}
+
+TEST(ExtenderConfigTest, UnknownKeysAreNamedWithTheirLine) {
+  EXPECT_THAT(ErrorOf("http:\n  address: 1.2.3.4:1\nmodle:\n  x: 1\n"),
+              HasSubstr("extender.yaml:3: unknown key \"modle\""));
+  EXPECT_THAT(ErrorOf("model:\n  isolateBatch: true\n  isolateBatchh: true\n"),
+              HasSubstr("extender.yaml:3: unknown key \"model.isolateBatchh\""));
+  EXPECT_THAT(ErrorOf("model:\n  defaultFootprints:\n    batch:\n      llc: 1\n"),
+              HasSubstr("extender.yaml:4: unknown key \"model.defaultFootprints.batch.llc\""));
+  EXPECT_THAT(ErrorOf("model:\n  labelRules:\n  - {key: a, values: [b], class: batch, x: 1}\n"),
+              HasSubstr("unknown key \"model.labelRules[0].x\""));
+}
+
+TEST(ExtenderConfigTest, WrongTypesAreNamedWithTheirLine) {
+  EXPECT_THAT(ErrorOf("http:\n  workerThreads: many\n"),
+              HasSubstr("extender.yaml:2: http.workerThreads: expected an integer, got \"many\""));
+  EXPECT_THAT(ErrorOf("http:\n  workerThreads: 0\n"), HasSubstr("outside 1..4096"));
+  EXPECT_THAT(ErrorOf("\n\nmodel:\n  maxAge: 60\n"),
+              HasSubstr("extender.yaml:4: model.maxAge: expected a duration"));
+  EXPECT_THAT(ErrorOf("model:\n  isolateBatch: maybe\n"),
+              HasSubstr("model.isolateBatch: expected true or false"));
+  EXPECT_THAT(ErrorOf("model:\n  membwHeadroom: 1.5\n"), HasSubstr("outside 0..1"));
+  EXPECT_THAT(ErrorOf("http: [1, 2]\n"), HasSubstr("extender.yaml:1: http must be a mapping"));
+  EXPECT_THAT(ErrorOf("http:\n  address: {a: 1}\n"),
+              HasSubstr("http.address: expected a string, got a mapping"));
+  EXPECT_THAT(ErrorOf("http:\n  bodyLimitBytes: lots\n"),
+              HasSubstr("http.bodyLimitBytes: expected a byte quantity"));
+  EXPECT_THAT(ErrorOf("model:\n  labelRules:\n  - {key: a, values: [b], class: noisy}\n"),
+              HasSubstr("model.labelRules[0].class: expected batch, latency-critical or standard"));
+  EXPECT_THAT(ErrorOf("model:\n  labelRules:\n  - {key: a}\n"),
+              HasSubstr("needs key, values and class"));
+  EXPECT_THAT(ErrorOf("- a\n- b\n"), HasSubstr("the file must be a mapping"));
+  EXPECT_THAT(ErrorOf("http:\n  address: a\n  address: b\n"), HasSubstr("duplicate key"));
+}
+
+TEST(ExtenderConfigTest, YamlSyntaxErrorsNameTheLine) {
+  EXPECT_THAT(ErrorOf("http:\n  address: [1, 2\n"), HasSubstr("YAML syntax error"));
+}
+
+std::vector<const char*> Argv(std::initializer_list<const char*> args) {
+  std::vector<const char*> v = {"neighborly-extender"};
+  v.insert(v.end(), args);
+  return v;
+}
+
+TEST(CommandLineTest, ParsesFlagsInBothForms) {
+  auto argv = Argv({"--config", "a.yaml", "--http-address=127.0.0.1:0", "--grpc-address",
+                    "127.0.0.1:0", "--log-level=debug"});
+  absl::StatusOr<CommandLine> cl = ParseCommandLine(static_cast<int>(argv.size()), argv.data());
+  ASSERT_TRUE(cl.ok()) << cl.status();
+  EXPECT_EQ(cl->config_file, "a.yaml");
+  EXPECT_EQ(cl->http_address, "127.0.0.1:0");
+  EXPECT_EQ(cl->grpc_address, "127.0.0.1:0");
+  EXPECT_EQ(cl->log_level, "debug");
+  auto help = Argv({"--help", "--version"});
+  cl = ParseCommandLine(static_cast<int>(help.size()), help.data());
+  ASSERT_TRUE(cl.ok());
+  EXPECT_TRUE(cl->help);
+  EXPECT_TRUE(cl->version);
+}
+
+TEST(CommandLineTest, BadFlagsAreNamed) {
+  auto unknown = Argv({"--http-adress", "x"});
+  absl::StatusOr<CommandLine> cl =
+      ParseCommandLine(static_cast<int>(unknown.size()), unknown.data());
+  ASSERT_FALSE(cl.ok());
+  EXPECT_THAT(std::string(cl.status().message()), HasSubstr("unknown flag \"--http-adress\""));
+  auto missing = Argv({"--config"});
+  cl = ParseCommandLine(static_cast<int>(missing.size()), missing.data());
+  ASSERT_FALSE(cl.ok());
+  EXPECT_THAT(std::string(cl.status().message()), HasSubstr("--config needs a value"));
+}
+
+TEST(CommandLineTest, FlagsOverrideTheFileAndAreValidated) {
+  const std::string path = std::string(NEIGHBORLY_BINARY_DIR) + "/extender_config_test.yaml";
+  {
+    std::ofstream out(path);
+    out << "http:\n  address: 0.0.0.0:1234\ngrpc:\n  address: 0.0.0.0:5678\n";
+  }
+  CommandLine cl;
+  cl.config_file = path;
+  cl.http_address = "127.0.0.1:0";
+  absl::StatusOr<ExtenderConfig> c = LoadExtenderConfig(cl);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->http_address, "127.0.0.1:0");
+  EXPECT_EQ(c->grpc_address, "0.0.0.0:5678");
+
+  cl.http_address = "no-port";
+  c = LoadExtenderConfig(cl);
+  ASSERT_FALSE(c.ok());
+  EXPECT_THAT(std::string(c.status().message()), HasSubstr("http address"));
+  cl.http_address.reset();
+  cl.log_level = "loud";
+  EXPECT_FALSE(LoadExtenderConfig(cl).ok());
+  cl.log_level.reset();
+  cl.config_file = path + ".missing";
+  c = LoadExtenderConfig(cl);
+  ASSERT_FALSE(c.ok());
+  EXPECT_THAT(std::string(c.status().message()), HasSubstr("cannot read config file"));
+  std::remove(path.c_str());
+}
+
+}  // namespace
+}  // namespace neighborly::extender
