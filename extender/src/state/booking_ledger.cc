@@ -1,0 +1,110 @@
+#include "extender/src/state/booking_ledger.h"
+
+#include <algorithm>
+
+#include "common/strings.h"
+
+namespace neighborly::extender {
+
+void BookingLedger::PublishLocked(const std::string& node) {
+  ClusterState::Entry* entry = state_.GetOrCreate(node);
+  if (entry == nullptr) return;
+  auto it = by_node_.find(node);
+  if (it == by_node_.end() || it->second.empty()) {
+    if (it != by_node_.end()) by_node_.erase(it);
+    entry->bookings.store(nullptr, std::memory_order_release);
+    return;
+  }
+  entry->bookings.store(std::make_shared<const BookingList>(it->second), std::memory_order_release);
+}
+
+bool BookingLedger::Book(std::string_view node, Booking booking) {
+  if (state_.GetOrCreate(node) == nullptr) return false;
+  std::lock_guard<std::mutex> lock(mu_);
+  const std::string uid = booking.pod_uid;
+  if (auto it = node_of_uid_.find(uid); it != node_of_uid_.end()) {
+    const std::string old_node = it->second;
+    auto& list = by_node_[old_node];
+    list.erase(std::remove_if(list.begin(), list.end(),
+                              [&](const Booking& b) { return b.pod_uid == uid; }),
+               list.end());
+    node_of_uid_.erase(it);
+    count_.fetch_sub(1, std::memory_order_relaxed);
+    if (old_node != node) PublishLocked(old_node);
+  }
+  const int64_t expiry_ns = absl::ToUnixNanos(booking.expires_at);
+  if (expiry_ns < next_expiry_ns_.load(std::memory_order_relaxed)) {
+    next_expiry_ns_.store(expiry_ns, std::memory_order_relaxed);
+  }
+  const std::string node_name(node);
+  by_node_[node_name].push_back(std::move(booking));
+  node_of_uid_.emplace(uid, node_name);
+  count_.fetch_add(1, std::memory_order_relaxed);
+  PublishLocked(node_name);
+  return true;
+}
+
+size_t BookingLedger::Release(const std::vector<std::string_view>& pod_uids) {
+  if (count_.load(std::memory_order_relaxed) == 0) return 0;
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<std::string> touched;
+  size_t released = 0;
+  for (std::string_view uid : pod_uids) {
+    auto it = node_of_uid_.find(Av(uid));
+    if (it == node_of_uid_.end()) continue;
+    auto& list = by_node_[it->second];
+    list.erase(std::remove_if(list.begin(), list.end(),
+                              [&](const Booking& b) { return b.pod_uid == uid; }),
+               list.end());
+    touched.push_back(it->second);
+    node_of_uid_.erase(it);
+    ++released;
+  }
+  count_.fetch_sub(released, std::memory_order_relaxed);
+  std::sort(touched.begin(), touched.end());
+  touched.erase(std::unique(touched.begin(), touched.end()), touched.end());
+  for (const std::string& node : touched) PublishLocked(node);
+  return released;
+}
+
+size_t BookingLedger::Expire(absl::Time now) {
+  const int64_t now_ns = absl::ToUnixNanos(now);
+  if (now_ns < next_expiry_ns_.load(std::memory_order_relaxed)) return 0;
+  std::lock_guard<std::mutex> lock(mu_);
+  size_t expired = 0;
+  int64_t next = INT64_MAX;
+  std::vector<std::string> touched;
+  for (auto& [node, list] : by_node_) {
+    const size_t before = list.size();
+    list.erase(std::remove_if(list.begin(), list.end(),
+                              [&](const Booking& b) {
+                                if (b.expires_at > now) return false;
+                                node_of_uid_.erase(b.pod_uid);
+                                return true;
+                              }),
+               list.end());
+    for (const Booking& b : list) next = std::min(next, absl::ToUnixNanos(b.expires_at));
+    if (list.size() != before) {
+      expired += before - list.size();
+      touched.push_back(node);
+    }
+  }
+  next_expiry_ns_.store(next, std::memory_order_relaxed);
+  count_.fetch_sub(expired, std::memory_order_relaxed);
+  for (const std::string& node : touched) PublishLocked(node);
+  return expired;
+}
+
+std::vector<std::pair<std::string, Booking>> BookingLedger::List() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<std::pair<std::string, Booking>> out;
+  for (const auto& [node, list] : by_node_) {
+    for (const Booking& b : list) out.emplace_back(node, b);
+  }
+  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) {
+    return a.first != b.first ? a.first < b.first : a.second.pod_uid < b.second.pod_uid;
+  });
+  return out;
+}
+
+}  // namespace neighborly::extender

@@ -1,0 +1,63 @@
+// In-flight bookings: after prioritize, the incoming pod's footprint is booked
+// on its best node until an agent reports the pod running (on any node) or
+// the booking expires, so a burst of pods does not herd onto one node.
+//
+// Bookings are published per node into ClusterState::Entry::bookings as an
+// immutable list, so evaluation reads them without locks.
+//
+//   BookingLedger ledger(state);
+//   ledger.Book("node-3", MakeBooking(uid, request, decision, now + ttl));
+//   ledger.Release(uids_in_report);      // from ingest
+//   ledger.Expire(now);                  // now and then
+#ifndef NEIGHBORLY_EXTENDER_SRC_STATE_BOOKING_LEDGER_H_
+#define NEIGHBORLY_EXTENDER_SRC_STATE_BOOKING_LEDGER_H_
+
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/time/time.h"
+#include "extender/src/model/evaluate.h"
+#include "extender/src/state/cluster_state.h"
+
+namespace neighborly::extender {
+
+class BookingLedger {
+ public:
+  explicit BookingLedger(ClusterState& state) : state_(state) {}
+
+  // Books `booking` (keyed by its pod_uid) on `node`, replacing an earlier
+  // booking of the same pod. Returns false when the node cannot be tracked
+  // (the state is full).
+  bool Book(std::string_view node, Booking booking);
+
+  // Releases the bookings of these pod UIDs; returns how many were released.
+  size_t Release(const std::vector<std::string_view>& pod_uids);
+
+  // Drops bookings whose expiry has passed; cheap when none is due.
+  size_t Expire(absl::Time now);
+
+  size_t size() const { return count_.load(std::memory_order_relaxed); }
+
+  // (node, booking) pairs, for operators and tests.
+  std::vector<std::pair<std::string, Booking>> List() const;
+
+ private:
+  void PublishLocked(const std::string& node);
+
+  ClusterState& state_;
+  mutable std::mutex mu_;
+  absl::flat_hash_map<std::string, std::string> node_of_uid_;
+  absl::flat_hash_map<std::string, std::vector<Booking>> by_node_;
+  std::atomic<size_t> count_{0};
+  std::atomic<int64_t> next_expiry_ns_{INT64_MAX};
+};
+
+}  // namespace neighborly::extender
+
+#endif  // NEIGHBORLY_EXTENDER_SRC_STATE_BOOKING_LEDGER_H_

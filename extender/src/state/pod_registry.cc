@@ -1,0 +1,204 @@
+#include "extender/src/state/pod_registry.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "absl/strings/str_cat.h"
+#include "common/strings.h"
+#include "nlohmann/json.hpp"
+
+namespace neighborly::extender {
+namespace {
+
+constexpr int kFormatVersion = 1;
+
+std::optional<ClassSource> ParseClassSource(std::string_view s) {
+  for (ClassSource c : {ClassSource::kAnnotation, ClassSource::kLabelRule, ClassSource::kMeasured,
+                        ClassSource::kRemembered, ClassSource::kDefault}) {
+    if (ClassSourceName(c) == s) return c;
+  }
+  return std::nullopt;
+}
+
+absl::Status ErrnoStatus(std::string_view what, const std::string& path) {
+  return absl::InternalError(absl::StrCat(Av(what), " ", path, ": ", std::strerror(errno)));
+}
+
+absl::Status WriteAll(int fd, const std::string& data, const std::string& path) {
+  size_t done = 0;
+  while (done < data.size()) {
+    const ssize_t n = ::write(fd, data.data() + done, data.size() - done);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return ErrnoStatus("cannot write", path);
+    }
+    done += static_cast<size_t>(n);
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+PodRegistry::PodRegistry(size_t capacity) : capacity_(capacity == 0 ? 1 : capacity) {}
+
+void PodRegistry::InsertLocked(Entry entry) {
+  if (auto it = by_uid_.find(entry.uid); it != by_uid_.end()) {
+    it->second->pod = entry.pod;
+    it->second->last_seen = entry.last_seen;
+    lru_.splice(lru_.begin(), lru_, it->second);
+    return;
+  }
+  lru_.push_front(std::move(entry));
+  by_uid_.emplace(lru_.front().uid, lru_.begin());
+  while (lru_.size() > capacity_) {
+    by_uid_.erase(lru_.back().uid);
+    lru_.pop_back();
+  }
+}
+
+void PodRegistry::Remember(std::string_view uid, const RememberedPod& pod, absl::Time now) {
+  if (uid.empty()) return;
+  std::unique_lock lock(mu_);
+  InsertLocked(Entry{std::string(uid), pod, now});
+}
+
+std::optional<RememberedPod> PodRegistry::Lookup(std::string_view uid) const {
+  std::shared_lock lock(mu_);
+  auto it = by_uid_.find(Av(uid));
+  if (it == by_uid_.end()) return std::nullopt;
+  return it->second->pod;
+}
+
+void PodRegistry::LookupMany(const std::vector<std::string_view>& uids,
+                             std::vector<std::optional<RememberedPod>>& out) const {
+  out.assign(uids.size(), std::nullopt);
+  std::shared_lock lock(mu_);
+  if (by_uid_.empty()) return;
+  for (size_t i = 0; i < uids.size(); ++i) {
+    auto it = by_uid_.find(Av(uids[i]));
+    if (it != by_uid_.end()) out[i] = it->second->pod;
+  }
+}
+
+size_t PodRegistry::size() const {
+  std::shared_lock lock(mu_);
+  return lru_.size();
+}
+
+absl::Status PodRegistry::Save(const std::string& path) const {
+  nlohmann::json pods = nlohmann::json::array();
+  {
+    std::shared_lock lock(mu_);
+    for (auto it = lru_.rbegin(); it != lru_.rend(); ++it) {  // oldest first: Load replays in order
+      nlohmann::json p = {{"uid", it->uid},
+                          {"class", std::string(ContentionClassName(it->pod.contention_class))},
+                          {"source", std::string(ClassSourceName(it->pod.source))},
+                          {"last_seen_unix_ns", absl::ToUnixNanos(it->last_seen)}};
+      if (it->pod.hints.llc_bytes) p["llc_bytes"] = *it->pod.hints.llc_bytes;
+      if (it->pod.hints.membw_bytes_per_second) {
+        p["membw_bytes_per_second"] = *it->pod.hints.membw_bytes_per_second;
+      }
+      pods.push_back(std::move(p));
+    }
+  }
+  const std::string data =
+      nlohmann::json{{"version", kFormatVersion}, {"pods", std::move(pods)}}.dump() + "\n";
+
+  const std::string tmp = absl::StrCat(path, ".tmp.", ::getpid());
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return ErrnoStatus("cannot create", tmp);
+  absl::Status status = WriteAll(fd, data, tmp);
+  if (status.ok() && ::fsync(fd) != 0) status = ErrnoStatus("cannot fsync", tmp);
+  if (::close(fd) != 0 && status.ok()) status = ErrnoStatus("cannot close", tmp);
+  if (status.ok() && ::rename(tmp.c_str(), path.c_str()) != 0) {
+    status = ErrnoStatus(absl::StrCat("cannot rename ", tmp, " to"), path);
+  }
+  if (!status.ok()) {
+    ::unlink(tmp.c_str());
+    return status;
+  }
+  std::string dir = std::filesystem::path(path).parent_path().string();
+  if (dir.empty()) dir = ".";
+  const int dir_fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dir_fd >= 0) {
+    ::fsync(dir_fd);  // best effort: the rename is already visible
+    ::close(dir_fd);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status PodRegistry::Load(const std::string& path) {
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec) && !ec) return absl::OkStatus();  // nothing learned yet
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return ErrnoStatus("cannot open pod registry file", path);
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  auto corrupt = [&](std::string_view why) {
+    return absl::DataLossError(absl::StrCat("pod registry file ", path, " is corrupt (", Av(why),
+                                            "); starting without learned pod classes"));
+  };
+  nlohmann::json doc;
+  try {
+    doc = nlohmann::json::parse(buffer.str());
+  } catch (const nlohmann::json::exception& e) {
+    return corrupt(e.what());
+  }
+  if (!doc.is_object() || !doc.contains("version") || !doc["version"].is_number_integer()) {
+    return corrupt("no integer \"version\"");
+  }
+  if (doc["version"].get<int64_t>() != kFormatVersion) {
+    return corrupt(absl::StrCat("unsupported version ", doc["version"].get<int64_t>()));
+  }
+  if (!doc.contains("pods") || !doc["pods"].is_array()) return corrupt("no \"pods\" array");
+  std::vector<Entry> entries;
+  entries.reserve(doc["pods"].size());
+  size_t i = 0;
+  for (const nlohmann::json& p : doc["pods"]) {
+    const std::string where = absl::StrCat("pods[", i++, "]");
+    if (!p.is_object()) return corrupt(absl::StrCat(where, " is not an object"));
+    auto str = [&](const char* key) -> std::optional<std::string> {
+      auto it = p.find(key);
+      if (it == p.end() || !it->is_string()) return std::nullopt;
+      return it->get<std::string>();
+    };
+    auto int64 = [&](const char* key, std::optional<int64_t>& out) -> bool {
+      auto it = p.find(key);
+      if (it == p.end()) return true;
+      if (!it->is_number_integer()) return false;
+      out = it->get<int64_t>();
+      return *out >= 0 || std::string_view(key) == "last_seen_unix_ns";
+    };
+    Entry e;
+    std::optional<std::string> uid = str("uid"), cls = str("class"), source = str("source");
+    if (!uid || uid->empty()) return corrupt(absl::StrCat(where, ".uid missing"));
+    std::optional<ContentionClass> c = cls ? ParseContentionClass(*cls) : std::nullopt;
+    if (!c) return corrupt(absl::StrCat(where, ".class invalid"));
+    std::optional<ClassSource> s = source ? ParseClassSource(*source) : std::nullopt;
+    if (!s) return corrupt(absl::StrCat(where, ".source invalid"));
+    std::optional<int64_t> last_seen;
+    if (!int64("llc_bytes", e.pod.hints.llc_bytes) ||
+        !int64("membw_bytes_per_second", e.pod.hints.membw_bytes_per_second) ||
+        !int64("last_seen_unix_ns", last_seen)) {
+      return corrupt(absl::StrCat(where, " has a malformed number"));
+    }
+    e.uid = *std::move(uid);
+    e.pod.contention_class = *c;
+    e.pod.source = *s;
+    e.last_seen = absl::FromUnixNanos(last_seen.value_or(0));
+    entries.push_back(std::move(e));
+  }
+  std::unique_lock lock(mu_);
+  lru_.clear();
+  by_uid_.clear();
+  for (Entry& e : entries) InsertLocked(std::move(e));
+  return absl::OkStatus();
+}
+
+}  // namespace neighborly::extender

@@ -1,0 +1,64 @@
+// What the extender has learned about pods, by UID: class, where it came from,
+// footprint hints, last seen. Bounded: past `capacity` the least recently seen
+// pod is forgotten. Survives restarts through Save/Load (atomic file replace).
+//
+//   PodRegistry registry(100'000);
+//   registry.Remember(uid, {ContentionClass::kBatch, ClassSource::kLabelRule, {}}, now);
+//   std::optional<RememberedPod> known = registry.Lookup(uid);
+//   absl::Status s = registry.Save("/var/lib/neighborly/pods.json");
+#ifndef NEIGHBORLY_EXTENDER_SRC_STATE_POD_REGISTRY_H_
+#define NEIGHBORLY_EXTENDER_SRC_STATE_POD_REGISTRY_H_
+
+#include <list>
+#include <mutex>
+#include <optional>
+#include <shared_mutex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "absl/time/time.h"
+#include "extender/src/model/classify.h"
+
+namespace neighborly::extender {
+
+class PodRegistry {
+ public:
+  explicit PodRegistry(size_t capacity = 200'000);
+
+  // Records (or refreshes) what is known about `uid`.
+  void Remember(std::string_view uid, const RememberedPod& pod, absl::Time now);
+  std::optional<RememberedPod> Lookup(std::string_view uid) const;
+  // Lookups of several UIDs under one lock; out[i] answers uids[i].
+  void LookupMany(const std::vector<std::string_view>& uids,
+                  std::vector<std::optional<RememberedPod>>& out) const;
+  size_t size() const;
+  size_t capacity() const { return capacity_; }
+
+  // Writes every entry to `path` atomically (temporary file, fsync, rename,
+  // fsync of the directory): a crash leaves the old file or the new one.
+  absl::Status Save(const std::string& path) const;
+  // Replaces the contents with those of `path`. A missing file is not an
+  // error (nothing learned yet). A corrupt file is refused with DATA_LOSS
+  // naming the file and the problem, and leaves the registry unchanged.
+  absl::Status Load(const std::string& path);
+
+ private:
+  struct Entry {
+    std::string uid;
+    RememberedPod pod;
+    absl::Time last_seen;
+  };
+  void InsertLocked(Entry entry);
+
+  const size_t capacity_;
+  mutable std::shared_mutex mu_;
+  std::list<Entry> lru_;  // front: most recently seen
+  absl::flat_hash_map<std::string, std::list<Entry>::iterator> by_uid_;
+};
+
+}  // namespace neighborly::extender
+
+#endif  // NEIGHBORLY_EXTENDER_SRC_STATE_POD_REGISTRY_H_

@@ -1,0 +1,273 @@
+// Tests of the cluster state: lock-free snapshots under concurrent ingest, the
+// pod registry (eviction, persistence, corrupt files), bookings, decision log.
+#include <atomic>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+#include <vector>
+
+#include "common/clock.h"
+#include "extender/src/model/testing/report_builder.h"
+#include "extender/src/state/booking_ledger.h"
+#include "extender/src/state/cluster_state.h"
+#include "extender/src/state/decision_log.h"
+#include "extender/src/state/pod_registry.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace neighborly::extender {
+namespace {
+
+using ::testing::HasSubstr;
+
+std::shared_ptr<const NodeSnapshot> Snapshot(const std::string& node, uint64_t sequence) {
+  auto snap = std::make_shared<NodeSnapshot>();
+  snap->report = testing::TwoSocketNode(node, sequence);
+  snap->profile = BuildNodeProfile(snap->report, ModelConfig{}, nullptr, absl::UnixEpoch());
+  return snap;
+}
+
+std::string TempPath(const std::string& name) {
+  const std::string dir = std::string(NEIGHBORLY_BINARY_DIR) + "/state_test_tmp";
+  std::filesystem::create_directories(dir);
+  const std::string path = dir + "/" + name;
+  std::filesystem::remove(path);
+  return path;
+}
+
+// --- cluster state ---
+
+TEST(ClusterStateTest, EntriesAreStableAndFoundByName) {
+  ClusterState state(2);
+  ClusterState::Entry* a = state.GetOrCreate("node-a");
+  ASSERT_NE(a, nullptr);
+  EXPECT_EQ(state.GetOrCreate("node-a"), a);
+  EXPECT_EQ(state.view().Find("node-a"), a);
+  EXPECT_EQ(state.view().Find("node-b"), nullptr);
+  ClusterState::View before = state.view();
+  ASSERT_NE(state.GetOrCreate("node-b"), nullptr);
+  EXPECT_EQ(before.Find("node-b"), nullptr);  // a view is a consistent snapshot
+  EXPECT_NE(state.view().Find("node-b"), nullptr);
+  EXPECT_EQ(state.GetOrCreate("node-c"), nullptr);  // bounded
+  EXPECT_EQ(a->snapshot.load(), nullptr);
+}
+
+TEST(ClusterStateTest, ReadersSeeWholeSnapshotsWhileIngestPublishes) {
+  ClusterState state;
+  constexpr int kNodes = 8;
+  constexpr uint64_t kReports = 300;
+  std::atomic<bool> done{false};
+  std::atomic<uint64_t> reads{0};
+  std::atomic<int> inconsistencies{0};
+
+  std::vector<std::thread> readers;
+  for (int r = 0; r < 3; ++r) {
+    readers.emplace_back([&] {
+      std::vector<uint64_t> last(kNodes, 0);
+      while (!done.load()) {
+        ClusterState::View view = state.view();
+        for (int n = 0; n < kNodes; ++n) {
+          const std::string name = "node-" + std::to_string(n);
+          ClusterState::Entry* e = view.Find(name);
+          if (e == nullptr) continue;
+          std::shared_ptr<const NodeSnapshot> snap = e->snapshot.load();
+          if (snap == nullptr) continue;
+          // A snapshot is whole: profile and report agree, and never go backwards.
+          if (snap->profile.name != name || snap->report.node_name() != name ||
+              snap->profile.numa.size() != 2 || snap->report.sequence() < last[n]) {
+            inconsistencies.fetch_add(1);
+          }
+          last[n] = snap->report.sequence();
+          reads.fetch_add(1);
+        }
+      }
+    });
+  }
+  for (uint64_t seq = 1; seq <= kReports; ++seq) {
+    for (int n = 0; n < kNodes; ++n) {
+      const std::string name = "node-" + std::to_string(n);
+      ClusterState::Entry* e = state.GetOrCreate(name);
+      std::lock_guard<std::mutex> lock(e->ingest_mu);
+      e->snapshot.store(Snapshot(name, seq));
+    }
+  }
+  // Let readers observe the final state at least once before stopping.
+  const uint64_t target = reads.load() + kNodes;
+  while (reads.load() < target) std::this_thread::yield();
+  done = true;
+  for (auto& t : readers) t.join();
+  EXPECT_EQ(inconsistencies.load(), 0);
+  EXPECT_EQ(state.view().Find("node-3")->snapshot.load()->report.sequence(), kReports);
+}
+
+// --- pod registry ---
+
+RememberedPod Remembered(ContentionClass c, std::optional<int64_t> llc = std::nullopt) {
+  RememberedPod p;
+  p.contention_class = c;
+  p.source = ClassSource::kAnnotation;
+  p.hints.llc_bytes = llc;
+  return p;
+}
+
+TEST(PodRegistryTest, RemembersAndEvictsTheLeastRecentlySeen) {
+  PodRegistry registry(2);
+  const absl::Time t = absl::FromUnixSeconds(100);
+  registry.Remember("a", Remembered(ContentionClass::kBatch), t);
+  registry.Remember("b", Remembered(ContentionClass::kLatencyCritical), t + absl::Seconds(1));
+  registry.Remember("a", Remembered(ContentionClass::kBatch), t + absl::Seconds(2));  // refresh a
+  registry.Remember("c", Remembered(ContentionClass::kStandard), t + absl::Seconds(3));
+  EXPECT_EQ(registry.size(), 2u);
+  EXPECT_FALSE(registry.Lookup("b").has_value());
+  ASSERT_TRUE(registry.Lookup("a").has_value());
+  EXPECT_EQ(registry.Lookup("a")->contention_class, ContentionClass::kBatch);
+  std::vector<std::optional<RememberedPod>> found;
+  registry.LookupMany({"a", "b", "c"}, found);
+  EXPECT_TRUE(found[0] && found[2]);
+  EXPECT_FALSE(found[1]);
+}
+
+TEST(PodRegistryTest, SurvivesSaveAndLoad) {
+  const std::string path = TempPath("registry.json");
+  PodRegistry registry;
+  registry.Remember("u1", Remembered(ContentionClass::kLatencyCritical, 19188940),
+                    absl::FromUnixSeconds(5));
+  RememberedPod measured = Remembered(ContentionClass::kBatch);
+  measured.source = ClassSource::kLabelRule;
+  measured.hints.membw_bytes_per_second = 22'100'000'000;
+  registry.Remember("u2", measured, absl::FromUnixSeconds(6));
+  ASSERT_TRUE(registry.Save(path).ok());
+  EXPECT_FALSE(std::filesystem::exists(path + ".tmp." + std::to_string(::getpid())));
+
+  PodRegistry restored(1);  // smaller: keeps the most recent
+  ASSERT_TRUE(restored.Load(path).ok());
+  EXPECT_EQ(restored.size(), 1u);
+  ASSERT_TRUE(restored.Lookup("u2").has_value());
+  EXPECT_EQ(restored.Lookup("u2")->source, ClassSource::kLabelRule);
+  EXPECT_EQ(restored.Lookup("u2")->hints.membw_bytes_per_second, 22'100'000'000);
+
+  PodRegistry full;
+  ASSERT_TRUE(full.Load(path).ok());
+  ASSERT_TRUE(full.Lookup("u1").has_value());
+  EXPECT_EQ(full.Lookup("u1")->contention_class, ContentionClass::kLatencyCritical);
+  EXPECT_EQ(full.Lookup("u1")->hints.llc_bytes, 19188940);
+}
+
+TEST(PodRegistryTest, MissingFileIsAnEmptyStart) {
+  PodRegistry registry;
+  EXPECT_TRUE(registry.Load(TempPath("never-written.json")).ok());
+  EXPECT_EQ(registry.size(), 0u);
+}
+
+TEST(PodRegistryTest, CorruptFileIsRefusedClearlyAndChangesNothing) {
+  PodRegistry registry;
+  registry.Remember("keep", Remembered(ContentionClass::kBatch), absl::FromUnixSeconds(1));
+  for (const std::string& content :
+       {std::string("{\"version\": 1, \"pods\": [{\"uid\": \"x\""),  // truncated
+        std::string("\x00\xff garbage", 10), std::string("[]"),
+        std::string("{\"version\": 1, \"pods\": [{\"uid\": \"x\", \"class\": \"noisy\", "
+                    "\"source\": \"annotation\"}]}"),
+        std::string("{\"version\": 7, \"pods\": []}")}) {
+    const std::string path = TempPath("corrupt.json");
+    std::ofstream(path, std::ios::binary) << content;
+    absl::Status s = registry.Load(path);
+    EXPECT_EQ(s.code(), absl::StatusCode::kDataLoss) << content;
+    EXPECT_THAT(std::string(s.message()), HasSubstr("corrupt"));
+    EXPECT_THAT(std::string(s.message()), HasSubstr(path));
+    EXPECT_TRUE(registry.Lookup("keep").has_value());
+  }
+}
+
+TEST(PodRegistryTest, SaveIntoMissingDirectoryFailsClearly) {
+  PodRegistry registry;
+  absl::Status s = registry.Save("/nonexistent-dir-neighborly/registry.json");
+  EXPECT_FALSE(s.ok());
+  EXPECT_THAT(std::string(s.message()), HasSubstr("/nonexistent-dir-neighborly"));
+}
+
+// --- bookings ---
+
+Booking MakeTestBooking(const std::string& uid, absl::Time expires) {
+  Booking b;
+  b.pod_uid = uid;
+  b.pod = "ns/" + uid;
+  b.llc_bytes = 1 << 20;
+  b.expires_at = expires;
+  return b;
+}
+
+TEST(BookingLedgerTest, BookingsArePublishedPerNodeAndReleasedByReport) {
+  ClusterState state;
+  BookingLedger ledger(state);
+  FakeClock clock;
+  ASSERT_TRUE(ledger.Book("node-1", MakeTestBooking("p1", clock.Now() + absl::Seconds(30))));
+  ASSERT_TRUE(ledger.Book("node-1", MakeTestBooking("p2", clock.Now() + absl::Seconds(30))));
+  auto bookings = state.view().Find("node-1")->bookings.load();
+  ASSERT_NE(bookings, nullptr);
+  EXPECT_EQ(bookings->size(), 2u);
+  // Rebooking the same pod moves it.
+  ASSERT_TRUE(ledger.Book("node-2", MakeTestBooking("p2", clock.Now() + absl::Seconds(30))));
+  EXPECT_EQ(state.view().Find("node-1")->bookings.load()->size(), 1u);
+  EXPECT_EQ(state.view().Find("node-2")->bookings.load()->size(), 1u);
+  EXPECT_EQ(ledger.size(), 2u);
+  // Any node reporting the pod releases it.
+  EXPECT_EQ(ledger.Release({"p2", "unrelated"}), 1u);
+  EXPECT_EQ(state.view().Find("node-2")->bookings.load(), nullptr);
+  EXPECT_EQ(ledger.size(), 1u);
+}
+
+TEST(BookingLedgerTest, BookingsExpireAfterTheirTtl) {
+  ClusterState state;
+  BookingLedger ledger(state);
+  FakeClock clock;
+  ledger.Book("node-1", MakeTestBooking("p1", clock.Now() + absl::Seconds(30)));
+  ledger.Book("node-1", MakeTestBooking("p2", clock.Now() + absl::Seconds(60)));
+  clock.Advance(absl::Seconds(29));
+  EXPECT_EQ(ledger.Expire(clock.Now()), 0u);
+  clock.Advance(absl::Seconds(1));
+  EXPECT_EQ(ledger.Expire(clock.Now()), 1u);
+  EXPECT_EQ(state.view().Find("node-1")->bookings.load()->front().pod_uid, "p2");
+  clock.Advance(absl::Seconds(30));
+  EXPECT_EQ(ledger.Expire(clock.Now()), 1u);
+  EXPECT_EQ(state.view().Find("node-1")->bookings.load(), nullptr);
+  EXPECT_EQ(ledger.size(), 0u);
+}
+
+// --- decision log ---
+
+std::shared_ptr<const LoggedDecision> Logged(const std::string& uid, size_t nodes) {
+  auto d = std::make_shared<LoggedDecision>();
+  d->pod_uid = uid;
+  d->pod_namespace = "ns";
+  d->pod_name = "pod-" + uid;
+  d->nodes.assign(nodes, "n");
+  d->decisions.resize(nodes);
+  return d;
+}
+
+TEST(DecisionLogTest, FindsByUidNamespaceNameOrNameNewestFirst) {
+  DecisionLog log(10, 1000);
+  log.Record(Logged("a", 1));
+  log.Record(Logged("b", 1));
+  log.Record(Logged("a", 2));
+  auto by_uid = log.Find("a", 10);
+  ASSERT_EQ(by_uid.size(), 2u);
+  EXPECT_EQ(by_uid[0]->nodes.size(), 2u);  // newest first
+  EXPECT_EQ(log.Find("ns/pod-b", 10).size(), 1u);
+  EXPECT_EQ(log.Find("pod-b", 10).size(), 1u);
+  EXPECT_EQ(log.Find("other/pod-b", 10).size(), 0u);
+  EXPECT_EQ(log.Find("", 2).size(), 2u);
+}
+
+TEST(DecisionLogTest, IsBoundedByRecordsAndNodeEntries) {
+  DecisionLog by_records(2, 1000);
+  for (int i = 0; i < 5; ++i) by_records.Record(Logged(std::to_string(i), 1));
+  EXPECT_EQ(by_records.size(), 2u);
+  EXPECT_EQ(by_records.Find("", 10)[0]->pod_uid, "4");
+  DecisionLog by_entries(100, 10);
+  for (int i = 0; i < 5; ++i) by_entries.Record(Logged(std::to_string(i), 4));
+  EXPECT_EQ(by_entries.size(), 2u);  // 8 entries <= 10
+}
+
+}  // namespace
+}  // namespace neighborly::extender
