@@ -1,0 +1,195 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "tools/neighborlyctl/cli.h"
+
+#include <optional>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "common/strings.h"
+#include "tools/neighborlyctl/render.h"
+
+namespace neighborly::ctl {
+namespace {
+
+constexpr std::string_view kUsage =
+    "Usage: neighborlyctl --server URL [-o table|json] [--timeout SECONDS] COMMAND\n"
+    "\n"
+    "Reads Neighborly's view of the cluster from the extender's operator API.\n"
+    "\n"
+    "Commands:\n"
+    "  nodes                 every node, highest contention first: score, worst L3\n"
+    "                        pressure, worst memory bandwidth, pods by class,\n"
+    "                        aggressors, telemetry age\n"
+    "  node NAME             one node: per L3 domain, per NUMA node, per pod\n"
+    "  explain POD [--limit N]\n"
+    "                        the latest decisions for a pod (uid, namespace/name or\n"
+    "                        name): per node the verdict and the terms behind it\n"
+    "\n"
+    "Flags:\n"
+    "  --server URL          extender HTTP address, e.g. http://127.0.0.1:8888\n"
+    "                        (default: $NEIGHBORLY_SERVER)\n"
+    "  -o, --output FORMAT   table (default) or json\n"
+    "  --timeout SECONDS     per request (default 5)\n"
+    "  -h, --help            this text\n"
+    "  --version             the version\n";
+
+struct Options {
+  std::string server;
+  std::string output = "table";
+  double timeout_seconds = 5;
+  int limit = 10;
+  std::vector<std::string> positional;
+  bool help = false;
+  bool version = false;
+};
+
+absl::StatusOr<Options> Parse(std::span<const std::string> args, const std::string& env_server) {
+  Options o;
+  o.server = env_server;
+  for (size_t i = 0; i < args.size(); ++i) {
+    std::string_view arg = args[i];
+    std::string_view name = arg;
+    std::optional<std::string> value;
+    if (arg.starts_with("--") && arg.find('=') != std::string_view::npos) {
+      name = arg.substr(0, arg.find('='));
+      value = std::string(arg.substr(arg.find('=') + 1));
+    }
+    auto take = [&]() -> absl::StatusOr<std::string> {
+      if (value) return *value;
+      if (i + 1 >= args.size()) {
+        return absl::InvalidArgumentError(absl::StrCat(Av(name), " needs a value"));
+      }
+      return args[++i];
+    };
+    if (name == "-h" || name == "--help") {
+      o.help = true;
+    } else if (name == "--version") {
+      o.version = true;
+    } else if (name == "--server") {
+      absl::StatusOr<std::string> v = take();
+      if (!v.ok()) return v.status();
+      o.server = *v;
+    } else if (name == "-o" || name == "--output") {
+      absl::StatusOr<std::string> v = take();
+      if (!v.ok()) return v.status();
+      if (*v != "table" && *v != "json") {
+        return absl::InvalidArgumentError(absl::StrCat("-o ", *v, ": want table or json"));
+      }
+      o.output = *v;
+    } else if (name == "--timeout") {
+      absl::StatusOr<std::string> v = take();
+      if (!v.ok()) return v.status();
+      std::optional<double> t = ParseDouble(*v);
+      if (!t || *t <= 0 || *t > 3600) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("--timeout ", *v, ": want a number of seconds in (0, 3600]"));
+      }
+      o.timeout_seconds = *t;
+    } else if (name == "--limit") {
+      absl::StatusOr<std::string> v = take();
+      if (!v.ok()) return v.status();
+      std::optional<int> n = ParseInt<int>(*v);
+      if (!n || *n < 1 || *n > 1000) {
+        return absl::InvalidArgumentError(absl::StrCat("--limit ", *v, ": want 1..1000"));
+      }
+      o.limit = *n;
+    } else if (arg.size() > 1 && arg[0] == '-') {
+      return absl::InvalidArgumentError(absl::StrCat("unknown flag ", Av(arg)));
+    } else {
+      o.positional.emplace_back(arg);
+    }
+  }
+  return o;
+}
+
+struct Command {
+  std::string path;
+  absl::StatusOr<std::string> (*render)(std::string_view);
+};
+
+absl::StatusOr<Command> Resolve(const Options& o) {
+  if (o.positional.empty()) {
+    return absl::InvalidArgumentError("no command (nodes, node NAME, explain POD)");
+  }
+  const std::string& cmd = o.positional[0];
+  const size_t args = o.positional.size() - 1;
+  if (cmd == "nodes") {
+    if (args != 0) return absl::InvalidArgumentError("nodes takes no argument");
+    return Command{"/v1/nodes", &RenderNodesTable};
+  }
+  if (cmd == "node") {
+    if (args != 1) return absl::InvalidArgumentError("node needs exactly one NAME");
+    return Command{absl::StrCat("/v1/nodes/", PercentEncode(o.positional[1])), &RenderNodeDetail};
+  }
+  if (cmd == "explain") {
+    if (args != 1) return absl::InvalidArgumentError("explain needs exactly one POD");
+    return Command{
+        absl::StrCat("/v1/decisions?pod=", PercentEncode(o.positional[1]), "&limit=", o.limit),
+        &RenderDecisions};
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("unknown command ", cmd, " (nodes, node NAME, explain POD)"));
+}
+
+std::string OneLine(absl::string_view message) {
+  std::string text(message);
+  for (char& c : text) {
+    if (c == '\n' || c == '\r') c = ' ';
+  }
+  return text;
+}
+
+}  // namespace
+
+int RunCli(std::span<const std::string> args, std::ostream& out, std::ostream& err,
+           const std::string& env_server, ClientFactory factory) {
+  absl::StatusOr<Options> options = Parse(args, env_server);
+  if (!options.ok()) {
+    err << "neighborlyctl: " << OneLine(options.status().message()) << " (neighborlyctl --help)\n";
+    return kExitUsage;
+  }
+  if (options->help) {
+    out << kUsage;
+    return kExitOk;
+  }
+  if (options->version) {
+    out << "neighborlyctl " << NEIGHBORLY_VERSION << "\n";
+    return kExitOk;
+  }
+  absl::StatusOr<Command> command = Resolve(*options);
+  if (!command.ok()) {
+    err << "neighborlyctl: " << OneLine(command.status().message()) << " (neighborlyctl --help)\n";
+    return kExitUsage;
+  }
+  if (options->server.empty()) {
+    err << "neighborlyctl: no server: pass --server URL or set NEIGHBORLY_SERVER\n";
+    return kExitUsage;
+  }
+  absl::StatusOr<ServerUrl> url = ParseServerUrl(options->server);
+  if (!url.ok()) {
+    err << "neighborlyctl: " << OneLine(url.status().message()) << "\n";
+    return kExitUsage;
+  }
+  const absl::Duration timeout = absl::Seconds(options->timeout_seconds);
+  std::unique_ptr<ApiClient> client =
+      factory ? factory(*url, timeout) : std::make_unique<HttpApiClient>(*url, timeout);
+  absl::StatusOr<std::string> body = client->Get(command->path);
+  if (!body.ok()) {
+    err << "neighborlyctl: " << OneLine(body.status().message()) << "\n";
+    return kExitFailure;
+  }
+  absl::StatusOr<std::string> text =
+      options->output == "json" ? RenderJson(*body) : command->render(*body);
+  if (!text.ok()) {
+    err << "neighborlyctl: bad answer from " << url->text << command->path << ": "
+        << OneLine(text.status().message()) << "\n";
+    return kExitFailure;
+  }
+  out << *text;
+  return kExitOk;
+}
+
+}  // namespace neighborly::ctl

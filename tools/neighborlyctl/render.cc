@@ -1,0 +1,349 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "tools/neighborlyctl/render.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/strings.h"
+
+namespace neighborly::ctl {
+namespace {
+
+using nlohmann::json;
+using Row = std::vector<std::string>;
+
+absl::StatusOr<json> Parse(std::string_view body) {
+  json doc = json::parse(body, nullptr, /*allow_exceptions=*/false);
+  if (doc.is_discarded()) {
+    return absl::InvalidArgumentError("the answer is not JSON");
+  }
+  return doc;
+}
+
+// The list under `key` of a wrapped answer, or the answer itself when bare.
+absl::StatusOr<json> List(const json& doc, const char* key) {
+  if (doc.is_array()) return doc;
+  if (doc.is_object()) {
+    auto it = doc.find(key);
+    if (it != doc.end() && it->is_array()) return *it;
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("expected a JSON list or an object with a \"", key, "\" list"));
+}
+
+std::optional<double> Number(const json& obj, const char* key) {
+  if (!obj.is_object()) return std::nullopt;
+  auto it = obj.find(key);
+  if (it == obj.end() || !it->is_number()) return std::nullopt;
+  return it->get<double>();
+}
+
+std::string String(const json& obj, const char* key, std::string fallback = "-") {
+  if (!obj.is_object()) return fallback;
+  auto it = obj.find(key);
+  if (it == obj.end()) return fallback;
+  if (it->is_string()) return it->get<std::string>().empty() ? fallback : it->get<std::string>();
+  if (it->is_number_integer()) return absl::StrCat(it->get<int64_t>());
+  if (it->is_boolean()) return it->get<bool>() ? "true" : "false";
+  return fallback;
+}
+
+std::string Fixed(double value, int digits) {
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "%.*f", digits, value);
+  return buf;
+}
+
+template <typename F>
+std::string OrDash(std::optional<double> v, F format) {
+  return v ? format(*v) : "-";
+}
+
+// Telemetry age in seconds: `telemetry_age_seconds`, else `telemetry_age`
+// as a number of seconds or a duration string ("1.5s").
+std::optional<double> TelemetryAge(const json& node) {
+  if (auto v = Number(node, "telemetry_age_seconds")) return v;
+  if (auto v = Number(node, "telemetry_age")) return v;
+  std::string text = String(node, "telemetry_age", "");
+  if (text.size() > 1 && text.back() == 's') {
+    return ParseDouble(std::string_view(text).substr(0, text.size() - 1));
+  }
+  return std::nullopt;
+}
+
+std::string Table(const std::vector<Row>& rows) {
+  std::vector<size_t> widths;
+  for (const Row& row : rows) {
+    if (widths.size() < row.size()) widths.resize(row.size(), 0);
+    for (size_t i = 0; i < row.size(); ++i) widths[i] = std::max(widths[i], row[i].size());
+  }
+  std::string out;
+  for (const Row& row : rows) {
+    std::string line;
+    for (size_t i = 0; i < row.size(); ++i) {
+      line += row[i];
+      if (i + 1 < row.size()) line.append(widths[i] - row[i].size() + 2, ' ');
+    }
+    out += line;
+    out += '\n';
+  }
+  return out;
+}
+
+// The worst entry of a list by `ratio_key`: "73% (L3 1)".
+std::string Worst(const json& node, const char* list_key, const char* ratio_key,
+                  const char* label) {
+  auto it = node.find(list_key);
+  if (it == node.end() || !it->is_array() || it->empty()) return "-";
+  const json* worst = nullptr;
+  double worst_ratio = -1;
+  for (const json& entry : *it) {
+    std::optional<double> r = Number(entry, ratio_key);
+    if (r && *r > worst_ratio) {
+      worst_ratio = *r;
+      worst = &entry;
+    }
+  }
+  if (worst == nullptr) return "-";
+  return absl::StrCat(FormatPercent(worst_ratio), " (", label, " ", String(*worst, "id"), ")");
+}
+
+std::string PodsByClass(const json& node) {
+  auto it = node.find("pods_by_class");
+  if (it == node.end() || !it->is_object()) return "-";
+  std::vector<std::string> parts;
+  // Fixed order, the classes that matter first.
+  for (const char* cls : {"latency-critical", "batch", "standard"}) {
+    auto c = it->find(cls);
+    if (c != it->end() && c->is_number()) parts.push_back(absl::StrCat(cls, "=", c->get<int>()));
+  }
+  for (auto& [cls, n] : it->items()) {
+    if (cls != "latency-critical" && cls != "batch" && cls != "standard" && n.is_number()) {
+      parts.push_back(absl::StrCat(cls, "=", n.get<int>()));
+    }
+  }
+  return parts.empty() ? "-" : absl::StrJoin(parts, " ");
+}
+
+std::string StringList(const json& obj, const char* key) {
+  auto it = obj.find(key);
+  if (it == obj.end() || !it->is_array() || it->empty()) return "-";
+  std::vector<std::string> parts;
+  for (const json& v : *it) {
+    if (v.is_string()) parts.push_back(v.get<std::string>());
+  }
+  return parts.empty() ? "-" : absl::StrJoin(parts, ",");
+}
+
+// A decision's fields, whether nested under "decision" or flattened.
+const json& DecisionOf(const json& entry) {
+  auto it = entry.find("decision");
+  return (it != entry.end() && it->is_object()) ? *it : entry;
+}
+
+std::string Terms(const json& d) {
+  auto it = d.find("terms");
+  std::vector<std::string> parts;
+  if (it != d.end() && it->is_array()) {
+    for (const json& t : *it) {
+      std::string name = String(t, "name", "?");
+      std::string detail = String(t, "detail", "");
+      parts.push_back(detail.empty() ? absl::StrCat(name, "=",
+                                                    OrDash(Number(t, "value"),
+                                                           [](double v) { return Fixed(v, 2); }))
+                                     : absl::StrCat(name, ": ", detail));
+    }
+    return parts.empty() ? "-" : absl::StrJoin(parts, "; ");
+  }
+  for (const char* key : {"l3_pressure", "membw_utilisation", "harm_to_incoming",
+                          "harm_to_residents", "numa_penalty"}) {
+    if (std::optional<double> v = Number(d, key))
+      parts.push_back(absl::StrCat(key, "=", Fixed(*v, 2)));
+  }
+  return parts.empty() ? "-" : absl::StrJoin(parts, " ");
+}
+
+}  // namespace
+
+std::string FormatBytes(double bytes) {
+  static constexpr const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  int unit = 0;
+  while (std::fabs(bytes) >= 1024 && unit < 4) {
+    bytes /= 1024;
+    ++unit;
+  }
+  return unit == 0 ? absl::StrCat(static_cast<int64_t>(bytes), "B")
+                   : absl::StrCat(Fixed(bytes, 1), kUnits[unit]);
+}
+
+std::string FormatBytesPerSecond(double bytes) {
+  if (bytes >= 1e9) return absl::StrCat(Fixed(bytes / 1e9, 2), "GB/s");
+  if (bytes >= 1e6) return absl::StrCat(Fixed(bytes / 1e6, 1), "MB/s");
+  return absl::StrCat(Fixed(bytes / 1e3, 1), "kB/s");
+}
+
+std::string FormatPercent(double ratio) { return absl::StrCat(Fixed(ratio * 100, 0), "%"); }
+
+std::string FormatSeconds(double seconds) {
+  if (seconds < 60) return absl::StrCat(Fixed(seconds, 1), "s");
+  const int64_t total = static_cast<int64_t>(seconds);
+  if (total < 3600) {
+    char buf[32];
+    std::snprintf(buf, sizeof(buf), "%lldm%02llds", static_cast<long long>(total / 60),
+                  static_cast<long long>(total % 60));
+    return buf;
+  }
+  return absl::StrCat(total / 3600, "h", (total % 3600) / 60, "m");
+}
+
+absl::StatusOr<std::string> RenderJson(std::string_view body) {
+  absl::StatusOr<json> doc = Parse(body);
+  if (!doc.ok()) return doc.status();
+  return doc->dump(2) + "\n";
+}
+
+absl::StatusOr<std::string> RenderNodesTable(std::string_view body) {
+  absl::StatusOr<json> doc = Parse(body);
+  if (!doc.ok()) return doc.status();
+  absl::StatusOr<json> nodes = List(*doc, "nodes");
+  if (!nodes.ok()) return nodes.status();
+  std::vector<const json*> sorted;
+  for (const json& n : *nodes) {
+    if (!n.is_object() || String(n, "name", "").empty()) {
+      return absl::InvalidArgumentError("a node entry has no \"name\"");
+    }
+    sorted.push_back(&n);
+  }
+  std::stable_sort(sorted.begin(), sorted.end(), [](const json* a, const json* b) {
+    const double sa = Number(*a, "contention_score").value_or(-1);
+    const double sb = Number(*b, "contention_score").value_or(-1);
+    if (sa != sb) return sa > sb;
+    return String(*a, "name") < String(*b, "name");
+  });
+  if (sorted.empty()) return std::string("No nodes reported yet (are the agents running?)\n");
+  std::vector<Row> rows = {{"NODE", "SCORE", "L3", "MEMBW", "PODS", "AGGRESSORS", "AGE", "CONF"}};
+  for (const json* n : sorted) {
+    rows.push_back({String(*n, "name"),
+                    OrDash(Number(*n, "contention_score"), [](double v) { return Fixed(v, 2); }),
+                    Worst(*n, "l3_domains", "pressure", "L3"),
+                    Worst(*n, "numa_nodes", "membw_utilisation", "NUMA"), PodsByClass(*n),
+                    StringList(*n, "aggressors"), OrDash(TelemetryAge(*n), FormatSeconds),
+                    OrDash(Number(*n, "confidence"), [](double v) { return Fixed(v, 2); })});
+  }
+  return Table(rows);
+}
+
+absl::StatusOr<std::string> RenderNodeDetail(std::string_view body) {
+  absl::StatusOr<json> doc = Parse(body);
+  if (!doc.ok()) return doc.status();
+  const json* node = &*doc;
+  if (auto it = doc->find("node"); doc->is_object() && it != doc->end() && it->is_object()) {
+    node = &*it;
+  }
+  if (!node->is_object() || String(*node, "name", "").empty()) {
+    return absl::InvalidArgumentError("expected a node object with a \"name\"");
+  }
+  const json& n = *node;
+  std::string out = absl::StrCat(
+      "Node:         ", String(n, "name"), "\n",
+      "Contention:   ", OrDash(Number(n, "contention_score"), [](double v) { return Fixed(v, 2); }),
+      "\n", "Telemetry:    ", OrDash(TelemetryAge(n), FormatSeconds), " old, confidence ",
+      OrDash(Number(n, "confidence"), [](double v) { return Fixed(v, 2); }), ", agent ",
+      String(n, "agent_version"), ", sequence ", String(n, "sequence"), "\n",
+      "Kubelet:      cpuManagerPolicy ", String(n, "cpu_manager_policy"),
+      ", topologyManagerPolicy ", String(n, "topology_manager_policy"), "\n",
+      "Pods:         ", PodsByClass(n), "; aggressors ", StringList(n, "aggressors"),
+      "; in-flight bookings ", String(n, "bookings", "0"), "\n");
+  if (auto caps = n.find("capabilities"); caps != n.end() && caps->is_object() && !caps->empty()) {
+    out += "Capabilities:\n";
+    for (auto& [name, state] : caps->items()) {
+      absl::StrAppend(&out, "  ", name, ": ",
+                      state.is_string() ? state.get<std::string>() : state.dump(), "\n");
+    }
+  }
+  if (auto l3 = n.find("l3_domains"); l3 != n.end() && l3->is_array() && !l3->empty()) {
+    std::vector<Row> rows = {{"L3 DOMAIN", "NUMA", "SIZE", "OCCUPANCY", "PRESSURE"}};
+    for (const json& d : *l3) {
+      rows.push_back({String(d, "id"), String(d, "numa_node"),
+                      OrDash(Number(d, "size_bytes"), FormatBytes),
+                      OrDash(Number(d, "occupancy_bytes"), FormatBytes),
+                      OrDash(Number(d, "pressure"), FormatPercent)});
+    }
+    out += "\n" + Table(rows);
+  }
+  if (auto numa = n.find("numa_nodes"); numa != n.end() && numa->is_array() && !numa->empty()) {
+    std::vector<Row> rows = {
+        {"NUMA NODE", "CPUS", "MEMORY", "FREE MEMORY", "FREE EXCL CPUS", "MEMBW", "PEAK", "UTIL"}};
+    for (const json& d : *numa) {
+      rows.push_back(
+          {String(d, "id"), String(d, "cpus"), OrDash(Number(d, "memory_bytes"), FormatBytes),
+           OrDash(Number(d, "free_memory_bytes"), FormatBytes), String(d, "free_exclusive_cpus"),
+           OrDash(Number(d, "membw_bytes_per_second"), FormatBytesPerSecond),
+           OrDash(Number(d, "peak_membw_bytes_per_second"), FormatBytesPerSecond),
+           OrDash(Number(d, "membw_utilisation"), FormatPercent)});
+    }
+    out += "\n" + Table(rows);
+  }
+  if (auto pods = n.find("pods"); pods != n.end() && pods->is_array() && !pods->empty()) {
+    std::vector<Row> rows = {{"POD", "QOS", "CLASS", "SOURCE", "AGGRESSOR", "EXCL CPUS", "CPU",
+                              "LLC", "MEMBW", "IPC", "MPKI"}};
+    for (const json& p : *pods) {
+      rows.push_back(
+          {absl::StrCat(String(p, "namespace", String(p, "namespace_name")), "/",
+                        String(p, "name")),
+           String(p, "qos_class"), String(p, "contention_class"), String(p, "class_source"),
+           String(p, "aggressor", "false") == "true" ? "yes" : "no", String(p, "exclusive_cpus"),
+           OrDash(Number(p, "cpu_usage_millicores"),
+                  [](double v) { return absl::StrCat(static_cast<int64_t>(v), "m"); }),
+           OrDash(Number(p, "llc_occupancy_bytes"), FormatBytes),
+           OrDash(Number(p, "membw_total_bytes_per_second"), FormatBytesPerSecond),
+           OrDash(Number(p, "ipc"), [](double v) { return Fixed(v, 2); }),
+           OrDash(Number(p, "llc_misses_per_kilo_instructions"),
+                  [](double v) { return Fixed(v, 1); })});
+    }
+    out += "\n" + Table(rows);
+  }
+  return out;
+}
+
+absl::StatusOr<std::string> RenderDecisions(std::string_view body) {
+  absl::StatusOr<json> doc = Parse(body);
+  if (!doc.ok()) return doc.status();
+  absl::StatusOr<json> decisions = List(*doc, "decisions");
+  if (!decisions.ok()) return decisions.status();
+  if (decisions->empty()) return std::string("No recorded decisions for this pod.\n");
+  std::string out;
+  for (const json& rec : *decisions) {
+    if (!out.empty()) out += "\n";
+    absl::StrAppend(&out, String(rec, "at"), "  ", String(rec, "verb"), "  ", String(rec, "pod"),
+                    "  class ", String(rec, "contention_class"), " (", String(rec, "class_source"),
+                    ")");
+    const std::string booked = String(rec, "booked_node", "");
+    if (!booked.empty()) absl::StrAppend(&out, "  booked on ", booked);
+    out += "\n";
+    auto nodes = rec.find("nodes");
+    if (nodes == rec.end() || !nodes->is_array()) continue;
+    std::vector<Row> rows = {{"NODE", "VERDICT", "SCORE", "COST", "CONF", "TERMS / REASON"}};
+    for (const json& entry : *nodes) {
+      const json& d = DecisionOf(entry);
+      const bool feasible = String(d, "feasible", "true") == "true";
+      rows.push_back({String(entry, "node", String(entry, "name")), feasible ? "pass" : "rejected",
+                      feasible ? String(d, "score") : "-",
+                      OrDash(Number(d, "cost"), [](double v) { return Fixed(v, 2); }),
+                      OrDash(Number(d, "confidence"), [](double v) { return Fixed(v, 2); }),
+                      feasible ? Terms(d) : String(d, "reason")});
+    }
+    out += Table(rows);
+  }
+  return out;
+}
+
+}  // namespace neighborly::ctl

@@ -1,0 +1,49 @@
+// SPDX-License-Identifier: Apache-2.0
+// File: render.h
+//
+// Turns the extender's /v1 JSON answers into what an operator reads: a table
+// of nodes sorted by contention, one node's L3 domains, NUMA nodes and pods,
+// and the latest decisions for a pod with the terms behind each verdict.
+// Pure functions of the JSON text, so each is tested with one literal.
+//
+// The shapes are the operator API's (docs/http.md): the structs of
+// extender/src/core/extender_core.h with snake_case keys. Lists may come bare
+// or wrapped ({"nodes": [...]}, {"decisions": [...]}); a missing measurement
+// shows as "-", never as zero.
+//
+// Example:
+//   absl::StatusOr<std::string> table = RenderNodesTable(body);
+#ifndef NEIGHBORLY_TOOLS_NEIGHBORLYCTL_RENDER_H_
+#define NEIGHBORLY_TOOLS_NEIGHBORLYCTL_RENDER_H_
+
+#include <string>
+#include <string_view>
+
+#include "absl/status/statusor.h"
+
+namespace neighborly::ctl {
+
+// RenderNodesTable: NODE, SCORE, L3 (worst domain), MEMBW (worst NUMA node),
+// PODS by class, AGGRESSORS, AGE; highest contention first.
+absl::StatusOr<std::string> RenderNodesTable(std::string_view body);
+
+// RenderNodeDetail: summary lines, then per L3 domain, per NUMA node, per pod.
+absl::StatusOr<std::string> RenderNodeDetail(std::string_view body);
+
+// RenderDecisions: per decision a header line, then per node the verdict and
+// the terms (or the rejection reason).
+absl::StatusOr<std::string> RenderDecisions(std::string_view body);
+
+// RenderJson: the answer re-indented (for -o json); INVALID_ARGUMENT if it is
+// not JSON.
+absl::StatusOr<std::string> RenderJson(std::string_view body);
+
+// Formatting helpers, exposed for tests.
+std::string FormatBytes(double bytes);           // "18.3MiB"
+std::string FormatBytesPerSecond(double bytes);  // "2.80GB/s"
+std::string FormatPercent(double ratio);         // "73%"
+std::string FormatSeconds(double seconds);       // "1.2s", "3m05s"
+
+}  // namespace neighborly::ctl
+
+#endif  // NEIGHBORLY_TOOLS_NEIGHBORLYCTL_RENDER_H_

@@ -1,0 +1,148 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "tools/neighborlyctl/render.h"
+
+#include <string>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace neighborly::ctl {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+constexpr char kNodes[] = R"({"nodes": [
+  {"name": "node-quiet", "contention_score": 0.12, "telemetry_age_seconds": 0.8, "confidence": 1,
+   "l3_domains": [{"id": 0, "pressure": 0.10}, {"id": 1, "pressure": 0.12}],
+   "numa_nodes": [{"id": 0, "membw_utilisation": 0.05}],
+   "pods_by_class": {"standard": 2}, "aggressors": []},
+  {"name": "node-noisy", "contention_score": 0.91, "telemetry_age_seconds": 1.5, "confidence": 1,
+   "l3_domains": [{"id": 0, "pressure": 0.2}, {"id": 1, "pressure": 1.25}],
+   "numa_nodes": [{"id": 0, "membw_utilisation": 0.3}, {"id": 1, "membw_utilisation": 0.88}],
+   "pods_by_class": {"batch": 1, "latency-critical": 1},
+   "aggressors": ["analytics/ingest-7x"]},
+  {"name": "node-blind", "telemetry_age_seconds": 75, "confidence": 0}
+]})";
+
+TEST(RenderNodesTable, SortsByContentionHighestFirstAndShowsTheWorstDomain) {
+  absl::StatusOr<std::string> table = RenderNodesTable(kNodes);
+  ASSERT_TRUE(table.ok()) << table.status();
+  const size_t noisy = table->find("node-noisy");
+  const size_t quiet = table->find("node-quiet");
+  const size_t blind = table->find("node-blind");
+  ASSERT_NE(noisy, std::string::npos);
+  EXPECT_LT(noisy, quiet);
+  EXPECT_LT(quiet, blind);  // no score at all sorts last
+  EXPECT_THAT(*table, HasSubstr("125% (L3 1)"));
+  EXPECT_THAT(*table, HasSubstr("88% (NUMA 1)"));
+  EXPECT_THAT(*table, HasSubstr("latency-critical=1 batch=1"));
+  EXPECT_THAT(*table, HasSubstr("analytics/ingest-7x"));
+  EXPECT_THAT(*table, HasSubstr("1m15s"));
+  EXPECT_EQ(table->substr(0, 4), "NODE");
+}
+
+TEST(RenderNodesTable, AMissingMeasurementIsADashNotAZero) {
+  absl::StatusOr<std::string> table = RenderNodesTable(R"([{"name": "n1"}])");
+  ASSERT_TRUE(table.ok()) << table.status();
+  EXPECT_THAT(*table, HasSubstr("n1"));
+  EXPECT_THAT(*table, Not(HasSubstr("0%")));
+  EXPECT_THAT(*table, Not(HasSubstr("0.00")));
+}
+
+TEST(RenderNodesTable, AcceptsABareListAndTheAgeAsADurationString) {
+  absl::StatusOr<std::string> table =
+      RenderNodesTable(R"([{"name": "n1", "contention_score": 0.5, "telemetry_age": "2.5s"}])");
+  ASSERT_TRUE(table.ok()) << table.status();
+  EXPECT_THAT(*table, HasSubstr("2.5s"));
+}
+
+TEST(RenderNodesTable, SaysSoWhenNoNodeReported) {
+  absl::StatusOr<std::string> table = RenderNodesTable(R"({"nodes": []})");
+  ASSERT_TRUE(table.ok());
+  EXPECT_THAT(*table, HasSubstr("No nodes reported yet"));
+}
+
+TEST(RenderNodesTable, RefusesAnswersOfTheWrongShape) {
+  EXPECT_THAT(std::string(RenderNodesTable("<html>").status().message()), HasSubstr("not JSON"));
+  EXPECT_THAT(std::string(RenderNodesTable(R"({"items": []})").status().message()),
+              HasSubstr("\"nodes\" list"));
+  EXPECT_THAT(std::string(RenderNodesTable(R"([{"score": 1}])").status().message()),
+              HasSubstr("no \"name\""));
+}
+
+TEST(RenderNodeDetail, ShowsDomainsNumaNodesAndPods) {
+  constexpr char kNode[] = R"({
+    "name": "node-1", "contention_score": 0.7, "telemetry_age_seconds": 1.0, "confidence": 1,
+    "agent_version": "0.1.0", "sequence": 42,
+    "cpu_manager_policy": "static", "topology_manager_policy": "single-numa-node",
+    "capabilities": {"resctrl_monitoring": "available", "perf": "EACCES: perf_event_paranoid 3"},
+    "l3_domains": [{"id": 1, "numa_node": 1, "size_bytes": 26214400,
+                    "occupancy_bytes": 32925696, "pressure": 1.256}],
+    "numa_nodes": [{"id": 1, "cpus": "8-15", "memory_bytes": 34359738368,
+                    "peak_membw_bytes_per_second": 50000000000,
+                    "membw_bytes_per_second": 22100000000, "membw_utilisation": 0.442,
+                    "free_exclusive_cpus": 6, "free_memory_bytes": 17179869184}],
+    "pods_by_class": {"batch": 1},
+    "aggressors": ["analytics/ingest"],
+    "pods": [{"namespace": "analytics", "name": "ingest", "qos_class": "Burstable",
+              "contention_class": "batch", "class_source": "label-rule", "aggressor": true,
+              "llc_occupancy_bytes": 32925696, "membw_total_bytes_per_second": 22100000000,
+              "ipc": 0.9}]
+  })";
+  absl::StatusOr<std::string> text = RenderNodeDetail(kNode);
+  ASSERT_TRUE(text.ok()) << text.status();
+  EXPECT_THAT(*text, HasSubstr("Node:         node-1"));
+  EXPECT_THAT(*text, HasSubstr("single-numa-node"));
+  EXPECT_THAT(*text, HasSubstr("perf: EACCES: perf_event_paranoid 3"));
+  EXPECT_THAT(*text, HasSubstr("25.0MiB"));
+  EXPECT_THAT(*text, HasSubstr("126%"));
+  EXPECT_THAT(*text, HasSubstr("22.10GB/s"));
+  EXPECT_THAT(*text, HasSubstr("analytics/ingest"));
+  EXPECT_THAT(*text, HasSubstr("label-rule"));
+  EXPECT_THAT(*text, HasSubstr("0.90"));
+}
+
+TEST(RenderDecisions, ShowsReasonsForRejectionsAndTermsForScores) {
+  constexpr char kDecisions[] = R"({"decisions": [
+    {"at": "2026-11-30T10:00:02Z", "verb": "prioritize", "pod": "content/article-1",
+     "contention_class": "latency-critical", "class_source": "annotation",
+     "booked_node": "node-2",
+     "nodes": [{"node": "node-2", "decision": {"feasible": true, "score": 9, "cost": 0.08,
+                "confidence": 1, "terms": [{"name": "l3_pressure", "value": 0.4,
+                "detail": "domain 0: 10.0 MB of 25 MB"}]}}]},
+    {"at": "2026-11-30T10:00:01Z", "verb": "filter", "pod": "content/article-1",
+     "contention_class": "latency-critical", "class_source": "annotation",
+     "nodes": [{"node": "node-1", "feasible": false,
+                "reason": "isolation: batch pod analytics/ingest on this node"},
+               {"node": "node-2", "feasible": true, "score": 5, "l3_pressure": 0.4,
+                "membw_utilisation": 0.1}]}
+  ]})";
+  absl::StatusOr<std::string> text = RenderDecisions(kDecisions);
+  ASSERT_TRUE(text.ok()) << text.status();
+  EXPECT_THAT(*text, HasSubstr("prioritize  content/article-1  class latency-critical (annotation)"
+                               "  booked on node-2"));
+  EXPECT_THAT(*text, HasSubstr("l3_pressure: domain 0: 10.0 MB of 25 MB"));
+  EXPECT_THAT(*text, HasSubstr("rejected"));
+  EXPECT_THAT(*text, HasSubstr("isolation: batch pod analytics/ingest on this node"));
+  EXPECT_THAT(*text, HasSubstr("l3_pressure=0.40 membw_utilisation=0.10"));
+}
+
+TEST(RenderDecisions, SaysSoWhenThereAreNone) {
+  absl::StatusOr<std::string> text = RenderDecisions("[]");
+  ASSERT_TRUE(text.ok());
+  EXPECT_THAT(*text, HasSubstr("No recorded decisions"));
+}
+
+TEST(Format, UnitsAreHumanReadable) {
+  EXPECT_EQ(FormatBytes(512), "512B");
+  EXPECT_EQ(FormatBytes(19188940), "18.3MiB");
+  EXPECT_EQ(FormatBytesPerSecond(2.8e9), "2.80GB/s");
+  EXPECT_EQ(FormatPercent(0.842), "84%");
+  EXPECT_EQ(FormatSeconds(1.25), "1.2s");
+  EXPECT_EQ(FormatSeconds(185), "3m05s");
+  EXPECT_EQ(FormatSeconds(7260), "2h1m");
+}
+
+}  // namespace
+}  // namespace neighborly::ctl
