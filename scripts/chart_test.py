@@ -396,7 +396,7 @@ def extender_deployment():
     expect("emptyDir" in volumes[mounts["/var/lib/neighborly"]], "state volume defaults to emptyDir")
     cm = objs.get("ConfigMap", name("extender"))
     config = yaml.safe_load(cm["data"]["extender.yaml"])
-    expect(config["statePath"].startswith("/var/lib/neighborly/"), "state file is not on the state volume")
+    expect(config["state"]["file"].startswith("/var/lib/neighborly/"), "state file is not on the state volume")
     eq(config["model"]["membwHeadroom"], 0.8, "default membwHeadroom")
     eq(config["model"]["labelRules"], [{"key": "workload-type", "values": ["batch", "etl"], "class": "batch"}],
        "default label rules")
@@ -406,6 +406,15 @@ def extender_deployment():
     eq(vols["state"]["persistentVolumeClaim"]["claimName"], "neighborly-state", "state claim")
     config = yaml.safe_load(objs.get("ConfigMap", name("extender"))["data"]["extender.yaml"])
     eq(config["model"]["membwHeadroom"], 0.7, "overridden membwHeadroom")
+
+
+@check
+def deploy_extender_config_matches_chart():
+    rendered = yaml.safe_load(render().get("ConfigMap", name("extender"))["data"]["extender.yaml"])
+    deployed = load_yaml_file(os.path.join(DEPLOY, "extender", "extender.yaml"))
+    eq(deployed, [rendered], "deploy/extender/extender.yaml vs the chart's rendering")
+    with open(os.path.join(CHART, "values.yaml"), encoding="utf-8") as f:
+        eq(rendered, yaml.safe_load(f)["extender"]["config"], "extender.yaml vs extender.config")
 
 
 @check
