@@ -1,0 +1,388 @@
+// neighborly-agent: measures a node (or simulates a fleet from a scenario file)
+// and streams one NodeReport per window to every extender address.
+//
+//   neighborly-agent --node-name worker-1 --extender extender:9090
+//   neighborly-agent --once --output json --host-root /host
+//   neighborly-agent --simulate deploy/examples/content-platform.yaml --extender 127.0.0.1:9090
+//   neighborly-agent --simulate FILE --once --output json
+//
+// Exit codes: 0 done (or stopped by SIGTERM/SIGINT), 1 runtime failure, 2 bad
+// flags or bad scenario (one line on stderr naming the problem).
+#include <pthread.h>
+#include <signal.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <iostream>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "absl/synchronization/notification.h"
+#include "absl/time/time.h"
+#include "common/host_port.h"
+#include "common/logging.h"
+#include "common/strings.h"
+#include "google/protobuf/util/json_util.h"
+#include "httplib.h"
+#include "node-agent/src/report/metrics.h"
+#include "node-agent/src/report/publisher.h"
+#include "node-agent/src/simulate/fleet.h"
+#include "node-agent/src/simulate/node_report.h"
+#include "node-agent/src/simulate/scenario.h"
+#include "spdlog/spdlog.h"
+#ifdef NEIGHBORLY_AGENT_WITH_HOST
+#include "node-agent/src/host/host_agent.h"
+#endif
+
+namespace neighborly::agent {
+namespace {
+
+namespace tv1 = ::neighborly::telemetry::v1;
+
+constexpr int kExitRuntime = 1;
+constexpr int kExitUsage = 2;
+
+constexpr char kUsage[] = R"(Usage: neighborly-agent [flags]
+
+Measures this node's L3 cache, memory bandwidth and NUMA placement per pod and
+streams one NodeReport per window to the Neighborly extender(s). With
+--simulate, streams every node of a scenario file instead (docs/simulation.md).
+
+  --node-name NAME          node to report as (default: the host's name; with
+                            --simulate: only this node of the scenario)
+  --extender HOST:PORT      extender telemetry address; repeat or comma-separate
+                            for several replicas (required unless --once)
+  --interval DURATION       sampling window, e.g. 1s, 500ms (default 1s)
+  --once                    measure one window, print it and exit
+  --output json             format for --once (the protobuf JSON mapping, one
+                            report per line)
+  --host-root DIR           where the host's sys/, proc/ and var/lib/kubelet/
+                            are mounted (default /)
+  --simulate FILE           stream the nodes of a scenario file (YAML or JSON)
+  --metrics-address HOST:PORT  Prometheus /metrics and /healthz (default
+                            0.0.0.0:9101; empty to disable)
+  --rdt-backend resctrl|pqos|none  how to read Intel RDT (default resctrl)
+  --log-level LEVEL         trace|debug|info|warn|error|off (default info)
+  --help                    this text
+  --version                 the version
+)";
+
+struct Flags {
+  std::string node_name;
+  std::vector<std::string> extenders;
+  absl::Duration interval = absl::Seconds(1);
+  bool once = false;
+  std::string output;
+  std::string host_root = "/";
+  std::string simulate;
+  std::string metrics_address = "0.0.0.0:9101";
+  std::string rdt_backend = "resctrl";
+  std::string log_level = "info";
+  bool help = false;
+  bool version = false;
+};
+
+absl::Status Usage(std::string_view message) {
+  return absl::InvalidArgumentError(absl::StrCat(Av(message), " (see --help)"));
+}
+
+absl::Status SetValue(Flags& flags, std::string_view name, const std::string& value) {
+  if (name == "node-name") {
+    flags.node_name = value;
+  } else if (name == "extender") {
+    for (absl::string_view part : absl::StrSplit(value, ',')) {
+      const std::string_view address = Trim(Sv(part));
+      absl::StatusOr<HostPort> parsed = ParseHostPort(address);
+      if (address.empty() || !parsed.ok() || parsed->port == 0) {
+        return Usage(absl::StrCat("--extender \"", value, "\": \"", Av(address),
+                                  "\" is not HOST:PORT with a non-zero port"));
+      }
+      flags.extenders.emplace_back(address);
+    }
+  } else if (name == "interval") {
+    absl::Duration d;
+    if (!absl::ParseDuration(value, &d) || d < absl::Milliseconds(10) || d > absl::Hours(1)) {
+      return Usage(absl::StrCat("--interval \"", value,
+                                "\" is not a duration between 10ms and 1h (e.g. 1s, 500ms)"));
+    }
+    flags.interval = d;
+  } else if (name == "output") {
+    if (value != "json") return Usage(absl::StrCat("--output \"", value, "\": only json exists"));
+    flags.output = value;
+  } else if (name == "host-root") {
+    if (value.empty()) return Usage("--host-root is empty");
+    flags.host_root = value;
+  } else if (name == "simulate") {
+    if (value.empty()) return Usage("--simulate needs a scenario file");
+    flags.simulate = value;
+  } else if (name == "metrics-address") {
+    if (!value.empty() && !ParseHostPort(value).ok()) {
+      return Usage(absl::StrCat("--metrics-address \"", value, "\" is not HOST:PORT"));
+    }
+    flags.metrics_address = value;
+  } else if (name == "rdt-backend") {
+    if (value != "resctrl" && value != "pqos" && value != "none") {
+      return Usage(absl::StrCat("--rdt-backend \"", value, "\" is not resctrl, pqos or none"));
+    }
+    flags.rdt_backend = value;
+  } else if (name == "log-level") {
+    flags.log_level = value;
+  } else {
+    return Usage(absl::StrCat("unknown flag --", Av(name)));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Flags> ParseFlags(int argc, char** argv) {
+  Flags flags;
+  for (int i = 1; i < argc; ++i) {
+    std::string_view arg = argv[i];
+    if (arg == "-h") arg = "--help";
+    if (!arg.starts_with("--") || arg.size() == 2) {
+      return Usage(absl::StrCat("unexpected argument \"", Av(arg), "\""));
+    }
+    arg.remove_prefix(2);
+    const size_t eq = arg.find('=');
+    const std::string_view name = arg.substr(0, eq);
+    std::optional<std::string> value;
+    if (eq != std::string_view::npos) value = std::string(arg.substr(eq + 1));
+
+    bool* boolean = name == "once"      ? &flags.once
+                    : name == "help"    ? &flags.help
+                    : name == "version" ? &flags.version
+                                        : nullptr;
+    if (boolean != nullptr) {
+      if (value && *value != "true" && *value != "false") {
+        return Usage(absl::StrCat("--", Av(name), " takes no value, got \"", *value, "\""));
+      }
+      *boolean = !value || *value == "true";
+      continue;
+    }
+    constexpr std::string_view kValueFlags[] = {"node-name",       "extender",    "interval",
+                                                "output",          "host-root",   "simulate",
+                                                "metrics-address", "rdt-backend", "log-level"};
+    if (std::find(std::begin(kValueFlags), std::end(kValueFlags), name) == std::end(kValueFlags)) {
+      return Usage(absl::StrCat("unknown flag --", Av(name)));
+    }
+    if (!value) {
+      if (i + 1 >= argc) return Usage(absl::StrCat("flag --", Av(name), " needs a value"));
+      value = argv[++i];
+    }
+    if (absl::Status s = SetValue(flags, name, *value); !s.ok()) return s;
+  }
+  if (flags.help || flags.version) return flags;
+  if (!flags.output.empty() && !flags.once) return Usage("--output needs --once");
+  if (flags.once && !flags.extenders.empty()) {
+    return Usage("--once prints one report and exits; it does not stream, so drop --extender");
+  }
+  if (!flags.once && flags.extenders.empty()) {
+    return Usage("--extender HOST:PORT is required unless --once is given");
+  }
+  return flags;
+}
+
+// The protobuf JSON mapping (lowerCamelCase keys, 64-bit integers as strings),
+// one report per line.
+int PrintJson(const tv1::NodeReport& report) {
+  std::string json;
+  const google::protobuf::util::Status status =
+      google::protobuf::util::MessageToJsonString(report, &json);
+  if (!status.ok()) {
+    std::cerr << "neighborly-agent: cannot encode report as JSON: " << status.message() << "\n";
+    return kExitRuntime;
+  }
+  std::cout << json << "\n";
+  return 0;
+}
+
+// Blocks SIGINT/SIGTERM in every thread and turns them into `stop`. Call before
+// starting any thread.
+class SignalWaiter {
+ public:
+  SignalWaiter() {
+    sigemptyset(&set_);
+    sigaddset(&set_, SIGINT);
+    sigaddset(&set_, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &set_, nullptr);
+    thread_ = std::thread([this] {
+      int signal = 0;
+      sigwait(&set_, &signal);
+      spdlog::info("received signal {}; stopping", signal);
+      stop_.Notify();
+    });
+  }
+  ~SignalWaiter() {
+    if (!stop_.HasBeenNotified()) pthread_kill(thread_.native_handle(), SIGTERM);
+    thread_.join();
+  }
+  absl::Notification& stop() { return stop_; }
+
+ private:
+  sigset_t set_;
+  absl::Notification stop_;
+  std::thread thread_;
+};
+
+// /metrics and /healthz on --metrics-address, for as long as it lives. A port
+// that cannot be bound is logged and skipped: telemetry matters more.
+class MetricsServer {
+ public:
+  MetricsServer(const std::string& address, std::vector<const ReportStream*> streams)
+      : streams_(std::move(streams)) {
+    if (address.empty()) return;
+    const absl::StatusOr<HostPort> hp = ParseHostPort(address);
+    if (!hp.ok()) return;
+    server_.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
+      res.set_content(RenderStreamMetrics(streams_), "text/plain; version=0.0.4");
+    });
+    server_.Get("/healthz", [](const httplib::Request&, httplib::Response& res) {
+      res.set_content("ok\n", "text/plain");
+    });
+    const int port = hp->port == 0 ? server_.bind_to_any_port(hp->host)
+                                   : (server_.bind_to_port(hp->host, hp->port) ? hp->port : -1);
+    if (port <= 0) {
+      spdlog::warn("metrics disabled: cannot listen on {}", address);
+      return;
+    }
+    spdlog::info("metrics on http://{}:{}/metrics", hp->host, port);
+    thread_ = std::thread([this] { server_.listen_after_bind(); });
+  }
+  ~MetricsServer() {
+    if (thread_.joinable()) {
+      server_.stop();
+      thread_.join();
+    }
+  }
+
+ private:
+  std::vector<const ReportStream*> streams_;
+  httplib::Server server_;
+  std::thread thread_;
+};
+
+int RunSimulation(const Flags& flags) {
+  absl::StatusOr<Scenario> scenario = LoadScenarioFile(flags.simulate);
+  if (!scenario.ok()) {
+    std::cerr << "neighborly-agent: " << scenario.status().message() << "\n";
+    return kExitUsage;
+  }
+  std::vector<SimulatedNode> nodes;
+  const std::string boot_id = NewBootId();
+  for (tv1::NodeReport& node : scenario->nodes) {
+    if (!flags.node_name.empty() && node.node_name() != flags.node_name) continue;
+    nodes.emplace_back(std::move(node), boot_id);
+  }
+  if (nodes.empty()) {
+    std::cerr << "neighborly-agent: node \"" << flags.node_name << "\" is not in " << flags.simulate
+              << "\n";
+    return kExitUsage;
+  }
+  if (flags.once) {
+    const absl::Time now = absl::Now();
+    for (SimulatedNode& node : nodes) {
+      if (int rc = PrintJson(node.NextReport(now - flags.interval, flags.interval)); rc != 0) {
+        return rc;
+      }
+    }
+    return 0;
+  }
+
+  SignalWaiter signals;
+  std::vector<std::unique_ptr<ReportPublisher>> publishers;
+  std::vector<const ReportStream*> streams;
+  for (const SimulatedNode& node : nodes) {
+    // Plaintext for now; mTLS credentials plug in here.
+    publishers.push_back(std::make_unique<ReportPublisher>(node.name(), flags.extenders, nullptr));
+    for (const ReportStream* s : publishers.back()->streams()) streams.push_back(s);
+  }
+  MetricsServer metrics(flags.metrics_address, streams);
+  for (auto& publisher : publishers) publisher->Start();
+  spdlog::info("simulating {} node(s) from {}, streaming to {} every {}", nodes.size(),
+               flags.simulate, absl::StrJoin(flags.extenders, ","),
+               absl::FormatDuration(flags.interval));
+  RunFleet(nodes, publishers, flags.interval, signals.stop());
+  for (auto& publisher : publishers) publisher->Stop();
+  spdlog::info("stopped");
+  return 0;
+}
+
+// Host mode: measures this machine through HostAgent (node-agent/src/host).
+int RunHost(const Flags& flags) {
+#ifdef NEIGHBORLY_AGENT_WITH_HOST
+  absl::StatusOr<std::unique_ptr<HostAgent>> agent =
+      HostAgent::Create(HostAgentOptions{.host_root = flags.host_root,
+                                         .node_name = flags.node_name,
+                                         .rdt_backend = flags.rdt_backend});
+  if (!agent.ok()) {
+    std::cerr << "neighborly-agent: " << agent.status().message() << "\n";
+    return kExitRuntime;
+  }
+  if (flags.once) {
+    absl::StatusOr<tv1::NodeReport> report = (*agent)->MeasureWindow(flags.interval);
+    if (!report.ok()) {
+      std::cerr << "neighborly-agent: " << report.status().message() << "\n";
+      return kExitRuntime;
+    }
+    return PrintJson(*report);
+  }
+  SignalWaiter signals;
+  std::unique_ptr<ReportPublisher> publisher;
+  std::unique_ptr<MetricsServer> metrics;
+  std::string last_error;
+  while (!signals.stop().HasBeenNotified()) {
+    const absl::Duration window = publisher ? publisher->Interval(flags.interval) : flags.interval;
+    absl::StatusOr<tv1::NodeReport> report = (*agent)->MeasureWindow(window);
+    if (!report.ok()) {
+      if (std::string(report.status().message()) != last_error) {
+        last_error = std::string(report.status().message());
+        spdlog::error("measurement failed: {}", last_error);
+      }
+      continue;
+    }
+    if (!publisher) {
+      // Plaintext for now; mTLS credentials plug in here.
+      publisher = std::make_unique<ReportPublisher>(report->node_name(), flags.extenders, nullptr);
+      metrics = std::make_unique<MetricsServer>(flags.metrics_address, publisher->streams());
+      publisher->Start();
+    }
+    publisher->Publish(*report);
+  }
+  if (publisher) publisher->Stop();
+  return 0;
+#else
+  std::cerr << "neighborly-agent: host measurement is not built into this binary\n";
+  return kExitUsage;
+#endif
+}
+
+int Main(int argc, char** argv) {
+  absl::StatusOr<Flags> flags = ParseFlags(argc, argv);
+  if (!flags.ok()) {
+    std::cerr << "neighborly-agent: " << flags.status().message() << "\n";
+    return kExitUsage;
+  }
+  if (flags->help) {
+    std::cout << kUsage;
+    return 0;
+  }
+  if (flags->version) {
+    std::cout << "neighborly-agent " << NEIGHBORLY_VERSION << "\n";
+    return 0;
+  }
+  if (absl::Status s = SetupLogging(flags->log_level, "neighborly-agent"); !s.ok()) {
+    std::cerr << "neighborly-agent: --log-level: " << s.message() << "\n";
+    return kExitUsage;
+  }
+  return flags->simulate.empty() ? RunHost(*flags) : RunSimulation(*flags);
+}
+
+}  // namespace
+}  // namespace neighborly::agent
+
+int main(int argc, char** argv) { return neighborly::agent::Main(argc, argv); }

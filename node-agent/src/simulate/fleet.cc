@@ -1,0 +1,35 @@
+#include "node-agent/src/simulate/fleet.h"
+
+#include <algorithm>
+
+#include "absl/time/clock.h"
+
+namespace neighborly::agent {
+
+void RunFleet(std::vector<SimulatedNode>& nodes,
+              const std::vector<std::unique_ptr<ReportPublisher>>& publishers,
+              absl::Duration interval, absl::Notification& stop) {
+  const size_t n = std::min(nodes.size(), publishers.size());
+  if (n == 0) {
+    stop.WaitForNotification();
+    return;
+  }
+  const absl::Time start = absl::Now();
+  std::vector<absl::Time> window_start(n, start - interval);
+  std::vector<absl::Time> due(n, start);
+  for (;;) {
+    const absl::Time next = *std::min_element(due.begin(), due.end());
+    if (stop.WaitForNotificationWithDeadline(next)) return;
+    const absl::Time now = absl::Now();
+    for (size_t i = 0; i < n; ++i) {
+      if (due[i] > now) continue;
+      publishers[i]->Publish(nodes[i].NextReport(window_start[i], now - window_start[i]));
+      window_start[i] = now;
+      // Keep the cadence (no drift) unless the node fell behind by a whole interval.
+      const absl::Duration step = publishers[i]->Interval(interval);
+      due[i] = std::max(due[i] + step, now);
+    }
+  }
+}
+
+}  // namespace neighborly::agent
