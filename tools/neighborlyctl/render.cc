@@ -2,6 +2,7 @@
 #include "tools/neighborlyctl/render.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <nlohmann/json.hpp>
@@ -28,6 +29,31 @@ absl::StatusOr<json> Parse(std::string_view body) {
   return doc;
 }
 
+std::string Camel(std::string_view snake) {
+  std::string out;
+  bool upper = false;
+  for (char c : snake) {
+    if (c == '_') {
+      upper = true;
+    } else {
+      out += upper ? static_cast<char>(std::toupper(static_cast<unsigned char>(c))) : c;
+      upper = false;
+    }
+  }
+  return out;
+}
+
+// The member `snake_key` of an object, or its camelCase spelling; nullptr if
+// neither is there (or `obj` is not an object). Keys are written snake_case
+// here; the API may spell them either way.
+const json* Field(const json& obj, const char* snake_key) {
+  if (!obj.is_object()) return nullptr;
+  auto it = obj.find(snake_key);
+  if (it != obj.end()) return &*it;
+  it = obj.find(Camel(snake_key));
+  return it != obj.end() ? &*it : nullptr;
+}
+
 // The list under `key` of a wrapped answer, or the answer itself when bare.
 absl::StatusOr<json> List(const json& doc, const char* key) {
   if (doc.is_array()) return doc;
@@ -40,16 +66,14 @@ absl::StatusOr<json> List(const json& doc, const char* key) {
 }
 
 std::optional<double> Number(const json& obj, const char* key) {
-  if (!obj.is_object()) return std::nullopt;
-  auto it = obj.find(key);
-  if (it == obj.end() || !it->is_number()) return std::nullopt;
+  const json* it = Field(obj, key);
+  if (it == nullptr || !it->is_number()) return std::nullopt;
   return it->get<double>();
 }
 
 std::string String(const json& obj, const char* key, std::string fallback = "-") {
-  if (!obj.is_object()) return fallback;
-  auto it = obj.find(key);
-  if (it == obj.end()) return fallback;
+  const json* it = Field(obj, key);
+  if (it == nullptr) return fallback;
   if (it->is_string()) return it->get<std::string>().empty() ? fallback : it->get<std::string>();
   if (it->is_number_integer()) return absl::StrCat(it->get<int64_t>());
   if (it->is_boolean()) return it->get<bool>() ? "true" : "false";
@@ -101,8 +125,8 @@ std::string Table(const std::vector<Row>& rows) {
 // The worst entry of a list by `ratio_key`: "73% (L3 1)".
 std::string Worst(const json& node, const char* list_key, const char* ratio_key,
                   const char* label) {
-  auto it = node.find(list_key);
-  if (it == node.end() || !it->is_array() || it->empty()) return "-";
+  const json* it = Field(node, list_key);
+  if (it == nullptr || !it->is_array() || it->empty()) return "-";
   const json* worst = nullptr;
   double worst_ratio = -1;
   for (const json& entry : *it) {
@@ -117,8 +141,8 @@ std::string Worst(const json& node, const char* list_key, const char* ratio_key,
 }
 
 std::string PodsByClass(const json& node) {
-  auto it = node.find("pods_by_class");
-  if (it == node.end() || !it->is_object()) return "-";
+  const json* it = Field(node, "pods_by_class");
+  if (it == nullptr || !it->is_object()) return "-";
   std::vector<std::string> parts;
   // Fixed order, the classes that matter first.
   for (const char* cls : {"latency-critical", "batch", "standard"}) {
@@ -134,8 +158,8 @@ std::string PodsByClass(const json& node) {
 }
 
 std::string StringList(const json& obj, const char* key) {
-  auto it = obj.find(key);
-  if (it == obj.end() || !it->is_array() || it->empty()) return "-";
+  const json* it = Field(obj, key);
+  if (it == nullptr || !it->is_array() || it->empty()) return "-";
   std::vector<std::string> parts;
   for (const json& v : *it) {
     if (v.is_string()) parts.push_back(v.get<std::string>());
@@ -145,14 +169,14 @@ std::string StringList(const json& obj, const char* key) {
 
 // A decision's fields, whether nested under "decision" or flattened.
 const json& DecisionOf(const json& entry) {
-  auto it = entry.find("decision");
-  return (it != entry.end() && it->is_object()) ? *it : entry;
+  const json* it = Field(entry, "decision");
+  return (it != nullptr && it->is_object()) ? *it : entry;
 }
 
 std::string Terms(const json& d) {
-  auto it = d.find("terms");
+  const json* it = Field(d, "terms");
   std::vector<std::string> parts;
-  if (it != d.end() && it->is_array()) {
+  if (it != nullptr && it->is_array()) {
     for (const json& t : *it) {
       std::string name = String(t, "name", "?");
       std::string detail = String(t, "detail", "");
@@ -245,9 +269,7 @@ absl::StatusOr<std::string> RenderNodeDetail(std::string_view body) {
   absl::StatusOr<json> doc = Parse(body);
   if (!doc.ok()) return doc.status();
   const json* node = &*doc;
-  if (auto it = doc->find("node"); doc->is_object() && it != doc->end() && it->is_object()) {
-    node = &*it;
-  }
+  if (const json* it = Field(*doc, "node"); it != nullptr && it->is_object()) node = it;
   if (!node->is_object() || String(*node, "name", "").empty()) {
     return absl::InvalidArgumentError("expected a node object with a \"name\"");
   }
@@ -262,14 +284,15 @@ absl::StatusOr<std::string> RenderNodeDetail(std::string_view body) {
       ", topologyManagerPolicy ", String(n, "topology_manager_policy"), "\n",
       "Pods:         ", PodsByClass(n), "; aggressors ", StringList(n, "aggressors"),
       "; in-flight bookings ", String(n, "bookings", "0"), "\n");
-  if (auto caps = n.find("capabilities"); caps != n.end() && caps->is_object() && !caps->empty()) {
+  if (const json* caps = Field(n, "capabilities");
+      caps != nullptr && caps->is_object() && !caps->empty()) {
     out += "Capabilities:\n";
     for (auto& [name, state] : caps->items()) {
       absl::StrAppend(&out, "  ", name, ": ",
                       state.is_string() ? state.get<std::string>() : state.dump(), "\n");
     }
   }
-  if (auto l3 = n.find("l3_domains"); l3 != n.end() && l3->is_array() && !l3->empty()) {
+  if (const json* l3 = Field(n, "l3_domains"); l3 != nullptr && l3->is_array() && !l3->empty()) {
     std::vector<Row> rows = {{"L3 DOMAIN", "NUMA", "SIZE", "OCCUPANCY", "PRESSURE"}};
     for (const json& d : *l3) {
       rows.push_back({String(d, "id"), String(d, "numa_node"),
@@ -279,7 +302,8 @@ absl::StatusOr<std::string> RenderNodeDetail(std::string_view body) {
     }
     out += "\n" + Table(rows);
   }
-  if (auto numa = n.find("numa_nodes"); numa != n.end() && numa->is_array() && !numa->empty()) {
+  if (const json* numa = Field(n, "numa_nodes");
+      numa != nullptr && numa->is_array() && !numa->empty()) {
     std::vector<Row> rows = {
         {"NUMA NODE", "CPUS", "MEMORY", "FREE MEMORY", "FREE EXCL CPUS", "MEMBW", "PEAK", "UTIL"}};
     for (const json& d : *numa) {
@@ -292,7 +316,7 @@ absl::StatusOr<std::string> RenderNodeDetail(std::string_view body) {
     }
     out += "\n" + Table(rows);
   }
-  if (auto pods = n.find("pods"); pods != n.end() && pods->is_array() && !pods->empty()) {
+  if (const json* pods = Field(n, "pods"); pods != nullptr && pods->is_array() && !pods->empty()) {
     std::vector<Row> rows = {{"POD", "QOS", "CLASS", "SOURCE", "AGGRESSOR", "EXCL CPUS", "CPU",
                               "LLC", "MEMBW", "IPC", "MPKI"}};
     for (const json& p : *pods) {
@@ -329,8 +353,8 @@ absl::StatusOr<std::string> RenderDecisions(std::string_view body) {
     const std::string booked = String(rec, "booked_node", "");
     if (!booked.empty()) absl::StrAppend(&out, "  booked on ", booked);
     out += "\n";
-    auto nodes = rec.find("nodes");
-    if (nodes == rec.end() || !nodes->is_array()) continue;
+    const json* nodes = Field(rec, "nodes");
+    if (nodes == nullptr || !nodes->is_array()) continue;
     std::vector<Row> rows = {{"NODE", "VERDICT", "SCORE", "COST", "CONF", "TERMS / REASON"}};
     for (const json& entry : *nodes) {
       const json& d = DecisionOf(entry);

@@ -7,9 +7,9 @@
 // Pure functions of the JSON text, so each is tested with one literal.
 //
 // The shapes are the operator API's (docs/http.md): the structs of
-// extender/src/core/extender_core.h with snake_case keys. Lists may come bare
-// or wrapped ({"nodes": [...]}, {"decisions": [...]}); a missing measurement
-// shows as "-", never as zero.
+// extender/src/core/extender_core.h, keys in camelCase or snake_case (both
+// are read). Lists may come bare or wrapped ({"nodes": [...]},
+// {"decisions": [...]}); a missing measurement shows as "-", never as zero.
 //
 // Example:
 //   absl::StatusOr<std::string> table = RenderNodesTable(body);

@@ -57,6 +57,32 @@ TEST(RenderNodesTable, AcceptsABareListAndTheAgeAsADurationString) {
   EXPECT_THAT(*table, HasSubstr("2.5s"));
 }
 
+// The operator API (extender/src/api) spells keys in camelCase.
+TEST(RenderNodesTable, ReadsCamelCaseKeysToo) {
+  constexpr char kCamel[] = R"([
+    {"name": "n1", "contentionScore": 0.3, "telemetryAgeSeconds": 2.0, "confidence": 1,
+     "l3Domains": [{"id": 0, "pressure": 0.3}], "numaNodes": [{"id": 1, "membwUtilisation": 0.2}],
+     "podsByClass": {"standard": 4}, "aggressors": []},
+    {"name": "n2", "contentionScore": 0.8, "telemetryAgeSeconds": null, "confidence": 0}])";
+  absl::StatusOr<std::string> table = RenderNodesTable(kCamel);
+  ASSERT_TRUE(table.ok()) << table.status();
+  EXPECT_LT(table->find("n2"), table->find("n1"));
+  EXPECT_THAT(*table, HasSubstr("30% (L3 0)"));
+  EXPECT_THAT(*table, HasSubstr("20% (NUMA 1)"));
+  EXPECT_THAT(*table, HasSubstr("standard=4"));
+  EXPECT_THAT(*table, HasSubstr("2.0s"));
+}
+
+TEST(RenderDecisions, ReadsCamelCaseKeysToo) {
+  absl::StatusOr<std::string> text = RenderDecisions(R"([{"at": "t", "verb": "prioritize",
+      "pod": "content/a", "contentionClass": "batch", "classSource": "label-rule",
+      "bookedNode": "n3", "nodes": [{"node": "n3", "feasible": true, "score": 8,
+      "terms": [{"name": "membw_utilisation", "value": 0.5, "detail": ""}]}]}])");
+  ASSERT_TRUE(text.ok()) << text.status();
+  EXPECT_THAT(*text, HasSubstr("class batch (label-rule)  booked on n3"));
+  EXPECT_THAT(*text, HasSubstr("membw_utilisation=0.50"));
+}
+
 TEST(RenderNodesTable, SaysSoWhenNoNodeReported) {
   absl::StatusOr<std::string> table = RenderNodesTable(R"({"nodes": []})");
   ASSERT_TRUE(table.ok());
