@@ -1,8 +1,10 @@
 #include "node-agent/src/simulate/node_report.h"
 
 #include <regex>
+#include <set>
 #include <string>
 
+#include "common/cpu_list.h"
 #include "gmock/gmock.h"
 #include "google/protobuf/util/time_util.h"
 #include "gtest/gtest.h"
@@ -143,6 +145,47 @@ TEST(NodeReportTest, BootIdsAreRandomUuids) {
   EXPECT_TRUE(std::regex_match(
       a, std::regex("[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}")))
       << a;
+}
+
+// deploy/examples/content-platform.yaml must keep exercising every filter the
+// demo and the acceptance test show.
+TEST(NodeReportTest, ContentPlatformScenarioTellsTheStory) {
+  absl::StatusOr<Scenario> s = LoadScenarioFile(std::string(NEIGHBORLY_SOURCE_DIR) +
+                                                "/deploy/examples/content-platform.yaml");
+  ASSERT_TRUE(s.ok()) << s.status();
+  ASSERT_EQ(s->nodes.size(), 6u);
+  int pods = 0;
+  std::set<std::string> latency_critical_nodes;
+  for (const tv1::NodeReport& node : s->nodes) {
+    pods += node.pods_size();
+    EXPECT_EQ(node.topology().cpus_online(), 16u);
+    EXPECT_EQ(node.kubelet().topology_manager_policy(), "single-numa-node");
+    for (const tv1::PodReport& pod : node.pods()) {
+      auto it = pod.annotations().find("neighborly.io/class");
+      if (it != pod.annotations().end() && it->second == "latency-critical") {
+        latency_critical_nodes.insert(node.node_name());
+      }
+    }
+  }
+  EXPECT_EQ(pods, 14);
+  EXPECT_EQ(latency_critical_nodes, (std::set<std::string>{"node-1", "node-2", "node-6"}));
+  // node-3: a batch job moving > 40 % of socket 0's peak bandwidth.
+  const tv1::NumaNode& busy = s->nodes[2].topology().numa_nodes(0);
+  EXPECT_GT(busy.membw_bytes_per_second(), busy.peak_membw_bytes_per_second() * 4 / 10);
+  // node-4: 6 cores free for exclusive use, but no NUMA node has 4.
+  const tv1::NodeReport& full = s->nodes[3];
+  const absl::StatusOr<CpuSet> shared = ParseCpuList(full.kubelet().shared_pool_cpus());
+  const absl::StatusOr<CpuSet> reserved = ParseCpuList(full.kubelet().reserved_cpus());
+  ASSERT_TRUE(shared.ok() && reserved.ok());
+  size_t free_total = 0;
+  for (const tv1::NumaNode& numa : full.topology().numa_nodes()) {
+    const absl::StatusOr<CpuSet> cpus = ParseCpuList(numa.cpus());
+    ASSERT_TRUE(cpus.ok());
+    const size_t free = IntersectionSize(*shared, *cpus) - IntersectionSize(*reserved, *cpus);
+    EXPECT_LT(free, 4u) << numa.id();
+    free_total += free;
+  }
+  EXPECT_GE(free_total, 4u);
 }
 
 }  // namespace
