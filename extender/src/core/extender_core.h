@@ -35,7 +35,7 @@ struct PodSummary {
   std::string name;
   std::string qos_class;         // "Guaranteed", ...
   std::string contention_class;  // "latency-critical" | "batch" | "standard"
-  std::string class_source;      // "annotation" | "label-rule" | "measured" | "remembered" | "default"
+  std::string class_source;  // "annotation" | "label-rule" | "measured" | "remembered" | "default"
   bool aggressor = false;
   std::string exclusive_cpus;
   std::optional<int64_t> cpu_usage_millicores;
@@ -71,8 +71,8 @@ struct NumaNodeSummary {
 struct NodeSummary {
   std::string name;
   absl::Duration telemetry_age;
-  double confidence = 0;         // 1 fresh .. 0 stale (neutral)
-  double contention_score = 0;   // 0 (quiet) .. 1 (saturated): max of L3 pressure and bandwidth
+  double confidence = 0;        // 1 fresh .. 0 stale (neutral)
+  double contention_score = 0;  // 0 (quiet) .. 1 (saturated): max of L3 pressure and bandwidth
   uint64_t sequence = 0;
   std::string agent_version;
   std::map<std::string, std::string> capabilities;  // name -> "available" or the reason
@@ -91,7 +91,7 @@ struct DecisionRecord {
   absl::Time at;
   std::string verb;  // "filter" | "prioritize"
   std::string pod_uid;
-  std::string pod;   // "namespace/name"
+  std::string pod;  // "namespace/name"
   std::string contention_class;
   std::string class_source;
   struct PerNode {
@@ -130,6 +130,12 @@ class ExtenderCore : public Decider {
   // Latest decisions for a pod, matched by uid, "namespace/name" or name; newest first.
   std::vector<DecisionRecord> Decisions(std::string_view pod, size_t limit) const;
   size_t node_count() const;
+  // Counters for /metrics: reports accepted/rejected by Ingest (streams_open
+  // is 0 here; the gRPC server's TelemetryServer::stats() fills it), bookings
+  // in flight, pod UIDs remembered.
+  IngestStats ingest_stats() const;
+  size_t bookings() const;
+  size_t remembered_pods() const;
 
   // Learned knowledge (per-UID classes and hints) survives restarts through this file.
   absl::Status LoadState(const std::string& path);

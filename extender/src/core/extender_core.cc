@@ -1,0 +1,377 @@
+#include "extender/src/core/extender_core.h"
+
+#include <algorithm>
+#include <atomic>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
+#include "common/strings.h"
+#include "extender/src/core/report_validation.h"
+#include "extender/src/model/classify.h"
+#include "extender/src/model/evaluate.h"
+#include "extender/src/model/node_profile.h"
+#include "extender/src/state/booking_ledger.h"
+#include "extender/src/state/cluster_state.h"
+#include "extender/src/state/decision_log.h"
+#include "extender/src/state/pod_registry.h"
+
+namespace neighborly::extender {
+namespace {
+
+namespace tv1 = ::neighborly::telemetry::v1;
+
+std::string CapabilityText(const tv1::Capability& c) {
+  if (c.available()) return "available";
+  return c.reason().empty() ? "unavailable" : c.reason();
+}
+
+std::string QosText(tv1::QosClass q) {
+  switch (q) {
+    case tv1::QOS_CLASS_GUARANTEED:
+      return "Guaranteed";
+    case tv1::QOS_CLASS_BURSTABLE:
+      return "Burstable";
+    case tv1::QOS_CLASS_BEST_EFFORT:
+      return "BestEffort";
+    default:
+      return "Unknown";
+  }
+}
+
+bool SameKnowledge(const RememberedPod& a, const RememberedPod& b) {
+  return a.contention_class == b.contention_class && a.source == b.source &&
+         a.hints.llc_bytes == b.hints.llc_bytes &&
+         a.hints.membw_bytes_per_second == b.hints.membw_bytes_per_second;
+}
+
+// What is worth remembering about a pod: a declared class or footprint hints.
+std::optional<RememberedPod> Learnable(ContentionClass c, ClassSource source,
+                                       const FootprintHints& hints) {
+  const bool declared = source == ClassSource::kAnnotation || source == ClassSource::kLabelRule;
+  if (!declared && hints.empty()) return std::nullopt;
+  RememberedPod p;
+  p.contention_class = declared ? c : ContentionClass::kStandard;
+  p.source = declared ? source : ClassSource::kDefault;
+  p.hints = hints;
+  return p;
+}
+
+}  // namespace
+
+struct ExtenderCore::Impl {
+  Impl(ModelConfig c, const Clock& clk) : config(std::move(c)), clock(clk), ledger(state) {}
+
+  void Decide(std::string_view verb, const IncomingPod& pod,
+              std::span<const std::string_view> nodes, std::vector<NodeDecision>& out, bool book);
+  NodeSummary Summarize(const ClusterState::Entry& entry, const NodeSnapshot& snap, absl::Time now,
+                        bool with_pods) const;
+
+  const ModelConfig config;
+  const Clock& clock;
+  ClusterState state;
+  PodRegistry registry;
+  BookingLedger ledger;
+  DecisionLog log;
+  std::atomic<uint64_t> accepted{0};
+  std::atomic<uint64_t> rejected{0};
+};
+
+ExtenderCore::ExtenderCore(ModelConfig config, const Clock& clock)
+    : impl_(std::make_unique<Impl>(std::move(config), clock)) {}
+
+ExtenderCore::~ExtenderCore() = default;
+
+absl::Status ExtenderCore::Ingest(const tv1::NodeReport& report) {
+  Impl& m = *impl_;
+  if (absl::Status s = ValidateReport(report); !s.ok()) {
+    m.rejected.fetch_add(1, std::memory_order_relaxed);
+    return s;
+  }
+  ClusterState::Entry* entry = m.state.GetOrCreate(report.node_name());
+  if (entry == nullptr) {
+    m.rejected.fetch_add(1, std::memory_order_relaxed);
+    return absl::ResourceExhaustedError(absl::StrCat("NodeReport.node_name: cannot track node ",
+                                                     report.node_name(), ": already tracking ",
+                                                     m.state.max_nodes(), " nodes"));
+  }
+  const absl::Time now = m.clock.Now();
+  std::vector<std::string_view> uids;
+  uids.reserve(report.pods_size());
+  for (const tv1::PodReport& pod : report.pods()) uids.push_back(pod.uid());
+  {
+    std::lock_guard<std::mutex> lock(entry->ingest_mu);
+    std::shared_ptr<const NodeSnapshot> previous = entry->snapshot.load(std::memory_order_acquire);
+    if (previous != nullptr && previous->report.boot_id() == report.boot_id() &&
+        report.sequence() <= previous->report.sequence()) {
+      m.rejected.fetch_add(1, std::memory_order_relaxed);
+      return absl::InvalidArgumentError(
+          absl::StrCat("NodeReport.sequence: ", report.sequence(), " is not after ",
+                       previous->report.sequence(), ", the last accepted from boot_id \"",
+                       report.boot_id(), "\" (replayed or out-of-order report)"));
+    }
+    std::vector<std::optional<RememberedPod>> known;
+    m.registry.LookupMany(uids, known);
+    absl::flat_hash_map<absl::string_view, const RememberedPod*> known_by_uid;
+    for (size_t i = 0; i < uids.size(); ++i) {
+      if (known[i]) known_by_uid.emplace(Av(uids[i]), &*known[i]);
+    }
+    auto snapshot = std::make_shared<NodeSnapshot>();
+    snapshot->report = report;
+    snapshot->profile = BuildNodeProfile(
+        snapshot->report, m.config,
+        [&](std::string_view uid) -> const RememberedPod* {
+          auto it = known_by_uid.find(Av(uid));
+          return it == known_by_uid.end() ? nullptr : it->second;
+        },
+        now);
+    // Learn declared classes and hints the agent could see.
+    for (int i = 0; i < report.pods_size(); ++i) {
+      const ResidentPod& resident = snapshot->profile.pods[i];
+      std::optional<RememberedPod> learn =
+          Learnable(resident.contention_class, resident.source,
+                    HintsFromAnnotations(report.pods(i).annotations()));
+      if (learn && (!known[i] || !SameKnowledge(*known[i], *learn))) {
+        m.registry.Remember(uids[i], *learn, now);
+      }
+    }
+    entry->snapshot.store(std::move(snapshot), std::memory_order_release);
+  }
+  m.ledger.Release(uids);
+  m.ledger.Expire(now);
+  m.accepted.fetch_add(1, std::memory_order_relaxed);
+  return absl::OkStatus();
+}
+
+void ExtenderCore::Impl::Decide(std::string_view verb, const IncomingPod& pod,
+                                std::span<const std::string_view> nodes,
+                                std::vector<NodeDecision>& out, bool book) {
+  const absl::Time now = clock.Now();
+  ledger.Expire(now);
+  std::optional<RememberedPod> remembered =
+      pod.uid.empty() ? std::nullopt : registry.Lookup(pod.uid);
+  const PodRequest req = MakePodRequest(pod, remembered ? &*remembered : nullptr, config);
+  if (!pod.uid.empty()) {
+    std::optional<RememberedPod> learn =
+        Learnable(req.contention_class, req.source, HintsFromAnnotations(pod.annotations));
+    if (learn && (!remembered || !SameKnowledge(*remembered, *learn))) {
+      registry.Remember(pod.uid, *learn, now);
+    }
+  }
+
+  const ClusterState::View view = state.view();
+  out.resize(nodes.size());
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    const ClusterState::Entry* entry = view.Find(nodes[i]);
+    if (entry == nullptr) {
+      EvaluateNode(req, nullptr, {}, now, config, out[i]);
+      continue;
+    }
+    const std::shared_ptr<const NodeSnapshot> snap =
+        entry->snapshot.load(std::memory_order_acquire);
+    const std::shared_ptr<const BookingList> booked =
+        entry->bookings.load(std::memory_order_acquire);
+    EvaluateNode(req, snap ? &snap->profile : nullptr,
+                 booked ? std::span<const Booking>(*booked) : std::span<const Booking>(), now,
+                 config, out[i]);
+  }
+
+  std::string booked_node;
+  if (book && !pod.uid.empty()) {
+    size_t best = nodes.size();
+    for (size_t i = 0; i < nodes.size(); ++i) {
+      if (out[i].feasible && (best == nodes.size() || out[i].score > out[best].score)) best = i;
+    }
+    if (best < nodes.size() &&
+        ledger.Book(nodes[best], MakeBooking(pod.uid, req, out[best], now + config.booking_ttl))) {
+      booked_node = std::string(nodes[best]);
+    }
+  }
+
+  auto logged = std::make_shared<LoggedDecision>();
+  logged->at = now;
+  logged->verb = std::string(verb);
+  logged->pod_uid = pod.uid;
+  logged->pod_namespace = pod.namespace_name;
+  logged->pod_name = pod.name;
+  logged->contention_class = req.contention_class;
+  logged->class_source = req.source;
+  logged->nodes.assign(nodes.begin(), nodes.end());
+  logged->decisions = out;
+  logged->booked_node = std::move(booked_node);
+  log.Record(std::move(logged));
+}
+
+void ExtenderCore::Filter(const IncomingPod& pod, std::span<const std::string_view> nodes,
+                          std::vector<NodeDecision>& out) {
+  impl_->Decide("filter", pod, nodes, out, /*book=*/false);
+}
+
+void ExtenderCore::Prioritize(const IncomingPod& pod, std::span<const std::string_view> nodes,
+                              std::vector<NodeDecision>& out) {
+  impl_->Decide("prioritize", pod, nodes, out, /*book=*/true);
+}
+
+NodeSummary ExtenderCore::Impl::Summarize(const ClusterState::Entry& entry,
+                                          const NodeSnapshot& snap, absl::Time now,
+                                          bool with_pods) const {
+  const tv1::NodeReport& r = snap.report;
+  const NodeProfile& p = snap.profile;
+  NodeSummary s;
+  s.name = entry.name;
+  s.telemetry_age = std::max(absl::ZeroDuration(), now - p.received_at);
+  s.confidence = Confidence(p, now, config);
+  s.sequence = r.sequence();
+  s.agent_version = r.agent_version();
+  const tv1::Capabilities& c = r.capabilities();
+  s.capabilities = {
+      {"resctrl_occupancy", CapabilityText(c.resctrl_occupancy())},
+      {"resctrl_mbm_total", CapabilityText(c.resctrl_mbm_total())},
+      {"resctrl_mbm_local", CapabilityText(c.resctrl_mbm_local())},
+      {"perf_hardware_counters", CapabilityText(c.perf_hardware_counters())},
+      {"psi", CapabilityText(c.psi())},
+      {"kubelet_pod_resources", CapabilityText(c.kubelet_pod_resources())},
+      {"cpu_manager_state", CapabilityText(c.cpu_manager_state())},
+      {"pod_metadata", CapabilityText(c.pod_metadata())},
+  };
+  if (c.has_rmids_free()) s.capabilities["rmids_free"] = absl::StrCat(c.rmids_free());
+  if (c.has_rmids_total()) s.capabilities["rmids_total"] = absl::StrCat(c.rmids_total());
+  s.cpu_manager_policy = r.kubelet().cpu_manager_policy();
+  s.topology_manager_policy = r.kubelet().topology_manager_policy();
+  double contention = 0;
+  for (const L3Profile& l3 : p.l3) {
+    L3DomainSummary d;
+    d.id = l3.id;
+    d.numa_node = l3.numa_id;
+    d.size_bytes = static_cast<uint64_t>(l3.size_bytes);
+    if (l3.occupancy_measured) d.occupancy_bytes = static_cast<uint64_t>(l3.occupancy_bytes);
+    d.pressure = l3.size_bytes > 0 ? l3.occupancy_bytes / l3.size_bytes : 0;
+    contention = std::max(contention, d.pressure);
+    s.l3_domains.push_back(d);
+  }
+  for (size_t n = 0; n < p.numa.size(); ++n) {
+    const NumaProfile& numa = p.numa[n];
+    const tv1::NumaNode& in = r.topology().numa_nodes(static_cast<int>(n));
+    NumaNodeSummary d;
+    d.id = numa.id;
+    d.cpus = in.cpus();
+    d.memory_bytes = in.memory_bytes();
+    d.peak_membw_bytes_per_second = static_cast<uint64_t>(numa.peak_membw);
+    d.peak_membw_source =
+        in.has_peak_membw_bytes_per_second()
+            ? (in.peak_membw_source().empty() ? "reported" : in.peak_membw_source())
+            : "default (extender config)";
+    if (numa.membw_measured) d.membw_bytes_per_second = static_cast<uint64_t>(numa.membw);
+    d.membw_utilisation = numa.peak_membw > 0 ? numa.membw / numa.peak_membw : 0;
+    contention = std::max(contention, d.membw_utilisation);
+    d.free_exclusive_cpus = static_cast<uint32_t>(std::max(0, numa.free_exclusive_cpus));
+    d.free_memory_bytes = static_cast<uint64_t>(std::max<int64_t>(0, numa.free_memory_bytes));
+    s.numa_nodes.push_back(std::move(d));
+  }
+  s.contention_score = std::min(1.0, contention);
+  for (int i = 0; i < r.pods_size() && static_cast<size_t>(i) < p.pods.size(); ++i) {
+    const tv1::PodReport& pod = r.pods(i);
+    const ResidentPod& resident = p.pods[i];
+    ++s.pods_by_class[std::string(ContentionClassName(resident.contention_class))];
+    if (resident.aggressor) s.aggressors.push_back(absl::StrCat(pod.namespace_(), "/", pod.name()));
+    if (!with_pods) continue;
+    PodSummary ps;
+    ps.uid = pod.uid();
+    ps.namespace_name = pod.namespace_();
+    ps.name = pod.name();
+    ps.qos_class = QosText(pod.qos_class());
+    ps.contention_class = std::string(ContentionClassName(resident.contention_class));
+    ps.class_source = std::string(ClassSourceName(resident.source));
+    ps.aggressor = resident.aggressor;
+    ps.exclusive_cpus = pod.exclusive_cpus();
+    if (pod.has_cpu_usage_millicores()) ps.cpu_usage_millicores = pod.cpu_usage_millicores();
+    if (pod.has_llc_occupancy_bytes()) ps.llc_occupancy_bytes = pod.llc_occupancy_bytes();
+    if (pod.has_membw_total_bytes_per_second()) {
+      ps.membw_total_bytes_per_second = pod.membw_total_bytes_per_second();
+    }
+    if (pod.has_membw_local_bytes_per_second()) {
+      ps.membw_local_bytes_per_second = pod.membw_local_bytes_per_second();
+    }
+    if (pod.has_ipc()) ps.ipc = pod.ipc();
+    if (pod.has_llc_misses_per_kilo_instructions()) {
+      ps.llc_misses_per_kilo_instructions = pod.llc_misses_per_kilo_instructions();
+    }
+    for (const auto& [k, v] : pod.unavailable()) ps.unavailable[k] = v;
+    s.pods.push_back(std::move(ps));
+  }
+  if (std::shared_ptr<const BookingList> booked = entry.bookings.load()) {
+    for (const Booking& b : *booked) s.bookings += b.expires_at > now ? 1 : 0;
+  }
+  return s;
+}
+
+std::vector<NodeSummary> ExtenderCore::Nodes() const {
+  const absl::Time now = impl_->clock.Now();
+  std::vector<NodeSummary> out;
+  const ClusterState::View view = impl_->state.view();
+  out.reserve(view.entries().size());
+  for (const auto& [name, entry] : view.entries()) {
+    if (std::shared_ptr<const NodeSnapshot> snap = entry->snapshot.load()) {
+      out.push_back(impl_->Summarize(*entry, *snap, now, /*with_pods=*/false));
+    }
+  }
+  std::sort(out.begin(), out.end(), [](const NodeSummary& a, const NodeSummary& b) {
+    return a.contention_score != b.contention_score ? a.contention_score > b.contention_score
+                                                    : a.name < b.name;
+  });
+  return out;
+}
+
+std::optional<NodeSummary> ExtenderCore::Node(std::string_view name) const {
+  const ClusterState::Entry* entry = impl_->state.view().Find(name);
+  if (entry == nullptr) return std::nullopt;
+  std::shared_ptr<const NodeSnapshot> snap = entry->snapshot.load();
+  if (snap == nullptr) return std::nullopt;
+  return impl_->Summarize(*entry, *snap, impl_->clock.Now(), /*with_pods=*/true);
+}
+
+std::vector<DecisionRecord> ExtenderCore::Decisions(std::string_view pod, size_t limit) const {
+  std::vector<DecisionRecord> out;
+  for (const std::shared_ptr<const LoggedDecision>& d : impl_->log.Find(pod, limit)) {
+    DecisionRecord r;
+    r.at = d->at;
+    r.verb = d->verb;
+    r.pod_uid = d->pod_uid;
+    r.pod = absl::StrCat(d->pod_namespace, "/", d->pod_name);
+    r.contention_class = std::string(ContentionClassName(d->contention_class));
+    r.class_source = std::string(ClassSourceName(d->class_source));
+    r.nodes.reserve(d->nodes.size());
+    for (size_t i = 0; i < d->nodes.size(); ++i) {
+      r.nodes.push_back({d->nodes[i], d->decisions[i]});
+    }
+    r.booked_node = d->booked_node;
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+size_t ExtenderCore::node_count() const {
+  size_t n = 0;
+  for (const auto& [name, entry] : impl_->state.view().entries()) {
+    n += entry->snapshot.load() != nullptr ? 1 : 0;
+  }
+  return n;
+}
+
+absl::Status ExtenderCore::LoadState(const std::string& path) { return impl_->registry.Load(path); }
+
+absl::Status ExtenderCore::SaveState(const std::string& path) const {
+  return impl_->registry.Save(path);
+}
+
+IngestStats ExtenderCore::ingest_stats() const {
+  IngestStats s;
+  s.reports_accepted = impl_->accepted.load(std::memory_order_relaxed);
+  s.reports_rejected = impl_->rejected.load(std::memory_order_relaxed);
+  return s;
+}
+
+size_t ExtenderCore::bookings() const { return impl_->ledger.size(); }
+
+size_t ExtenderCore::remembered_pods() const { return impl_->registry.size(); }
+
+}  // namespace neighborly::extender

@@ -1,0 +1,252 @@
+// ExtenderCore end to end without transports: ingest, filter/prioritize with
+// the current clock, bookings, remembered classes, views, persistence.
+#include "extender/src/core/extender_core.h"
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "extender/src/model/testing/report_builder.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace neighborly::extender {
+namespace {
+
+using testing::AddPod;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using testing::SetMeasured;
+using testing::TwoSocketNode;
+namespace tv1 = ::neighborly::telemetry::v1;
+
+IncomingPod Pod(const std::string& name, std::map<std::string, std::string> annotations = {},
+                std::map<std::string, std::string> labels = {}) {
+  IncomingPod pod;
+  pod.uid = "uid-" + name;
+  pod.namespace_name = "ns";
+  pod.name = name;
+  pod.qos = QosClass::kBurstable;
+  pod.cpu_request_millicores = 1000;
+  pod.memory_request_bytes = 1 << 30;
+  pod.annotations = std::move(annotations);
+  pod.labels = std::move(labels);
+  return pod;
+}
+
+IncomingPod LatencyCritical(const std::string& name) {
+  return Pod(name, {{"neighborly.io/class", "latency-critical"}});
+}
+
+class ExtenderCoreTest : public ::testing::Test {
+ protected:
+  std::vector<NodeDecision> Filter(const IncomingPod& pod, std::vector<std::string_view> nodes) {
+    std::vector<NodeDecision> out;
+    core_.Filter(pod, nodes, out);
+    return out;
+  }
+  std::vector<NodeDecision> Prioritize(const IncomingPod& pod,
+                                       std::vector<std::string_view> nodes) {
+    std::vector<NodeDecision> out;
+    core_.Prioritize(pod, nodes, out);
+    return out;
+  }
+
+  FakeClock clock_;
+  ModelConfig config_;
+  ExtenderCore core_{config_, clock_};
+};
+
+TEST_F(ExtenderCoreTest, AcceptedReportIsVisibleInViews) {
+  tv1::NodeReport r = TwoSocketNode("node-1", 7);
+  SetMeasured(r, 0, 12 << 20, 20'000'000'000);
+  AddPod(r, {.uid = "b",
+             .namespace_name = "analytics",
+             .name = "scan",
+             .membw_bytes_per_second = 22'100'000'000});
+  ASSERT_TRUE(core_.Ingest(r).ok());
+  ASSERT_TRUE(core_.Ingest(TwoSocketNode("node-2")).ok());
+  EXPECT_EQ(core_.node_count(), 2u);
+  std::optional<NodeSummary> n = core_.Node("node-1");
+  ASSERT_TRUE(n.has_value());
+  EXPECT_EQ(n->sequence, 7u);
+  EXPECT_EQ(n->confidence, 1.0);
+  EXPECT_EQ(n->topology_manager_policy, "single-numa-node");
+  ASSERT_EQ(n->numa_nodes.size(), 2u);
+  EXPECT_DOUBLE_EQ(n->numa_nodes[0].membw_utilisation, 0.4);
+  EXPECT_EQ(n->numa_nodes[0].free_exclusive_cpus, 8u);
+  EXPECT_EQ(n->l3_domains[0].occupancy_bytes, 12u << 20);
+  EXPECT_THAT(n->aggressors, ElementsAre("analytics/scan"));
+  ASSERT_EQ(n->pods.size(), 1u);
+  EXPECT_EQ(n->pods[0].contention_class, "batch");
+  EXPECT_EQ(n->pods[0].class_source, "measured");
+  EXPECT_EQ(n->capabilities["resctrl_occupancy"], "available");
+  EXPECT_FALSE(core_.Node("node-3").has_value());
+  // Sorted by contention: node-1 first.
+  std::vector<NodeSummary> all = core_.Nodes();
+  ASSERT_EQ(all.size(), 2u);
+  EXPECT_EQ(all[0].name, "node-1");
+  EXPECT_TRUE(all[0].pods.empty());
+  clock_.Advance(absl::Seconds(31.5));
+  EXPECT_DOUBLE_EQ(core_.Node("node-1")->confidence, 0.5);
+  EXPECT_EQ(core_.ingest_stats().reports_accepted, 2u);
+}
+
+TEST_F(ExtenderCoreTest, InvalidReportChangesNoState) {
+  ASSERT_TRUE(core_.Ingest(TwoSocketNode("node-1", 1)).ok());
+  tv1::NodeReport bad = TwoSocketNode("node-1", 2);
+  AddPod(bad, {.uid = "p", .name = "p", .exclusive_cpus = "99"});
+  absl::Status s = core_.Ingest(bad);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(s.message()), HasSubstr("pods[0].exclusive_cpus"));
+  EXPECT_EQ(core_.Node("node-1")->sequence, 1u);
+  EXPECT_TRUE(core_.Node("node-1")->pods.empty());
+  tv1::NodeReport unnamed = TwoSocketNode("node-9", 1);
+  unnamed.mutable_window_duration()->set_seconds(0);
+  EXPECT_EQ(core_.Ingest(unnamed).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(core_.node_count(), 1u);
+  EXPECT_EQ(core_.ingest_stats().reports_rejected, 2u);
+}
+
+TEST_F(ExtenderCoreTest, ReplayedOrOldReportIsRefusedButANewBootStartsOver) {
+  ASSERT_TRUE(core_.Ingest(TwoSocketNode("node-1", 5)).ok());
+  absl::Status replay = core_.Ingest(TwoSocketNode("node-1", 5));
+  EXPECT_EQ(replay.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(replay.message()), HasSubstr("NodeReport.sequence: 5 is not after 5"));
+  EXPECT_EQ(core_.Ingest(TwoSocketNode("node-1", 3)).code(), absl::StatusCode::kInvalidArgument);
+  tv1::NodeReport rebooted = TwoSocketNode("node-1", 1);
+  rebooted.set_boot_id("another-boot");
+  EXPECT_TRUE(core_.Ingest(rebooted).ok());
+  EXPECT_EQ(core_.Node("node-1")->sequence, 1u);
+}
+
+TEST_F(ExtenderCoreTest, NoTelemetryPassesEverythingWithFive) {
+  for (const NodeDecision& d : Filter(LatencyCritical("a"), {"x", "y", "z"})) {
+    EXPECT_TRUE(d.feasible);
+    EXPECT_EQ(d.score, 5);
+  }
+}
+
+TEST_F(ExtenderCoreTest, FilterUsesTheCurrentClock) {
+  tv1::NodeReport r = TwoSocketNode("node-1");
+  AddPod(r, {.uid = "b", .name = "scan", .labels = {{"workload-type", "batch"}}});
+  ASSERT_TRUE(core_.Ingest(r).ok());
+  EXPECT_FALSE(Filter(LatencyCritical("a"), {"node-1"})[0].feasible);
+  clock_.Advance(absl::Seconds(60));  // the agent went silent: fail open
+  NodeDecision d = Filter(LatencyCritical("a"), {"node-1"})[0];
+  EXPECT_TRUE(d.feasible);
+  EXPECT_EQ(d.score, 5);
+}
+
+TEST_F(ExtenderCoreTest, PrioritizeBooksTheBestNodeUntilTheAgentReportsThePod) {
+  ASSERT_TRUE(core_.Ingest(TwoSocketNode("node-1", 1)).ok());
+  ASSERT_TRUE(core_.Ingest(TwoSocketNode("node-2", 1)).ok());
+  const IncomingPod heavy = Pod("heavy", {{"neighborly.io/llc-bytes", "20Mi"},
+                                          {"neighborly.io/membw-bytes-per-second", "20G"}});
+  std::vector<NodeDecision> first = Prioritize(heavy, {"node-1", "node-2"});
+  EXPECT_EQ(first[0].score, first[1].score);  // identical nodes; the first wins the tie
+  EXPECT_EQ(core_.Node("node-1")->bookings, 1);
+  EXPECT_EQ(core_.bookings(), 1u);
+  // The next pod sees the booked footprint on node-1.
+  const IncomingPod next = Pod("next", {{"neighborly.io/llc-bytes", "20Mi"},
+                                        {"neighborly.io/membw-bytes-per-second", "20G"}});
+  std::vector<NodeDecision> second = Prioritize(next, {"node-1", "node-2"});
+  EXPECT_LT(second[0].score, second[1].score);
+  EXPECT_EQ(core_.Node("node-2")->bookings, 1);
+  // node-1's agent reports the first pod running: its booking is released.
+  tv1::NodeReport landed = TwoSocketNode("node-1", 2);
+  AddPod(landed, {.uid = "uid-heavy", .namespace_name = "ns", .name = "heavy"});
+  ASSERT_TRUE(core_.Ingest(landed).ok());
+  EXPECT_EQ(core_.Node("node-1")->bookings, 0);
+  EXPECT_EQ(core_.bookings(), 1u);
+  std::vector<DecisionRecord> records = core_.Decisions("ns/next", 5);
+  ASSERT_EQ(records.size(), 1u);
+  EXPECT_EQ(records[0].verb, "prioritize");
+  EXPECT_EQ(records[0].booked_node, "node-2");
+  ASSERT_EQ(records[0].nodes.size(), 2u);
+  EXPECT_EQ(records[0].nodes[1].node, "node-2");
+}
+
+TEST_F(ExtenderCoreTest, BookingsExpireAfterTheTtl) {
+  ASSERT_TRUE(core_.Ingest(TwoSocketNode("node-1", 1)).ok());
+  Prioritize(Pod("p"), {"node-1"});
+  EXPECT_EQ(core_.bookings(), 1u);
+  clock_.Advance(config_.booking_ttl - absl::Seconds(1));
+  Filter(Pod("q"), {"node-1"});
+  EXPECT_EQ(core_.bookings(), 1u);
+  clock_.Advance(absl::Seconds(1));
+  Filter(Pod("q"), {"node-1"});
+  EXPECT_EQ(core_.bookings(), 0u);
+}
+
+TEST_F(ExtenderCoreTest, RemembersDeclaredClassesForPodsTheAgentCannotLabel) {
+  // The scheduler asks about a latency-critical pod ...
+  Filter(LatencyCritical("article"), {"node-1"});
+  // ... which then runs where the agent sees no annotations.
+  tv1::NodeReport r = TwoSocketNode("node-1");
+  AddPod(r, {.uid = "uid-article", .namespace_name = "ns", .name = "article"});
+  ASSERT_TRUE(core_.Ingest(r).ok());
+  std::optional<NodeSummary> n = core_.Node("node-1");
+  ASSERT_EQ(n->pods.size(), 1u);
+  EXPECT_EQ(n->pods[0].contention_class, "latency-critical");
+  EXPECT_EQ(n->pods[0].class_source, "remembered");
+  // And a batch pod is kept away from it.
+  NodeDecision d = Filter(Pod("scan", {}, {{"workload-type", "batch"}}), {"node-1"})[0];
+  EXPECT_FALSE(d.feasible);
+  EXPECT_THAT(d.reason, HasSubstr("latency-critical pod ns/article"));
+}
+
+TEST_F(ExtenderCoreTest, LearnedStateSurvivesARestart) {
+  const std::string dir = std::string(NEIGHBORLY_BINARY_DIR) + "/core_test_tmp";
+  std::filesystem::create_directories(dir);
+  const std::string path = dir + "/pods.json";
+  Filter(LatencyCritical("article"), {"node-1"});
+  EXPECT_EQ(core_.remembered_pods(), 1u);
+  ASSERT_TRUE(core_.SaveState(path).ok());
+
+  ExtenderCore restarted(config_, clock_);
+  ASSERT_TRUE(restarted.LoadState(path).ok());
+  tv1::NodeReport r = TwoSocketNode("node-1");
+  AddPod(r, {.uid = "uid-article", .namespace_name = "ns", .name = "article"});
+  ASSERT_TRUE(restarted.Ingest(r).ok());
+  EXPECT_EQ(restarted.Node("node-1")->pods[0].contention_class, "latency-critical");
+
+  std::ofstream(path) << "{ not json";
+  ExtenderCore corrupt(config_, clock_);
+  absl::Status s = corrupt.LoadState(path);
+  EXPECT_EQ(s.code(), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(std::string(s.message()), HasSubstr("corrupt"));
+}
+
+TEST_F(ExtenderCoreTest, DecisionsAreServedWhileIngestRuns) {
+  std::atomic<bool> done{false};
+  std::thread writer([&] {
+    for (uint64_t seq = 1; seq <= 200; ++seq) {
+      tv1::NodeReport r = TwoSocketNode("node-" + std::to_string(seq % 4), seq);
+      AddPod(r, {.uid = "b" + std::to_string(seq % 4),
+                 .name = "scan",
+                 .labels = {{"workload-type", "batch"}}});
+      ASSERT_TRUE(core_.Ingest(r).ok());
+    }
+    done = true;
+  });
+  int rounds = 0;
+  const IncomingPod lc = LatencyCritical("a");
+  while (!done.load() || rounds == 0) {
+    std::vector<NodeDecision> d = Filter(lc, {"node-0", "node-1", "node-2", "node-3"});
+    for (const NodeDecision& x : d) {
+      // Either no telemetry yet (pass, 5) or the batch pod is seen (rejected).
+      EXPECT_TRUE(x.has_telemetry ? !x.feasible : (x.feasible && x.score == 5));
+    }
+    ++rounds;
+  }
+  writer.join();
+  for (const NodeDecision& x : Filter(lc, {"node-0", "node-1", "node-2", "node-3"})) {
+    EXPECT_FALSE(x.feasible);
+  }
+}
+
+}  // namespace
+}  // namespace neighborly::extender

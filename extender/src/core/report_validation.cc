@@ -1,0 +1,305 @@
+#include "extender/src/core/report_validation.h"
+
+#include <algorithm>
+#include <cmath>
+#include <optional>
+#include <set>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "common/cpu_list.h"
+#include "common/strings.h"
+
+namespace neighborly::extender {
+namespace {
+
+namespace tv1 = ::neighborly::telemetry::v1;
+
+absl::Status Bad(std::string_view field, std::string_view problem) {
+  return absl::InvalidArgumentError(absl::StrCat("NodeReport.", Av(field), ": ", Av(problem)));
+}
+
+#define NB_RETURN_IF_ERROR(expr) \
+  do {                           \
+    absl::Status _s = (expr);    \
+    if (!_s.ok()) return _s;     \
+  } while (false)
+
+absl::Status CheckLength(std::string_view field, std::string_view value, size_t max) {
+  if (value.size() > max) {
+    return Bad(field, absl::StrCat("too long (", value.size(), " bytes, at most ", max, ")"));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<CpuSet> CheckCpus(std::string_view field, std::string_view text) {
+  absl::StatusOr<CpuSet> cpus = ParseCpuList(text);
+  if (!cpus.ok()) return Bad(field, Sv(cpus.status().message()));
+  return cpus;
+}
+
+absl::Status CheckDouble(std::string_view field, bool present, double value,
+                         std::optional<double> max = std::nullopt) {
+  if (!present) return absl::OkStatus();
+  if (!std::isfinite(value)) return Bad(field, "not a finite number");
+  if (value < 0) return Bad(field, absl::StrCat("negative (", value, ")"));
+  if (max && value > *max) return Bad(field, absl::StrCat(value, " exceeds ", *max));
+  return absl::OkStatus();
+}
+
+absl::Status CheckCapability(std::string_view field, const tv1::Capability& c,
+                             const ReportLimits& limits) {
+  return CheckLength(absl::StrCat(Av(field), ".reason"), c.reason(), limits.max_string_bytes);
+}
+
+absl::Status CheckOneOf(std::string_view field, const std::string& value,
+                        std::initializer_list<std::string_view> allowed) {
+  for (std::string_view a : allowed) {
+    if (value == a) return absl::OkStatus();
+  }
+  std::string list;
+  for (std::string_view a : allowed) {
+    absl::StrAppend(&list, list.empty() ? "" : ", ", a.empty() ? "\"\"" : Av(a));
+  }
+  return Bad(field, absl::StrCat("\"", value.substr(0, 64), "\" is not one of ", list));
+}
+
+absl::Status ValidatePod(const tv1::PodReport& pod, const std::string& field,
+                         const std::set<uint32_t>& numa_ids, const CpuSet& all_cpus,
+                         const ReportLimits& limits) {
+  if (pod.uid().empty()) return Bad(field + ".uid", "empty");
+  NB_RETURN_IF_ERROR(CheckLength(field + ".uid", pod.uid(), 128));
+  if (pod.namespace_().empty()) return Bad(field + ".namespace", "empty");
+  NB_RETURN_IF_ERROR(CheckLength(field + ".namespace", pod.namespace_(), 253));
+  if (pod.name().empty()) return Bad(field + ".name", "empty");
+  NB_RETURN_IF_ERROR(CheckLength(field + ".name", pod.name(), 253));
+  if (!tv1::QosClass_IsValid(pod.qos_class())) {
+    return Bad(field + ".qos_class", absl::StrCat("unknown value ", pod.qos_class()));
+  }
+  if (static_cast<size_t>(pod.labels_size()) > limits.max_labels) {
+    return Bad(field + ".labels",
+               absl::StrCat(pod.labels_size(), " entries, at most ", limits.max_labels));
+  }
+  for (const auto& [k, v] : pod.labels()) {
+    if (k.empty()) return Bad(field + ".labels", "empty key");
+    NB_RETURN_IF_ERROR(CheckLength(absl::StrCat(field, ".labels[", k.substr(0, 64), "] key"), k,
+                                   limits.max_key_bytes));
+    NB_RETURN_IF_ERROR(
+        CheckLength(absl::StrCat(field, ".labels[", k, "]"), v, limits.max_label_value_bytes));
+  }
+  if (static_cast<size_t>(pod.annotations_size()) > limits.max_annotations) {
+    return Bad(field + ".annotations",
+               absl::StrCat(pod.annotations_size(), " entries, at most ", limits.max_annotations));
+  }
+  size_t total = 0;
+  for (const auto& [k, v] : pod.annotations()) {
+    if (k.empty()) return Bad(field + ".annotations", "empty key");
+    NB_RETURN_IF_ERROR(CheckLength(absl::StrCat(field, ".annotations[", k.substr(0, 64), "] key"),
+                                   k, limits.max_key_bytes));
+    NB_RETURN_IF_ERROR(CheckLength(absl::StrCat(field, ".annotations[", k, "]"), v,
+                                   limits.max_annotation_value_bytes));
+    total += k.size() + v.size();
+  }
+  if (total > limits.max_annotations_total_bytes) {
+    return Bad(field + ".annotations", absl::StrCat("total size ", total, " bytes exceeds ",
+                                                    limits.max_annotations_total_bytes));
+  }
+  if (pod.has_cpu_request_millicores() && pod.cpu_request_millicores() < 0) {
+    return Bad(field + ".cpu_request_millicores", "negative");
+  }
+  if (pod.has_cpu_usage_millicores() && pod.cpu_usage_millicores() < 0) {
+    return Bad(field + ".cpu_usage_millicores", "negative");
+  }
+  absl::StatusOr<CpuSet> cpus = CheckCpus(field + ".exclusive_cpus", pod.exclusive_cpus());
+  if (!cpus.ok()) return cpus.status();
+  for (uint32_t cpu : *cpus) {
+    if (!std::binary_search(all_cpus.begin(), all_cpus.end(), cpu)) {
+      return Bad(field + ".exclusive_cpus",
+                 absl::StrCat("CPU ", cpu, " is not in any NUMA node of the topology"));
+    }
+  }
+  NB_RETURN_IF_ERROR(CheckDouble(field + ".ipc", pod.has_ipc(), pod.ipc()));
+  NB_RETURN_IF_ERROR(CheckDouble(field + ".llc_misses_per_kilo_instructions",
+                                 pod.has_llc_misses_per_kilo_instructions(),
+                                 pod.llc_misses_per_kilo_instructions()));
+  NB_RETURN_IF_ERROR(CheckDouble(field + ".psi_cpu_some_avg10", pod.has_psi_cpu_some_avg10(),
+                                 pod.psi_cpu_some_avg10(), 100.0));
+  NB_RETURN_IF_ERROR(CheckDouble(field + ".psi_memory_some_avg10", pod.has_psi_memory_some_avg10(),
+                                 pod.psi_memory_some_avg10(), 100.0));
+  NB_RETURN_IF_ERROR(CheckDouble(field + ".psi_memory_full_avg10", pod.has_psi_memory_full_avg10(),
+                                 pod.psi_memory_full_avg10(), 100.0));
+  if (static_cast<size_t>(pod.memory_bytes_by_numa_size()) > limits.max_numa_nodes) {
+    return Bad(field + ".memory_bytes_by_numa", "more entries than NUMA nodes allowed");
+  }
+  for (const auto& [id, bytes] : pod.memory_bytes_by_numa()) {
+    if (!numa_ids.contains(id)) {
+      return Bad(absl::StrCat(field, ".memory_bytes_by_numa[", id, "]"),
+                 "no such NUMA node in the topology");
+    }
+  }
+  if (static_cast<size_t>(pod.unavailable_size()) > limits.max_map_entries) {
+    return Bad(field + ".unavailable", "too many entries");
+  }
+  for (const auto& [k, v] : pod.unavailable()) {
+    NB_RETURN_IF_ERROR(CheckLength(field + ".unavailable key", k, limits.max_string_bytes));
+    NB_RETURN_IF_ERROR(
+        CheckLength(absl::StrCat(field, ".unavailable[", k, "]"), v, limits.max_string_bytes));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+bool IsDns1123Subdomain(std::string_view name) {
+  if (name.empty() || name.size() > 253) return false;
+  auto alnum = [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); };
+  if (!alnum(name.front()) || !alnum(name.back())) return false;
+  for (size_t i = 0; i < name.size(); ++i) {
+    const char c = name[i];
+    if (alnum(c) || c == '-') continue;
+    if (c == '.' && alnum(name[i - 1]) && alnum(name[i + 1])) continue;
+    return false;
+  }
+  return true;
+}
+
+absl::Status ValidateReport(const tv1::NodeReport& r, const ReportLimits& limits) {
+  // Identity.
+  if (r.node_name().empty()) return Bad("node_name", "empty");
+  if (!IsDns1123Subdomain(r.node_name())) {
+    return Bad("node_name", absl::StrCat("\"", r.node_name().substr(0, 64),
+                                         "\" is not a valid node name (DNS-1123 subdomain: "
+                                         "lowercase letters, digits, '-' and '.', at most 253)"));
+  }
+  NB_RETURN_IF_ERROR(CheckLength("agent_version", r.agent_version(), limits.max_string_bytes));
+  NB_RETURN_IF_ERROR(CheckLength("boot_id", r.boot_id(), 128));
+  if (r.has_window_start()) {
+    const auto& ts = r.window_start();
+    if (ts.nanos() < 0 || ts.nanos() >= 1'000'000'000 || ts.seconds() < 0 ||
+        ts.seconds() > 253402300799) {
+      return Bad("window_start", "not a valid timestamp");
+    }
+  }
+  if (!r.has_window_duration()) return Bad("window_duration", "missing (must be > 0)");
+  {
+    const auto& d = r.window_duration();
+    if (d.seconds() < 0 || d.nanos() < 0 || d.nanos() >= 1'000'000'000 ||
+        (d.seconds() == 0 && d.nanos() == 0)) {
+      return Bad("window_duration", "must be > 0");
+    }
+    if (d.seconds() > 3600) return Bad("window_duration", "longer than one hour");
+  }
+
+  // Capabilities.
+  const tv1::Capabilities& caps = r.capabilities();
+  NB_RETURN_IF_ERROR(
+      CheckCapability("capabilities.resctrl_occupancy", caps.resctrl_occupancy(), limits));
+  NB_RETURN_IF_ERROR(
+      CheckCapability("capabilities.resctrl_mbm_total", caps.resctrl_mbm_total(), limits));
+  NB_RETURN_IF_ERROR(
+      CheckCapability("capabilities.resctrl_mbm_local", caps.resctrl_mbm_local(), limits));
+  NB_RETURN_IF_ERROR(CheckCapability("capabilities.perf_hardware_counters",
+                                     caps.perf_hardware_counters(), limits));
+  NB_RETURN_IF_ERROR(CheckCapability("capabilities.psi", caps.psi(), limits));
+  NB_RETURN_IF_ERROR(
+      CheckCapability("capabilities.kubelet_pod_resources", caps.kubelet_pod_resources(), limits));
+  NB_RETURN_IF_ERROR(
+      CheckCapability("capabilities.cpu_manager_state", caps.cpu_manager_state(), limits));
+  NB_RETURN_IF_ERROR(CheckCapability("capabilities.pod_metadata", caps.pod_metadata(), limits));
+  if (static_cast<size_t>(caps.unmonitored_pods_size()) > limits.max_map_entries) {
+    return Bad("capabilities.unmonitored_pods", "too many entries");
+  }
+  for (const auto& [uid, why] : caps.unmonitored_pods()) {
+    NB_RETURN_IF_ERROR(CheckLength("capabilities.unmonitored_pods key", uid, 128));
+    NB_RETURN_IF_ERROR(CheckLength(absl::StrCat("capabilities.unmonitored_pods[", uid, "]"), why,
+                                   limits.max_string_bytes));
+  }
+
+  // Topology.
+  const tv1::Topology& topo = r.topology();
+  NB_RETURN_IF_ERROR(CheckLength("topology.note", topo.note(), limits.max_string_bytes));
+  if (topo.numa_nodes_size() == 0)
+    return Bad("topology.numa_nodes", "empty (at least one NUMA node)");
+  if (static_cast<size_t>(topo.numa_nodes_size()) > limits.max_numa_nodes) {
+    return Bad("topology.numa_nodes",
+               absl::StrCat(topo.numa_nodes_size(), " entries, at most ", limits.max_numa_nodes));
+  }
+  std::set<uint32_t> numa_ids;
+  CpuSet all_cpus;
+  for (int i = 0; i < topo.numa_nodes_size(); ++i) {
+    const tv1::NumaNode& n = topo.numa_nodes(i);
+    const std::string field = absl::StrCat("topology.numa_nodes[", i, "]");
+    if (!numa_ids.insert(n.id()).second) {
+      return Bad(field + ".id", absl::StrCat("duplicate NUMA node id ", n.id()));
+    }
+    absl::StatusOr<CpuSet> cpus = CheckCpus(field + ".cpus", n.cpus());
+    if (!cpus.ok()) return cpus.status();
+    if (IntersectionSize(*cpus, all_cpus) != 0) {
+      return Bad(field + ".cpus", "overlaps the CPUs of another NUMA node");
+    }
+    all_cpus.insert(all_cpus.end(), cpus->begin(), cpus->end());
+    std::sort(all_cpus.begin(), all_cpus.end());
+    if (n.distances_size() != 0 && n.distances_size() != topo.numa_nodes_size()) {
+      return Bad(field + ".distances", absl::StrCat(n.distances_size(), " entries for ",
+                                                    topo.numa_nodes_size(), " NUMA nodes"));
+    }
+    if (n.has_peak_membw_bytes_per_second() && n.peak_membw_bytes_per_second() == 0) {
+      return Bad(field + ".peak_membw_bytes_per_second", "zero (omit it when unknown)");
+    }
+    NB_RETURN_IF_ERROR(
+        CheckLength(field + ".peak_membw_source", n.peak_membw_source(), limits.max_string_bytes));
+  }
+  if (static_cast<size_t>(topo.l3_domains_size()) > limits.max_l3_domains) {
+    return Bad("topology.l3_domains",
+               absl::StrCat(topo.l3_domains_size(), " entries, at most ", limits.max_l3_domains));
+  }
+  std::set<uint32_t> l3_ids;
+  for (int i = 0; i < topo.l3_domains_size(); ++i) {
+    const tv1::L3Domain& d = topo.l3_domains(i);
+    const std::string field = absl::StrCat("topology.l3_domains[", i, "]");
+    if (!l3_ids.insert(d.id()).second) {
+      return Bad(field + ".id", absl::StrCat("duplicate L3 domain id ", d.id()));
+    }
+    absl::StatusOr<CpuSet> cpus = CheckCpus(field + ".cpus", d.cpus());
+    if (!cpus.ok()) return cpus.status();
+    if (!numa_ids.contains(d.numa_node())) {
+      return Bad(field + ".numa_node",
+                 absl::StrCat("no NUMA node ", d.numa_node(), " in the topology"));
+    }
+    if (d.size_bytes() == 0) return Bad(field + ".size_bytes", "zero");
+  }
+
+  // Kubelet policies.
+  const tv1::KubeletPolicies& k = r.kubelet();
+  NB_RETURN_IF_ERROR(
+      CheckOneOf("kubelet.cpu_manager_policy", k.cpu_manager_policy(), {"", "none", "static"}));
+  NB_RETURN_IF_ERROR(CheckOneOf("kubelet.topology_manager_policy", k.topology_manager_policy(),
+                                {"", "none", "best-effort", "restricted", "single-numa-node"}));
+  NB_RETURN_IF_ERROR(CheckOneOf("kubelet.topology_manager_scope", k.topology_manager_scope(),
+                                {"", "container", "pod"}));
+  if (absl::StatusOr<CpuSet> c = CheckCpus("kubelet.reserved_cpus", k.reserved_cpus()); !c.ok()) {
+    return c.status();
+  }
+  if (absl::StatusOr<CpuSet> c = CheckCpus("kubelet.shared_pool_cpus", k.shared_pool_cpus());
+      !c.ok()) {
+    return c.status();
+  }
+
+  // Pods.
+  if (static_cast<size_t>(r.pods_size()) > limits.max_pods) {
+    return Bad("pods", absl::StrCat(r.pods_size(), " pods, at most ", limits.max_pods));
+  }
+  std::set<std::string_view> uids;
+  for (int i = 0; i < r.pods_size(); ++i) {
+    const std::string field = absl::StrCat("pods[", i, "]");
+    NB_RETURN_IF_ERROR(ValidatePod(r.pods(i), field, numa_ids, all_cpus, limits));
+    if (!uids.insert(r.pods(i).uid()).second) {
+      return Bad(field + ".uid", absl::StrCat("duplicate pod uid ", r.pods(i).uid()));
+    }
+  }
+  return absl::OkStatus();
+}
+
+#undef NB_RETURN_IF_ERROR
+
+}  // namespace neighborly::extender
