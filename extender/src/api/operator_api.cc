@@ -1,0 +1,285 @@
+#include "extender/src/api/operator_api.h"
+
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
+#include "common/strings.h"
+#include "extender/src/http/json_writer.h"
+
+namespace neighborly::extender {
+namespace {
+
+constexpr size_t kDefaultDecisionLimit = 20;
+constexpr size_t kMaxDecisionLimit = 1000;
+
+template <typename T>
+nlohmann::json Optional(const std::optional<T>& v) {
+  return v.has_value() ? nlohmann::json(*v) : nlohmann::json(nullptr);
+}
+
+nlohmann::json Finite(double v) {
+  return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr);
+}
+
+std::string Dump(const nlohmann::json& j) {
+  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+void Reply(httplib::Response& res, int status, const nlohmann::json& body) {
+  res.status = status;
+  res.set_content(Dump(body), "application/json");
+}
+
+void ReplyError(httplib::Response& res, int status, std::string_view message) {
+  Reply(res, status, nlohmann::json{{"Error", std::string(message)}});
+}
+
+nlohmann::json PodJson(const PodSummary& p) {
+  return {{"uid", p.uid},
+          {"namespace", p.namespace_name},
+          {"name", p.name},
+          {"qosClass", p.qos_class},
+          {"contentionClass", p.contention_class},
+          {"classSource", p.class_source},
+          {"aggressor", p.aggressor},
+          {"exclusiveCpus", p.exclusive_cpus},
+          {"cpuUsageMillicores", Optional(p.cpu_usage_millicores)},
+          {"llcOccupancyBytes", Optional(p.llc_occupancy_bytes)},
+          {"membwTotalBytesPerSecond", Optional(p.membw_total_bytes_per_second)},
+          {"membwLocalBytesPerSecond", Optional(p.membw_local_bytes_per_second)},
+          {"ipc", Optional(p.ipc)},
+          {"llcMissesPerKiloInstructions", Optional(p.llc_misses_per_kilo_instructions)},
+          {"unavailable", p.unavailable}};
+}
+
+// Prometheus label values escape backslash, quote and newline.
+std::string LabelValue(std::string_view v) {
+  std::string out;
+  for (char c : v) {
+    if (c == '\\') {
+      out += "\\\\";
+    } else if (c == '"') {
+      out += "\\\"";
+    } else if (c == '\n') {
+      out += "\\n";
+    } else {
+      out.push_back(c);
+    }
+  }
+  return out;
+}
+
+void Family(std::string& out, std::string_view name, std::string_view type, std::string_view help) {
+  absl::StrAppend(&out, "# HELP ", Av(name), " ", Av(help), "\n# TYPE ", Av(name), " ", Av(type),
+                  "\n");
+}
+
+void Sample(std::string& out, std::string_view name, std::string_view labels, double value) {
+  absl::StrAppend(&out, Av(name), "{", Av(labels), "} ");
+  AppendDouble(value, out);
+  out.push_back('\n');
+}
+
+}  // namespace
+
+nlohmann::json NodeSummaryJson(const NodeSummary& n, bool with_pods) {
+  nlohmann::json l3 = nlohmann::json::array();
+  for (const L3DomainSummary& d : n.l3_domains) {
+    l3.push_back({{"id", d.id},
+                  {"numaNode", d.numa_node},
+                  {"sizeBytes", d.size_bytes},
+                  {"occupancyBytes", Optional(d.occupancy_bytes)},
+                  {"pressure", Finite(d.pressure)}});
+  }
+  nlohmann::json numa = nlohmann::json::array();
+  for (const NumaNodeSummary& m : n.numa_nodes) {
+    numa.push_back({{"id", m.id},
+                    {"cpus", m.cpus},
+                    {"memoryBytes", m.memory_bytes},
+                    {"peakMembwBytesPerSecond", m.peak_membw_bytes_per_second},
+                    {"peakMembwSource", m.peak_membw_source},
+                    {"membwBytesPerSecond", Optional(m.membw_bytes_per_second)},
+                    {"membwUtilisation", Finite(m.membw_utilisation)},
+                    {"freeExclusiveCpus", m.free_exclusive_cpus},
+                    {"freeMemoryBytes", m.free_memory_bytes}});
+  }
+  nlohmann::json j = {
+      {"name", n.name},
+      {"telemetryAgeSeconds", n.telemetry_age == absl::InfiniteDuration()
+                                  ? nlohmann::json(nullptr)
+                                  : nlohmann::json(absl::ToDoubleSeconds(n.telemetry_age))},
+      {"confidence", Finite(n.confidence)},
+      {"contentionScore", Finite(n.contention_score)},
+      {"sequence", n.sequence},
+      {"agentVersion", n.agent_version},
+      {"capabilities", n.capabilities},
+      {"cpuManagerPolicy", n.cpu_manager_policy},
+      {"topologyManagerPolicy", n.topology_manager_policy},
+      {"l3Domains", std::move(l3)},
+      {"numaNodes", std::move(numa)},
+      {"podsByClass", n.pods_by_class},
+      {"aggressors", n.aggressors},
+      {"bookings", n.bookings},
+  };
+  if (with_pods) {
+    nlohmann::json pods = nlohmann::json::array();
+    for (const PodSummary& p : n.pods) pods.push_back(PodJson(p));
+    j["pods"] = std::move(pods);
+  }
+  return j;
+}
+
+nlohmann::json DecisionRecordJson(const DecisionRecord& r) {
+  nlohmann::json nodes = nlohmann::json::array();
+  for (const DecisionRecord::PerNode& per : r.nodes) {
+    const NodeDecision& d = per.decision;
+    nlohmann::json terms = nlohmann::json::array();
+    for (const Term& t : ExplainTerms(d)) {
+      terms.push_back({{"name", t.name}, {"value", Finite(t.value)}, {"detail", t.detail}});
+    }
+    nodes.push_back({{"node", per.node},
+                     {"feasible", d.feasible},
+                     {"reason", d.reason},
+                     {"score", d.score},
+                     {"cost", Finite(d.cost)},
+                     {"confidence", Finite(d.confidence)},
+                     {"hasTelemetry", d.has_telemetry},
+                     {"numaNode", d.numa_node},
+                     {"l3Domain", d.l3_domain},
+                     {"terms", std::move(terms)}});
+  }
+  return {{"at", absl::FormatTime("%Y-%m-%d%ET%H:%M:%E*SZ", r.at, absl::UTCTimeZone())},
+          {"verb", r.verb},
+          {"podUid", r.pod_uid},
+          {"pod", r.pod},
+          {"contentionClass", r.contention_class},
+          {"classSource", r.class_source},
+          {"bookedNode", r.booked_node},
+          {"nodes", std::move(nodes)}};
+}
+
+std::string RenderMetrics(const OperatorSource& source, const ExtenderMetrics& metrics) {
+  std::string out;
+  metrics.AppendPrometheus(out);
+  const IngestStats ingest = source.Ingest();
+  Family(out, "neighborly_ingest_reports_total", "counter",
+         "Node reports received over gRPC, by result.");
+  Sample(out, "neighborly_ingest_reports_total", "result=\"accepted\"",
+         static_cast<double>(ingest.reports_accepted));
+  Sample(out, "neighborly_ingest_reports_total", "result=\"rejected\"",
+         static_cast<double>(ingest.reports_rejected));
+  Family(out, "neighborly_ingest_streams_open", "gauge", "Agent report streams now open.");
+  absl::StrAppend(&out, "neighborly_ingest_streams_open ", ingest.streams_open, "\n");
+
+  const std::vector<NodeSummary> nodes = source.Nodes();
+  Family(out, "neighborly_node_contention_score", "gauge",
+         "Max of L3 pressure and bandwidth utilisation on the node, 0..1.");
+  for (const NodeSummary& n : nodes) {
+    Sample(out, "neighborly_node_contention_score",
+           absl::StrCat("node=\"", LabelValue(n.name), "\""), n.contention_score);
+  }
+  Family(out, "neighborly_node_l3_pressure", "gauge",
+         "L3 occupancy over capacity per L3 domain, 0..1 (can exceed 1 when summed from pods).");
+  for (const NodeSummary& n : nodes) {
+    for (const L3DomainSummary& d : n.l3_domains) {
+      Sample(out, "neighborly_node_l3_pressure",
+             absl::StrCat("node=\"", LabelValue(n.name), "\",domain=\"", d.id, "\""), d.pressure);
+    }
+  }
+  Family(out, "neighborly_node_membw_utilisation", "gauge",
+         "Memory bandwidth over peak per NUMA node, 0..1.");
+  for (const NodeSummary& n : nodes) {
+    for (const NumaNodeSummary& m : n.numa_nodes) {
+      Sample(out, "neighborly_node_membw_utilisation",
+             absl::StrCat("node=\"", LabelValue(n.name), "\",numa_node=\"", m.id, "\""),
+             m.membw_utilisation);
+    }
+  }
+  Family(out, "neighborly_node_telemetry_age_seconds", "gauge",
+         "Age of the node's newest telemetry report.");
+  for (const NodeSummary& n : nodes) {
+    if (n.telemetry_age == absl::InfiniteDuration()) continue;
+    Sample(out, "neighborly_node_telemetry_age_seconds",
+           absl::StrCat("node=\"", LabelValue(n.name), "\""),
+           absl::ToDoubleSeconds(n.telemetry_age));
+  }
+  Family(out, "neighborly_node_telemetry_confidence", "gauge",
+         "Weight of the node's telemetry in its score: 1 fresh .. 0 stale.");
+  for (const NodeSummary& n : nodes) {
+    Sample(out, "neighborly_node_telemetry_confidence",
+           absl::StrCat("node=\"", LabelValue(n.name), "\""), n.confidence);
+  }
+  Family(out, "neighborly_node_pods", "gauge", "Pods on the node by contention class.");
+  for (const NodeSummary& n : nodes) {
+    for (const auto& [cls, count] : n.pods_by_class) {
+      Sample(out, "neighborly_node_pods",
+             absl::StrCat("node=\"", LabelValue(n.name), "\",class=\"", LabelValue(cls), "\""),
+             count);
+    }
+  }
+  Family(out, "neighborly_node_bookings", "gauge",
+         "In-flight pods booked on the node by prioritize.");
+  for (const NodeSummary& n : nodes) {
+    Sample(out, "neighborly_node_bookings", absl::StrCat("node=\"", LabelValue(n.name), "\""),
+           n.bookings);
+  }
+  return out;
+}
+
+void RegisterOperatorApi(httplib::Server& server, const OperatorSource& source,
+                         const ExtenderMetrics& metrics, ReadinessCheck ready) {
+  server.Get("/healthz", [](const httplib::Request&, httplib::Response& res) {
+    Reply(res, 200, {{"status", "ok"}});
+  });
+  server.Get("/readyz", [ready](const httplib::Request&, httplib::Response& res) {
+    const std::string reason = ready ? ready() : std::string();
+    if (reason.empty()) {
+      Reply(res, 200, {{"ready", true}});
+    } else {
+      Reply(res, 503, {{"ready", false}, {"reason", reason}});
+    }
+  });
+  server.Get("/metrics", [&source, &metrics](const httplib::Request&, httplib::Response& res) {
+    res.status = 200;
+    res.set_content(RenderMetrics(source, metrics), "text/plain; version=0.0.4; charset=utf-8");
+  });
+  server.Get("/v1/nodes", [&source](const httplib::Request&, httplib::Response& res) {
+    nlohmann::json nodes = nlohmann::json::array();
+    for (const NodeSummary& n : source.Nodes()) nodes.push_back(NodeSummaryJson(n, false));
+    Reply(res, 200, nodes);
+  });
+  server.Get(
+      R"(/v1/nodes/([^/]+))", [&source](const httplib::Request& req, httplib::Response& res) {
+        const std::string name = req.matches[1];
+        const std::optional<NodeSummary> node = source.Node(name);
+        if (!node.has_value()) {
+          ReplyError(res, 404, absl::StrCat("unknown node \"", name, "\": no telemetry received"));
+          return;
+        }
+        Reply(res, 200, NodeSummaryJson(*node, true));
+      });
+  server.Get("/v1/decisions", [&source](const httplib::Request& req, httplib::Response& res) {
+    const std::string pod = req.get_param_value("pod");
+    if (pod.empty()) {
+      ReplyError(res, 400, "query parameter pod (uid, namespace/name or name) is required");
+      return;
+    }
+    size_t limit = kDefaultDecisionLimit;
+    if (req.has_param("limit")) {
+      const std::optional<size_t> parsed = ParseInt<size_t>(req.get_param_value("limit"));
+      if (!parsed || *parsed == 0 || *parsed > kMaxDecisionLimit) {
+        ReplyError(res, 400, absl::StrCat("limit must be an integer in 1..", kMaxDecisionLimit));
+        return;
+      }
+      limit = *parsed;
+    }
+    nlohmann::json records = nlohmann::json::array();
+    for (const DecisionRecord& r : source.Decisions(pod, limit)) {
+      records.push_back(DecisionRecordJson(r));
+    }
+    Reply(res, 200, records);
+  });
+}
+
+}  // namespace neighborly::extender

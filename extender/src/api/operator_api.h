@@ -1,0 +1,50 @@
+// The operator API on the extender's HTTP port (docs/http.md): /healthz,
+// /readyz, /metrics (Prometheus text), /v1/nodes, /v1/nodes/{name},
+// /v1/decisions. Cold paths, rendered with nlohmann::json.
+//
+//   CoreOperatorSource source(core, [&] { return ingest.Stats(); });
+//   RegisterOperatorApi(http.server(), source, metrics, [&] { return ready_reason(); });
+#ifndef NEIGHBORLY_EXTENDER_SRC_API_OPERATOR_API_H_
+#define NEIGHBORLY_EXTENDER_SRC_API_OPERATOR_API_H_
+
+#include <httplib.h>
+
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "extender/src/core/extender_core.h"
+#include "extender/src/http/extender_metrics.h"
+
+namespace neighborly::extender {
+
+// What the operator API reads. Production: ExtenderCore plus the ingest
+// server's counters (CoreOperatorSource, core_operator_source.h); tests: a fake.
+class OperatorSource {
+ public:
+  virtual ~OperatorSource() = default;
+  virtual std::vector<NodeSummary> Nodes() const = 0;
+  virtual std::optional<NodeSummary> Node(std::string_view name) const = 0;
+  virtual std::vector<DecisionRecord> Decisions(std::string_view pod, size_t limit) const = 0;
+  virtual IngestStats Ingest() const = 0;
+};
+
+// Returns "" when ready to answer the scheduler, else why not.
+using ReadinessCheck = std::function<std::string()>;
+
+// Registers the GET routes. `source`, `metrics` and `ready` must outlive the server.
+void RegisterOperatorApi(httplib::Server& server, const OperatorSource& source,
+                         const ExtenderMetrics& metrics, ReadinessCheck ready);
+
+// The JSON documents of /v1 (docs/http.md), exposed for tests and neighborlyctl.
+nlohmann::json NodeSummaryJson(const NodeSummary& node, bool with_pods);
+nlohmann::json DecisionRecordJson(const DecisionRecord& record);
+// The whole /metrics page.
+std::string RenderMetrics(const OperatorSource& source, const ExtenderMetrics& metrics);
+
+}  // namespace neighborly::extender
+
+#endif  // NEIGHBORLY_EXTENDER_SRC_API_OPERATOR_API_H_
