@@ -4,22 +4,40 @@
 //   HostAgentOptions options{.host_root = "/", .node_name = "worker-1"};
 //   absl::StatusOr<std::unique_ptr<HostAgent>> agent = HostAgent::Create(options);
 //   absl::StatusOr<telemetry::v1::NodeReport> report = (*agent)->MeasureWindow(absl::Seconds(1));
+//
+// Capabilities are probed once in Create (resctrl, the PMU); a missing source
+// is reported with its reason in every report and never retried per sample.
+// MeasureWindow is not thread-safe: one caller at a time.
 #ifndef NEIGHBORLY_NODE_AGENT_SRC_HOST_HOST_AGENT_H_
 #define NEIGHBORLY_NODE_AGENT_SRC_HOST_HOST_AGENT_H_
 
+#include <functional>
 #include <memory>
 #include <string>
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "common/clock.h"
 #include "neighborly/telemetry/v1/telemetry.pb.h"
 
 namespace neighborly::agent {
 
+class Filesystem;
+class PerfSyscalls;
+
 struct HostAgentOptions {
   std::string host_root = "/";
-  std::string node_name;           // empty: from the host's hostname
-  std::string rdt_backend = "resctrl";  // "resctrl" | "pqos" | "none"
+  std::string node_name;                // empty: from the host's hostname
+  std::string rdt_backend = "resctrl";  // "resctrl" | "none"
+
+  // Doors for tests; null means the real thing.
+  std::shared_ptr<Filesystem> filesystem;  // rooted at host_root
+  std::shared_ptr<PerfSyscalls> perf;
+  std::shared_ptr<const Clock> clock;
+  // Waits out the window; tests advance a fake clock and change counters here.
+  std::function<void(absl::Duration)> wait;
+  uint64_t page_size_bytes = 0;  // 0: this machine's page size
+  std::string resctrl_group_prefix = "neighborly-";
 };
 
 class HostAgent {

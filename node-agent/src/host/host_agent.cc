@@ -1,0 +1,499 @@
+#include "node-agent/src/host/host_agent.h"
+
+#include <unistd.h>
+
+#include <map>
+#include <set>
+
+#include "absl/strings/str_cat.h"
+#include "common/strings.h"
+#include "google/protobuf/util/time_util.h"
+#include "node-agent/src/kubelet/kubelet_state.h"
+#include "node-agent/src/perf/perf_events.h"
+#include "node-agent/src/pods/cgroup_mounts.h"
+#include "node-agent/src/pods/pod_cgroups.h"
+#include "node-agent/src/pods/pod_names.h"
+#include "node-agent/src/resctrl/resctrl.h"
+#include "node-agent/src/sys/filesystem.h"
+#include "node-agent/src/topology/topology.h"
+#include "spdlog/spdlog.h"
+
+namespace neighborly::agent {
+namespace {
+
+namespace tv1 = telemetry::v1;
+using google::protobuf::util::TimeUtil;
+
+void SetCapability(tv1::Capability* capability, bool available, std::string_view reason) {
+  capability->set_available(available);
+  if (!available) capability->set_reason(std::string(reason));
+}
+
+// Latency-critical and Guaranteed pods get RMIDs first. Without pod metadata
+// (no CRI client) the QoS class is all the agent knows.
+int Priority(tv1::QosClass qos) {
+  switch (qos) {
+    case tv1::QOS_CLASS_GUARANTEED:
+      return 2;
+    case tv1::QOS_CLASS_BURSTABLE:
+      return 1;
+    default:
+      return 0;
+  }
+}
+
+struct PodPerf {
+  std::unique_ptr<CgroupCounters> counters;
+  std::string error;  // why the pod has no counters
+};
+
+class HostAgentImpl final : public HostAgent {
+ public:
+  explicit HostAgentImpl(const HostAgentOptions& options) : options_(options) {}
+
+  absl::Status Init() {
+    fs_ = options_.filesystem ? options_.filesystem
+                              : std::shared_ptr<Filesystem>(NewRealFilesystem(options_.host_root));
+    clock_ = options_.clock ? options_.clock : std::make_shared<RealClock>();
+    perf_syscalls_ =
+        options_.perf ? options_.perf : std::shared_ptr<PerfSyscalls>(NewRealPerfSyscalls());
+    if (options_.rdt_backend != "resctrl" && options_.rdt_backend != "none") {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--rdt-backend \"", options_.rdt_backend,
+                       "\" is not offered by this agent (use resctrl or none)"));
+    }
+    absl::StatusOr<Topology> topology = ReadTopology(*fs_);
+    if (!topology.ok()) {
+      return absl::FailedPreconditionError(absl::StrCat("cannot read the CPU topology under ",
+                                                        options_.host_root, ": ",
+                                                        topology.status().message()));
+    }
+    topology_ = std::move(*topology);
+
+    node_name_ = options_.node_name;
+    if (node_name_.empty()) {
+      absl::StatusOr<std::string> hostname = fs_->ReadFile("/proc/sys/kernel/hostname");
+      node_name_ = hostname.ok() ? std::string(Trim(*hostname)) : std::string();
+      if (node_name_.empty()) {
+        return absl::FailedPreconditionError(
+            "no node name: pass --node-name (proc/sys/kernel/hostname is unreadable)");
+      }
+    }
+    if (absl::StatusOr<std::string> boot = fs_->ReadFile("/proc/sys/kernel/random/boot_id");
+        boot.ok()) {
+      boot_id_ = std::string(Trim(*boot));
+    }
+
+    const uint64_t page_size = options_.page_size_bytes != 0
+                                   ? options_.page_size_bytes
+                                   : static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+    absl::StatusOr<CgroupMounts> mounts = DetectCgroupMounts(*fs_, options_.host_root);
+    if (mounts.ok()) {
+      cgroups_.emplace(*fs_, *mounts, page_size);
+    } else {
+      cgroups_error_ = std::string(mounts.status().message());
+      spdlog::warn("pods: {}", cgroups_error_);
+    }
+
+    ProbePerf(mounts);
+    SetupResctrl();
+    ProbePsi();
+    return absl::OkStatus();
+  }
+
+  absl::StatusOr<tv1::NodeReport> MeasureWindow(absl::Duration window) override {
+    KubeletState kubelet = ReadKubeletState(*fs_);
+    std::vector<PodCgroup> pods;
+    if (cgroups_) {
+      absl::StatusOr<std::vector<PodCgroup>> found = cgroups_->Discover();
+      if (found.ok()) {
+        pods = std::move(*found);
+      } else if (std::string(found.status().message()) != pods_error_) {
+        pods_error_ = std::string(found.status().message());
+        spdlog::warn("pods: {}", pods_error_);  // logged once per distinct reason
+      }
+    }
+    std::map<std::string, std::string> unmonitored;
+    if (resctrl_) {
+      std::vector<ResctrlPod> targets;
+      for (const PodCgroup& pod : pods) {
+        absl::StatusOr<std::vector<int>> tids = cgroups_->Threads(pod);
+        if (!tids.ok()) continue;  // vanished; Sample drops it below
+        targets.push_back({pod.uid, Priority(pod.qos), std::move(*tids)});
+      }
+      unmonitored = resctrl_->Sync(targets);
+    }
+    SyncPerf(pods);
+
+    // Start of the window.
+    const absl::Time start_time = clock_->Now();
+    std::map<std::string, PodSample> start;
+    for (const PodCgroup& pod : pods) {
+      absl::StatusOr<PodSample> sample = cgroups_->Sample(pod);
+      if (sample.ok()) start.emplace(pod.uid, std::move(*sample));
+    }
+    std::map<std::string, GroupCounters> rdt_start;
+    absl::StatusOr<GroupCounters> node_start = absl::UnavailableError("no resctrl");
+    if (resctrl_) {
+      rdt_start = resctrl_->ReadPods();
+      node_start = resctrl_->ReadNode();
+    }
+    std::map<std::string, CounterSnapshot> perf_start;
+    for (auto& [uid, p] : perf_) {
+      if (p.counters) perf_start[uid] = p.counters->Read();
+    }
+
+    if (options_.wait) {
+      options_.wait(window);
+    } else {
+      absl::SleepFor(window);
+    }
+
+    // End of the window.
+    const absl::Time end_time = clock_->Now();
+    const double seconds = absl::ToDoubleSeconds(end_time - start_time);
+    std::map<std::string, PodSample> end;
+    for (const PodCgroup& pod : pods) {
+      if (!start.contains(pod.uid)) continue;
+      absl::StatusOr<PodSample> sample = cgroups_->Sample(pod);
+      if (sample.ok()) end.emplace(pod.uid, std::move(*sample));  // vanished: dropped
+    }
+    std::map<std::string, GroupCounters> rdt_end;
+    absl::StatusOr<GroupCounters> node_end = absl::UnavailableError("no resctrl");
+    if (resctrl_) {
+      rdt_end = resctrl_->ReadPods();
+      node_end = resctrl_->ReadNode();
+    }
+    std::map<std::string, CounterSnapshot> perf_end;
+    for (auto& [uid, p] : perf_) {
+      if (p.counters && perf_start.contains(uid)) perf_end[uid] = p.counters->Read();
+    }
+
+    tv1::NodeReport report;
+    report.set_node_name(node_name_);
+    report.set_agent_version(NEIGHBORLY_VERSION);
+    report.set_boot_id(boot_id_);
+    report.set_sequence(++sequence_);
+    *report.mutable_window_start() =
+        TimeUtil::NanosecondsToTimestamp(absl::ToUnixNanos(start_time));
+    *report.mutable_window_duration() =
+        TimeUtil::NanosecondsToDuration(absl::ToInt64Nanoseconds(end_time - start_time));
+    FillCapabilities(kubelet, unmonitored, report.mutable_capabilities());
+    FillTopology(node_start, node_end, seconds, report.mutable_topology());
+    FillKubelet(kubelet, report.mutable_kubelet());
+
+    absl::StatusOr<std::map<std::string, PodName>> names = ReadPodNames(*fs_);
+    for (const PodCgroup& pod : pods) {
+      auto e = end.find(pod.uid);
+      if (e == end.end()) continue;
+      const PodSample& a = start.at(pod.uid);
+      const PodSample& b = e->second;
+      tv1::PodReport* out = report.add_pods();
+      out->set_uid(pod.uid);
+      out->set_qos_class(pod.qos);
+      auto& unavailable = *out->mutable_unavailable();
+      if (names.ok() && names->contains(pod.uid)) {
+        out->set_namespace_(names->at(pod.uid).namespace_name);
+        out->set_name(names->at(pod.uid).name);
+      } else {
+        unavailable["name"] = names.ok() ? "no /var/log/pods entry for the pod"
+                                         : std::string(names.status().message());
+      }
+      for (const auto& [metric, reason] : b.unavailable) unavailable[metric] = reason;
+      unavailable["labels"] = unavailable["annotations"] =
+          "pod metadata needs the CRI client, which this agent does not run";
+      unavailable["memory_request_bytes"] =
+          "memory requests are not visible in cgroups (no CRI or API server client)";
+      if (b.cpu_request_millicores) out->set_cpu_request_millicores(*b.cpu_request_millicores);
+      if (kubelet.cpu_manager.ok()) {
+        out->set_exclusive_cpus(FormatCpuList(kubelet.cpu_manager->ExclusiveCpus(pod.uid)));
+      }
+      if (a.cpu_usage_ns && b.cpu_usage_ns && seconds > 0) {
+        if (*b.cpu_usage_ns >= *a.cpu_usage_ns) {
+          out->set_cpu_usage_millicores(static_cast<int64_t>(
+              static_cast<double>(*b.cpu_usage_ns - *a.cpu_usage_ns) / 1e6 / seconds));
+        } else {
+          unavailable["cpu_usage_millicores"] = "CPU time went backwards (cgroup recreated)";
+        }
+      }
+      for (const auto& [node, bytes] : b.memory_bytes_by_numa) {
+        (*out->mutable_memory_bytes_by_numa())[node] = bytes;
+      }
+      if (b.psi_cpu_some_avg10) out->set_psi_cpu_some_avg10(*b.psi_cpu_some_avg10);
+      if (b.psi_memory_some_avg10) out->set_psi_memory_some_avg10(*b.psi_memory_some_avg10);
+      if (b.psi_memory_full_avg10) out->set_psi_memory_full_avg10(*b.psi_memory_full_avg10);
+      FillRdt(pod.uid, rdt_start, rdt_end, unmonitored, seconds, *out);
+      FillPerf(pod.uid, perf_start, perf_end, *out);
+    }
+    return report;
+  }
+
+ private:
+  void ProbePerf(const absl::StatusOr<CgroupMounts>& mounts) {
+    if (!mounts.ok()) {
+      pmu_.reason = "no cgroup hierarchy to count per pod";
+      return;
+    }
+    const std::string dir =
+        !mounts->V1Dir("perf_event").empty() ? mounts->V1Dir("perf_event") : mounts->unified;
+    if (dir.empty()) {
+      pmu_.reason = "cgroup v1 without a perf_event hierarchy";
+      return;
+    }
+    events_ = EncodeHardwareEvents();
+    const bool cpu_pmu = fs_->Exists("/sys/bus/event_source/devices/cpu") ||
+                         fs_->Exists("/sys/bus/event_source/devices/cpu_core");
+    pmu_ = ProbePmu(*perf_syscalls_, events_, fs_->HostPath(dir),
+                    static_cast<int>(topology_.cpus_online.front()), cpu_pmu);
+    if (!pmu_.hardware) {
+      spdlog::info("perf: hardware counters unavailable: {}", pmu_.reason);
+    }
+    if (!pmu_.software_cgroup) spdlog::info("perf: {}", pmu_.software_reason);
+  }
+
+  void SetupResctrl() {
+    if (options_.rdt_backend == "none") {
+      rdt_.reason = "RDT disabled (--rdt-backend none)";
+      return;
+    }
+    absl::StatusOr<std::vector<MountEntry>> table = ReadMountTable(*fs_, options_.host_root);
+    rdt_ = DetectResctrl(*fs_, table.ok() ? *table : std::vector<MountEntry>{});
+    if (!rdt_.usable) {
+      spdlog::info("resctrl: {}", rdt_.reason);
+      return;
+    }
+    resctrl_.emplace(*fs_, rdt_, options_.resctrl_group_prefix);
+    std::set<std::string> running;
+    if (cgroups_) {
+      if (absl::StatusOr<std::vector<PodCgroup>> pods = cgroups_->Discover(); pods.ok()) {
+        for (const PodCgroup& pod : *pods) running.insert(pod.uid);
+      }
+    }
+    if (absl::Status s = resctrl_->Start(running); !s.ok()) {
+      spdlog::warn("resctrl: collecting stale groups: {}", std::string(s.message()));
+    }
+  }
+
+  void ProbePsi() {
+    absl::StatusOr<std::string> text = fs_->ReadFile("/proc/pressure/cpu");
+    if (text.ok()) {
+      psi_available_ = true;
+      return;
+    }
+    psi_reason_ = ErrnoOf(text.status()) == EOPNOTSUPP
+                      ? "PSI disabled in the kernel (psi=0; reading gives EOPNOTSUPP)"
+                      : absl::StrCat("no PSI: ", text.status().message());
+  }
+
+  void SyncPerf(const std::vector<PodCgroup>& pods) {
+    if (!pmu_.hardware || !events_.ok()) return;
+    std::set<std::string> seen;
+    std::vector<perf_event_attr> attrs = {events_->cycles.attr, events_->instructions.attr};
+    if (events_->llc_misses) attrs.push_back(events_->llc_misses->attr);
+    for (const PodCgroup& pod : pods) {
+      seen.insert(pod.uid);
+      if (perf_.contains(pod.uid)) continue;
+      PodPerf& p = perf_[pod.uid];
+      absl::StatusOr<std::string> dir = cgroups_->PerfEventDir(pod);
+      if (!dir.ok()) {
+        p.error = std::string(dir.status().message());
+        continue;
+      }
+      absl::StatusOr<std::unique_ptr<CgroupCounters>> counters =
+          CgroupCounters::Open(*perf_syscalls_, fs_->HostPath(*dir), topology_.cpus_online, attrs);
+      if (counters.ok()) {
+        p.counters = std::move(*counters);
+      } else {
+        p.error = std::string(counters.status().message());
+      }
+    }
+    std::erase_if(perf_, [&](const auto& entry) { return !seen.contains(entry.first); });
+  }
+
+  void FillCapabilities(const KubeletState& kubelet,
+                        const std::map<std::string, std::string>& unmonitored,
+                        tv1::Capabilities* caps) {
+    const std::string no_rdt = rdt_.usable ? "" : rdt_.reason;
+    SetCapability(caps->mutable_resctrl_occupancy(), rdt_.usable && rdt_.occupancy,
+                  rdt_.usable ? "llc_occupancy not in info/L3_MON/mon_features" : no_rdt);
+    SetCapability(caps->mutable_resctrl_mbm_total(), rdt_.usable && rdt_.mbm_total,
+                  rdt_.usable ? "mbm_total_bytes not in info/L3_MON/mon_features" : no_rdt);
+    SetCapability(caps->mutable_resctrl_mbm_local(), rdt_.usable && rdt_.mbm_local,
+                  rdt_.usable ? "mbm_local_bytes not in info/L3_MON/mon_features" : no_rdt);
+    if (resctrl_) {
+      caps->set_rmids_total(rdt_.num_rmids);
+      caps->set_rmids_free(resctrl_->rmids_free());
+    }
+    SetCapability(caps->mutable_perf_hardware_counters(), pmu_.hardware, pmu_.reason);
+    SetCapability(caps->mutable_psi(), psi_available_, psi_reason_);
+    SetCapability(caps->mutable_kubelet_pod_resources(), false,
+                  fs_->Exists("/var/lib/kubelet/pod-resources/kubelet.sock")
+                      ? "the PodResources socket exists but this agent has no PodResources "
+                        "client; exclusive CPUs come from cpu_manager_state"
+                      : "no /var/lib/kubelet/pod-resources/kubelet.sock");
+    SetCapability(caps->mutable_cpu_manager_state(), kubelet.cpu_manager.ok(),
+                  kubelet.cpu_manager.ok() ? "" : Sv(kubelet.cpu_manager.status().message()));
+    if (kubelet.cpu_manager.ok() && kubelet.cpu_manager->legacy_container_keys) {
+      SetCapability(caps->mutable_cpu_manager_state(), false,
+                    "cpu_manager_state is format v1 (keyed by container id): exclusive CPUs "
+                    "cannot be tied to pods");
+    }
+    SetCapability(caps->mutable_pod_metadata(), false,
+                  "no CRI client in this agent: pods are reported without labels/annotations");
+    for (const auto& [uid, reason] : unmonitored) (*caps->mutable_unmonitored_pods())[uid] = reason;
+  }
+
+  void FillTopology(const absl::StatusOr<GroupCounters>& start,
+                    const absl::StatusOr<GroupCounters>& end, double seconds, tv1::Topology* out) {
+    ToProto(topology_, out);
+    if (!start.ok() || !end.ok()) return;
+    ResctrlRates rates = ComputeRates(*start, *end, seconds, rdt_);
+    std::map<uint32_t, uint64_t> numa_bw;
+    std::set<uint32_t> numa_incomplete;
+    for (tv1::L3Domain& domain : *out->mutable_l3_domains()) {
+      auto it = rates.domains.find(domain.id());
+      if (it == rates.domains.end()) {
+        numa_incomplete.insert(domain.numa_node());
+        continue;
+      }
+      if (it->second.occupancy_bytes) domain.set_occupancy_bytes(*it->second.occupancy_bytes);
+      if (it->second.mbm_total_bytes_per_second) {
+        domain.set_membw_total_bytes_per_second(*it->second.mbm_total_bytes_per_second);
+        numa_bw[domain.numa_node()] += *it->second.mbm_total_bytes_per_second;
+      } else {
+        numa_incomplete.insert(domain.numa_node());
+      }
+      if (it->second.mbm_local_bytes_per_second) {
+        domain.set_membw_local_bytes_per_second(*it->second.mbm_local_bytes_per_second);
+      }
+    }
+    for (tv1::NumaNode& node : *out->mutable_numa_nodes()) {
+      if (numa_bw.contains(node.id()) && !numa_incomplete.contains(node.id())) {
+        node.set_membw_bytes_per_second(numa_bw[node.id()]);
+      }
+    }
+  }
+
+  void FillKubelet(const KubeletState& kubelet, tv1::KubeletPolicies* out) {
+    CpuSet reserved;
+    if (kubelet.config.ok()) {
+      const KubeletConfig& c = *kubelet.config;
+      out->set_cpu_manager_policy(c.cpu_manager_policy.empty() ? "none" : c.cpu_manager_policy);
+      out->set_topology_manager_policy(
+          c.topology_manager_policy.empty() ? "none" : c.topology_manager_policy);
+      out->set_topology_manager_scope(c.topology_manager_scope.empty() ? "container"
+                                                                       : c.topology_manager_scope);
+      out->set_reserved_cpus(c.reserved_system_cpus);
+      reserved = ParseCpuList(c.reserved_system_cpus).value_or(CpuSet{});
+    }
+    if (kubelet.cpu_manager.ok()) {
+      // The checkpoint is what the kubelet actually runs with.
+      out->set_cpu_manager_policy(kubelet.cpu_manager->policy);
+      if (kubelet.cpu_manager->policy == "static") {
+        out->set_shared_pool_cpus(FormatCpuList(kubelet.cpu_manager->default_cpu_set));
+        return;
+      }
+    }
+    CpuSet shared;
+    for (uint32_t cpu : topology_.cpus_online) {
+      if (!std::binary_search(reserved.begin(), reserved.end(), cpu)) shared.push_back(cpu);
+    }
+    out->set_shared_pool_cpus(FormatCpuList(shared));
+  }
+
+  void FillRdt(const std::string& uid, const std::map<std::string, GroupCounters>& start,
+               const std::map<std::string, GroupCounters>& end,
+               const std::map<std::string, std::string>& unmonitored, double seconds,
+               tv1::PodReport& out) {
+    auto& unavailable = *out.mutable_unavailable();
+    std::string reason;
+    if (!resctrl_) {
+      reason = rdt_.reason;
+    } else if (unmonitored.contains(uid) && !resctrl_->monitored().contains(uid)) {
+      reason = unmonitored.at(uid);
+    } else if (!start.contains(uid) || !end.contains(uid)) {
+      reason = "the pod's resctrl group could not be read";
+    }
+    if (!reason.empty()) {
+      unavailable["llc_occupancy_bytes"] = reason;
+      unavailable["membw_total_bytes_per_second"] = reason;
+      unavailable["membw_local_bytes_per_second"] = reason;
+      return;
+    }
+    ResctrlRates rates = ComputeRates(start.at(uid), end.at(uid), seconds, rdt_);
+    if (rates.occupancy_bytes) out.set_llc_occupancy_bytes(*rates.occupancy_bytes);
+    if (rates.mbm_total_bytes_per_second) {
+      out.set_membw_total_bytes_per_second(*rates.mbm_total_bytes_per_second);
+    }
+    if (rates.mbm_local_bytes_per_second) {
+      out.set_membw_local_bytes_per_second(*rates.mbm_local_bytes_per_second);
+    }
+    for (const auto& [metric, why] : rates.unavailable) unavailable[metric] = why;
+    if (unmonitored.contains(uid)) unavailable["resctrl_threads"] = unmonitored.at(uid);
+  }
+
+  void FillPerf(const std::string& uid, const std::map<std::string, CounterSnapshot>& start,
+                const std::map<std::string, CounterSnapshot>& end, tv1::PodReport& out) {
+    auto& unavailable = *out.mutable_unavailable();
+    std::string reason;
+    if (!pmu_.hardware) {
+      reason = pmu_.reason;
+    } else if (auto it = perf_.find(uid); it == perf_.end() || !it->second.counters) {
+      reason = it == perf_.end() ? "no perf counters for the pod" : it->second.error;
+    } else if (!start.contains(uid) || !end.contains(uid)) {
+      reason = "perf counters unreadable";
+    }
+    if (reason.empty()) {
+      PerfWindow w = ComputePerfWindow(start.at(uid), end.at(uid));
+      // -1: no sample (the event never ran during the window).
+      auto value = [&](size_t i) {
+        return i < w.values.size() && w.values[i] ? *w.values[i] : -1.0;
+      };
+      const double cycles = value(0), instructions = value(1), misses = value(2);
+      if (cycles > 0 && instructions >= 0) {
+        out.set_ipc(instructions / cycles);
+      } else {
+        unavailable["ipc"] = "the pod did not run during the window";
+      }
+      if (misses >= 0 && instructions > 0) {
+        out.set_llc_misses_per_kilo_instructions(misses * 1000 / instructions);
+      } else {
+        unavailable["llc_misses_per_kilo_instructions"] =
+            events_.ok() && !events_->llc_misses ? "no LLC-miss event encodes on this CPU"
+                                                 : "the pod did not run during the window";
+      }
+      return;
+    }
+    unavailable["ipc"] = reason;
+    unavailable["llc_misses_per_kilo_instructions"] = reason;
+  }
+
+  HostAgentOptions options_;
+  std::shared_ptr<Filesystem> fs_;
+  std::shared_ptr<const Clock> clock_;
+  std::shared_ptr<PerfSyscalls> perf_syscalls_;
+  Topology topology_;
+  std::string node_name_;
+  std::string boot_id_;
+  uint64_t sequence_ = 0;
+  std::optional<PodCgroups> cgroups_;
+  std::string cgroups_error_;
+  std::string pods_error_;
+  absl::StatusOr<HardwareEvents> events_ = absl::UnavailableError("not probed");
+  PmuProbe pmu_;
+  ResctrlInfo rdt_;
+  std::optional<ResctrlMonitor> resctrl_;
+  std::map<std::string, PodPerf> perf_;
+  bool psi_available_ = false;
+  std::string psi_reason_;
+};
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<HostAgent>> HostAgent::Create(const HostAgentOptions& options) {
+  auto agent = std::make_unique<HostAgentImpl>(options);
+  if (absl::Status s = agent->Init(); !s.ok()) return s;
+  return agent;
+}
+
+}  // namespace neighborly::agent

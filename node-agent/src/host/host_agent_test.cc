@@ -1,0 +1,314 @@
+#include "node-agent/src/host/host_agent.h"
+
+#include <cerrno>
+#include <map>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "node-agent/src/perf/perf_events.h"
+#include "node-agent/src/resctrl/fake_resctrl.h"
+#include "node-agent/src/sys/filesystem.h"
+#include "node-agent/src/sys/test_tree.h"
+
+namespace neighborly::agent {
+namespace {
+
+namespace tv1 = telemetry::v1;
+using ::testing::HasSubstr;
+using ::testing::Key;
+using ::testing::Pair;
+using ::testing::UnorderedElementsAre;
+
+constexpr char kG[] = "6f1c0e1a-0000-4000-8000-000000000001";
+constexpr char kB[] = "7a2b0e1a-0000-4000-8000-000000000002";
+constexpr char kBE[] = "8b3c0e1a-0000-4000-8000-000000000003";
+
+std::string Fixture(const char* name) {
+  return std::string(NEIGHBORLY_SOURCE_DIR) + "/test/testdata/hosts/" + name;
+}
+
+// A PMU whose counters advance by one "tick" per window: per CPU and tick,
+// 1000 cycles, 2000 instructions, 10 LLC misses, counted half of the time.
+class FakePmu final : public PerfSyscalls {
+ public:
+  int Open(const perf_event_attr&, int, int, int group_fd, unsigned long) override {
+    const int fd = next_fd_++;
+    if (group_fd < 0) leaders_.insert(fd);
+    return fd;
+  }
+  long Read(int fd, void* buffer, size_t size) override {
+    if (!leaders_.contains(fd) || size < 9 * sizeof(uint64_t)) return -EINVAL;
+    const uint64_t words[] = {
+        3, ticks * 1000, ticks * 500, ticks * 500, 1, ticks * 1000, 2, ticks * 5, 3};
+    std::memcpy(buffer, words, sizeof words);
+    return sizeof words;
+  }
+  int Ioctl(int, unsigned long, unsigned long) override { return 0; }
+  void Close(int) override {}
+  int OpenDirectory(const std::string&) override { return 3; }
+  uint64_t ticks = 0;
+
+ private:
+  int next_fd_ = 10;
+  std::set<int> leaders_;
+};
+
+struct Host {
+  explicit Host(const char* fixture, bool with_pmu = true) {
+    tree.CopyFrom(Fixture(fixture));
+    real = std::shared_ptr<Filesystem>(NewRealFilesystem(tree.root()));
+    fake = std::make_shared<FakeResctrl>(*real);
+    pmu = std::make_shared<FakePmu>();
+    clock = std::make_shared<FakeClock>();
+    options.host_root = tree.root();
+    options.filesystem = fake;
+    if (with_pmu) options.perf = pmu;
+    options.clock = clock;
+    options.page_size_bytes = 4096;
+    options.wait = [this](absl::Duration d) {
+      clock->Advance(d);
+      pmu->ticks += 1;
+      if (during_window) during_window();
+    };
+  }
+  TestTree tree;
+  std::shared_ptr<Filesystem> real;
+  std::shared_ptr<FakeResctrl> fake;
+  std::shared_ptr<FakePmu> pmu;
+  std::shared_ptr<FakeClock> clock;
+  HostAgentOptions options;
+  std::function<void()> during_window;
+};
+
+const tv1::PodReport* FindPod(const tv1::NodeReport& report, const std::string& uid) {
+  for (const tv1::PodReport& pod : report.pods()) {
+    if (pod.uid() == uid) return &pod;
+  }
+  return nullptr;
+}
+
+TEST(HostAgentTest, IntelHostWithEverything) {
+  Host host("intel-mbm-v2-systemd-containerd");
+  const std::string g_cgroup =
+      "/sys/fs/cgroup/kubepods.slice/kubepods-pod6f1c0e1a_0000_4000_8000_000000000001.slice";
+  host.during_window = [&] {
+    host.tree.Write(g_cgroup + "/cpu.stat", "usage_usec 3000000\n");  // +2 s of CPU in 2 s
+    const std::string group = "/sys/fs/resctrl/mon_groups/neighborly-" + std::string(kG);
+    host.fake->SetCounter(group, 0, "mbm_total_bytes", "4000000000");
+    host.fake->SetCounter(group, 0, "mbm_local_bytes", "3000000000");
+    host.fake->SetCounter(group, 0, "llc_occupancy", "18000000");
+    host.tree.Write("/sys/fs/resctrl/mon_data/mon_L3_00/mbm_total_bytes", "9000000000\n");
+  };
+  absl::StatusOr<std::unique_ptr<HostAgent>> agent = HostAgent::Create(host.options);
+  ASSERT_TRUE(agent.ok()) << agent.status();
+  // The stale group of a pod that is gone was collected at start.
+  EXPECT_FALSE(host.fake->IsDirectory(
+      "/sys/fs/resctrl/mon_groups/neighborly-deadbeef-0000-4000-8000-000000000000"));
+
+  absl::StatusOr<tv1::NodeReport> report = (*agent)->MeasureWindow(absl::Seconds(2));
+  ASSERT_TRUE(report.ok()) << report.status();
+  EXPECT_EQ(report->node_name(), "intel-mbm-v2-systemd-containerd");
+  EXPECT_EQ(report->boot_id(), "0b5e55ed-0000-4000-8000-00000000b007");
+  EXPECT_EQ(report->sequence(), 1u);
+  EXPECT_EQ(report->window_duration().seconds(), 2);
+
+  const tv1::Capabilities& caps = report->capabilities();
+  EXPECT_TRUE(caps.resctrl_occupancy().available());
+  EXPECT_TRUE(caps.resctrl_mbm_local().available());
+  EXPECT_TRUE(caps.perf_hardware_counters().available()) << caps.perf_hardware_counters().reason();
+  EXPECT_EQ(caps.rmids_total(), 224u);
+  EXPECT_EQ(caps.rmids_free(), 224u - 1 - 3);
+  EXPECT_TRUE(caps.cpu_manager_state().available());
+  EXPECT_FALSE(caps.pod_metadata().available());
+  EXPECT_FALSE(caps.pod_metadata().reason().empty());
+
+  EXPECT_EQ(report->kubelet().cpu_manager_policy(), "static");
+  EXPECT_EQ(report->kubelet().topology_manager_policy(), "single-numa-node");
+  EXPECT_EQ(report->kubelet().topology_manager_scope(), "pod");
+  EXPECT_EQ(report->kubelet().reserved_cpus(), "0");
+  EXPECT_EQ(report->kubelet().shared_pool_cpus(), "0-1,4-7");
+
+  const tv1::Topology& topology = report->topology();
+  ASSERT_EQ(topology.l3_domains_size(), 2);
+  EXPECT_EQ(topology.l3_domains(0).membw_total_bytes_per_second(), 2'000'000'000u);
+  EXPECT_EQ(topology.numa_nodes(0).membw_bytes_per_second(), 2'000'000'000u);
+  EXPECT_EQ(topology.l3_domains(1).occupancy_bytes(), 10'000'001u);
+
+  ASSERT_EQ(report->pods_size(), 3);
+  const tv1::PodReport* g = FindPod(*report, kG);
+  ASSERT_NE(g, nullptr);
+  EXPECT_EQ(g->namespace_(), "content");
+  EXPECT_EQ(g->name(), "article-service-5d8f7-abcde");
+  EXPECT_EQ(g->qos_class(), tv1::QOS_CLASS_GUARANTEED);
+  EXPECT_EQ(g->exclusive_cpus(), "2-3");
+  EXPECT_EQ(g->cpu_usage_millicores(), 1000);
+  EXPECT_NEAR(g->cpu_request_millicores(), 2000, 30);
+  EXPECT_EQ(g->llc_occupancy_bytes(), 18'000'000u);
+  EXPECT_EQ(g->membw_total_bytes_per_second(), 2'000'000'000u);
+  EXPECT_EQ(g->membw_local_bytes_per_second(), 1'500'000'000u);
+  EXPECT_DOUBLE_EQ(g->ipc(), 2.0);
+  EXPECT_DOUBLE_EQ(g->llc_misses_per_kilo_instructions(), 5.0);
+  EXPECT_THAT(g->memory_bytes_by_numa(),
+              UnorderedElementsAre(Pair(0u, 1048576u + 4096), Pair(1u, 2097152u + 4096)));
+  EXPECT_DOUBLE_EQ(g->psi_cpu_some_avg10(), 1.25);
+  EXPECT_DOUBLE_EQ(g->psi_memory_full_avg10(), 0.25);
+  EXPECT_FALSE(g->has_memory_request_bytes());
+  EXPECT_THAT(g->unavailable(), ::testing::Contains(Key("memory_request_bytes")));
+  // Threads of every container were moved into the pod's group.
+  EXPECT_EQ(
+      *host.fake->ReadFile("/sys/fs/resctrl/mon_groups/neighborly-" + std::string(kG) + "/tasks"),
+      "1000\n1001\n1002\n");
+  const tv1::PodReport* be = FindPod(*report, kBE);
+  ASSERT_NE(be, nullptr);
+  EXPECT_EQ(be->exclusive_cpus(), "");
+  EXPECT_EQ(be->cpu_request_millicores(), 0);
+
+  // A second window: sequence moves on; a pod whose cgroup vanishes mid-window
+  // is dropped, and its resctrl group goes in the window after.
+  host.during_window = [&] {
+    host.tree.Remove(
+        "/sys/fs/cgroup/kubepods.slice/kubepods-besteffort.slice/"
+        "kubepods-besteffort-pod8b3c0e1a_0000_4000_8000_000000000003.slice");
+  };
+  report = (*agent)->MeasureWindow(absl::Seconds(1));
+  ASSERT_TRUE(report.ok());
+  EXPECT_EQ(report->sequence(), 2u);
+  EXPECT_EQ(report->pods_size(), 2);
+  EXPECT_EQ(FindPod(*report, kBE), nullptr);
+  EXPECT_EQ(FindPod(*report, kG)->cpu_usage_millicores(), 0);  // it idled
+  host.during_window = nullptr;
+  report = (*agent)->MeasureWindow(absl::Seconds(1));
+  ASSERT_TRUE(report.ok());
+  EXPECT_FALSE(host.fake->IsDirectory("/sys/fs/resctrl/mon_groups/neighborly-" + std::string(kBE)));
+}
+
+TEST(HostAgentTest, AmdV1CgroupfsDockerRunsOutOfRmids) {
+  Host host("amd-v1-cgroupfs-docker");
+  absl::StatusOr<std::unique_ptr<HostAgent>> agent = HostAgent::Create(host.options);
+  ASSERT_TRUE(agent.ok()) << agent.status();
+  absl::StatusOr<tv1::NodeReport> report = (*agent)->MeasureWindow(absl::Seconds(1));
+  ASSERT_TRUE(report.ok()) << report.status();
+  const tv1::Capabilities& caps = report->capabilities();
+  EXPECT_THAT(caps.unmonitored_pods(), UnorderedElementsAre(Key(kBE)));
+  EXPECT_THAT(caps.unmonitored_pods().at(kBE), HasSubstr("RMID budget exhausted"));
+  EXPECT_EQ(caps.rmids_free(), 0u);
+  EXPECT_FALSE(caps.cpu_manager_state().available());
+  EXPECT_THAT(caps.cpu_manager_state().reason(), HasSubstr("format v1"));
+  const tv1::PodReport* be = FindPod(*report, kBE);
+  ASSERT_NE(be, nullptr);
+  EXPECT_FALSE(be->has_llc_occupancy_bytes());
+  EXPECT_THAT(be->unavailable().at("llc_occupancy_bytes"), HasSubstr("RMID"));
+  const tv1::PodReport* g = FindPod(*report, kG);
+  ASSERT_NE(g, nullptr);
+  EXPECT_TRUE(g->has_llc_occupancy_bytes());
+  EXPECT_EQ(g->cpu_request_millicores(), 2000);
+  EXPECT_THAT(g->memory_bytes_by_numa(), UnorderedElementsAre(Pair(0u, 512u * 4096)));
+  EXPECT_THAT(g->unavailable().at("psi_cpu_some_avg10"), HasSubstr("cgroup v2"));
+}
+
+TEST(HostAgentTest, CmtOnlyHybridCrioWithV4KubeletState) {
+  Host host("cmt-only-hybrid-systemd-crio");
+  absl::StatusOr<std::unique_ptr<HostAgent>> agent = HostAgent::Create(host.options);
+  ASSERT_TRUE(agent.ok()) << agent.status();
+  absl::StatusOr<tv1::NodeReport> report = (*agent)->MeasureWindow(absl::Seconds(1));
+  ASSERT_TRUE(report.ok()) << report.status();
+  EXPECT_TRUE(report->capabilities().resctrl_occupancy().available());
+  EXPECT_FALSE(report->capabilities().resctrl_mbm_total().available());
+  EXPECT_THAT(report->capabilities().resctrl_mbm_total().reason(), HasSubstr("mon_features"));
+  const tv1::PodReport* g = FindPod(*report, kG);
+  ASSERT_NE(g, nullptr);
+  EXPECT_EQ(g->exclusive_cpus(), "2-3");
+  EXPECT_TRUE(g->has_llc_occupancy_bytes());
+  EXPECT_FALSE(g->has_membw_total_bytes_per_second());
+  EXPECT_THAT(g->unavailable().at("membw_total_bytes_per_second"), HasSubstr("CMT-only"));
+  EXPECT_DOUBLE_EQ(g->psi_cpu_some_avg10(), 2.0);  // from the cgroup2 mirror
+  EXPECT_FALSE(report->topology().numa_nodes(0).has_membw_bytes_per_second());
+}
+
+TEST(HostAgentTest, SncV2Cgroupfs) {
+  Host host("snc-v2-cgroupfs-containerd");
+  absl::StatusOr<std::unique_ptr<HostAgent>> agent = HostAgent::Create(host.options);
+  ASSERT_TRUE(agent.ok()) << agent.status();
+  absl::StatusOr<tv1::NodeReport> report = (*agent)->MeasureWindow(absl::Seconds(1));
+  ASSERT_TRUE(report.ok()) << report.status();
+  ASSERT_EQ(report->topology().l3_domains_size(), 1);
+  EXPECT_EQ(report->topology().l3_domains(0).cpus(), "0-7");
+  EXPECT_EQ(report->topology().l3_domains(0).membw_total_bytes_per_second(), 0u);
+  EXPECT_EQ(report->pods_size(), 3);
+  EXPECT_TRUE(FindPod(*report, kB)->has_membw_total_bytes_per_second());
+}
+
+TEST(HostAgentTest, VmWithoutRdtOrPmuSaysWhy) {
+  Host host("no-rdt-hybrid-systemd-containerd", /*with_pmu=*/false);
+  host.options.perf = nullptr;  // the real kernel answers (against a fixture directory)
+  absl::StatusOr<std::unique_ptr<HostAgent>> agent = HostAgent::Create(host.options);
+  ASSERT_TRUE(agent.ok()) << agent.status();
+  absl::StatusOr<tv1::NodeReport> report = (*agent)->MeasureWindow(absl::Seconds(1));
+  ASSERT_TRUE(report.ok()) << report.status();
+  const tv1::Capabilities& caps = report->capabilities();
+  EXPECT_FALSE(caps.resctrl_occupancy().available());
+  EXPECT_THAT(caps.resctrl_occupancy().reason(), HasSubstr("no resctrl"));
+  EXPECT_FALSE(caps.has_rmids_total());
+  EXPECT_FALSE(caps.perf_hardware_counters().available());
+  EXPECT_FALSE(caps.perf_hardware_counters().reason().empty());
+  EXPECT_THAT(report->topology().note(), HasSubstr("one L3 domain per package"));
+  EXPECT_EQ(report->kubelet().cpu_manager_policy(), "none");
+  EXPECT_EQ(report->kubelet().shared_pool_cpus(), "0-1");
+  ASSERT_EQ(report->pods_size(), 3);
+  for (const tv1::PodReport& pod : report->pods()) {
+    EXPECT_FALSE(pod.has_llc_occupancy_bytes());
+    EXPECT_FALSE(pod.has_ipc());
+    EXPECT_THAT(pod.unavailable().at("llc_occupancy_bytes"), HasSubstr("no resctrl"));
+    EXPECT_FALSE(pod.unavailable().at("ipc").empty());
+  }
+}
+
+TEST(HostAgentTest, BadOptionsAndHostileTrees) {
+  Host host("intel-mbm-v2-systemd-containerd");
+  host.options.rdt_backend = "magic";
+  absl::StatusOr<std::unique_ptr<HostAgent>> agent = HostAgent::Create(host.options);
+  ASSERT_FALSE(agent.ok());
+  EXPECT_THAT(std::string(agent.status().message()), HasSubstr("magic"));
+
+  Host empty("intel-mbm-v2-systemd-containerd");
+  empty.tree.Remove("/sys/devices/system/cpu/online");
+  agent = HostAgent::Create(empty.options);
+  ASSERT_FALSE(agent.ok());
+  EXPECT_THAT(std::string(agent.status().message()), HasSubstr("topology"));
+
+  Host junk("intel-mbm-v2-systemd-containerd");
+  junk.tree.Write("/var/lib/kubelet/cpu_manager_state", "\x01\x02garbage");
+  junk.tree.Write("/proc/mounts", "nonsense\n");
+  junk.tree.Write(
+      "/sys/fs/cgroup/kubepods.slice/kubepods-pod6f1c0e1a_0000_4000_8000_000000000001"
+      ".slice/cpu.stat",
+      "usage_usec lots\n");
+  agent = HostAgent::Create(junk.options);
+  ASSERT_TRUE(agent.ok()) << agent.status();
+  absl::StatusOr<tv1::NodeReport> report = (*agent)->MeasureWindow(absl::Seconds(1));
+  ASSERT_TRUE(report.ok()) << report.status();
+  EXPECT_FALSE(report->capabilities().cpu_manager_state().available());
+  EXPECT_THAT(report->capabilities().cpu_manager_state().reason(), HasSubstr("JSON"));
+  EXPECT_EQ(report->pods_size(), 0);  // no cgroup mount in the table: no pods, no crash
+}
+
+TEST(HostAgentTest, ThisMachine) {
+  HostAgentOptions options;
+  options.node_name = "build-vm";
+  options.wait = [](absl::Duration) {};
+  absl::StatusOr<std::unique_ptr<HostAgent>> agent = HostAgent::Create(options);
+  ASSERT_TRUE(agent.ok()) << agent.status();
+  absl::StatusOr<tv1::NodeReport> report = (*agent)->MeasureWindow(absl::Milliseconds(10));
+  ASSERT_TRUE(report.ok()) << report.status();
+  EXPECT_GT(report->topology().cpus_online(), 0u);
+  const tv1::Capabilities& caps = report->capabilities();
+  if (!caps.perf_hardware_counters().available()) {
+    EXPECT_FALSE(caps.perf_hardware_counters().reason().empty());
+  }
+  if (!caps.resctrl_occupancy().available()) {
+    EXPECT_FALSE(caps.resctrl_occupancy().reason().empty());
+  }
+}
+
+}  // namespace
+}  // namespace neighborly::agent
