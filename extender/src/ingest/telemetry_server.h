@@ -1,0 +1,98 @@
+// The gRPC telemetry endpoint: neighborly.telemetry.v1.Telemetry/Report.
+//
+// Built on gRPC's callback API, so an open agent stream costs a reactor object,
+// not a thread: thousands of nodes stream into a handful of threads. Each
+// report goes to ExtenderCore::Ingest; an accepted one is acked with its
+// sequence; an invalid one (or bytes that are not a NodeReport) ends the stream
+// with INVALID_ARGUMENT and the reason, and changes no state.
+//
+//   absl::StatusOr<std::unique_ptr<TelemetryServer>> server =
+//       TelemetryServer::Start(core, {.address = "0.0.0.0:0"});
+//   LOG << "telemetry on " << (*server)->address();      // "0.0.0.0:40123"
+//   IngestStats s = (*server)->stats();                   // for /metrics
+//   (*server)->Shutdown(absl::Seconds(5));                // also done by the destructor
+#ifndef NEIGHBORLY_EXTENDER_SRC_INGEST_TELEMETRY_SERVER_H_
+#define NEIGHBORLY_EXTENDER_SRC_INGEST_TELEMETRY_SERVER_H_
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "extender/src/core/extender_core.h"
+#include "grpcpp/grpcpp.h"
+#include "neighborly/telemetry/v1/telemetry.grpc.pb.h"
+
+namespace neighborly::extender {
+
+// Live counters of the ingest endpoint (read with relaxed loads for /metrics).
+struct IngestCounters {
+  std::atomic<uint64_t> reports_accepted{0};
+  std::atomic<uint64_t> reports_rejected{0};   // failed validation, or not a NodeReport at all
+  std::atomic<uint64_t> reports_malformed{0};  // the subset that was not a parsable NodeReport
+  std::atomic<uint64_t> streams_opened{0};     // total since start
+  std::atomic<int64_t> streams_open{0};        // now
+};
+
+// The service alone (tests and embedders may register it on their own server).
+// Takes raw bytes so that an unparsable message is refused with a clear
+// INVALID_ARGUMENT instead of being mistaken for the end of the stream.
+class TelemetryService final : public telemetry::v1::Telemetry::WithRawCallbackMethod_Report<
+                                   telemetry::v1::Telemetry::Service> {
+ public:
+  explicit TelemetryService(ExtenderCore& core) : core_(core) {}
+
+  grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* Report(
+      grpc::CallbackServerContext* context) override;
+
+  const IngestCounters& counters() const { return counters_; }
+
+ private:
+  ExtenderCore& core_;
+  IngestCounters counters_;
+};
+
+class TelemetryServer {
+ public:
+  struct Options {
+    std::string address = "0.0.0.0:9090";  // "HOST:PORT"; port 0 picks a free port
+    // nullptr: plaintext (grpc::InsecureServerCredentials); mTLS is configured by the caller.
+    std::shared_ptr<grpc::ServerCredentials> credentials;
+    int max_receive_message_bytes = 8 << 20;  // a 1,000-pod report is well under 2 MiB
+  };
+
+  // Builds and starts the server. Fails with a clear message when the address
+  // is malformed or cannot be bound.
+  static absl::StatusOr<std::unique_ptr<TelemetryServer>> Start(ExtenderCore& core,
+                                                                Options options);
+
+  ~TelemetryServer();  // Shutdown(absl::Seconds(5)) unless already done
+
+  // The port actually bound, and the address with it ("0.0.0.0:40123").
+  int port() const { return port_; }
+  const std::string& address() const { return address_; }
+
+  // Counters for /metrics (streams_open included).
+  IngestStats stats() const;
+  const IngestCounters& counters() const { return service_->counters(); }
+
+  // Stops accepting streams, lets open ones end until `grace` has passed,
+  // then cancels the rest; returns when every stream is done. Idempotent.
+  void Shutdown(absl::Duration grace = absl::Seconds(5));
+
+ private:
+  TelemetryServer() = default;
+
+  std::unique_ptr<TelemetryService> service_;
+  std::unique_ptr<grpc::Server> server_;
+  std::string address_;
+  int port_ = 0;
+  std::once_flag shutdown_once_;
+};
+
+}  // namespace neighborly::extender
+
+#endif  // NEIGHBORLY_EXTENDER_SRC_INGEST_TELEMETRY_SERVER_H_
