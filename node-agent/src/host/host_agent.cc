@@ -49,14 +49,15 @@ struct PodPerf {
 
 class HostAgentImpl final : public HostAgent {
  public:
-  explicit HostAgentImpl(const HostAgentOptions& options) : options_(options) {}
+  HostAgentImpl(const HostAgentOptions& options, HostAgentEnvironment environment)
+      : options_(options), env_(std::move(environment)) {}
 
   absl::Status Init() {
-    fs_ = options_.filesystem ? options_.filesystem
+    fs_ = env_.filesystem ? env_.filesystem
                               : std::shared_ptr<Filesystem>(NewRealFilesystem(options_.host_root));
-    clock_ = options_.clock ? options_.clock : std::make_shared<RealClock>();
+    clock_ = env_.clock ? env_.clock : std::make_shared<RealClock>();
     perf_syscalls_ =
-        options_.perf ? options_.perf : std::shared_ptr<PerfSyscalls>(NewRealPerfSyscalls());
+        env_.perf ? env_.perf : std::shared_ptr<PerfSyscalls>(NewRealPerfSyscalls());
     if (options_.rdt_backend != "resctrl" && options_.rdt_backend != "none") {
       return absl::InvalidArgumentError(
           absl::StrCat("--rdt-backend \"", options_.rdt_backend,
@@ -84,8 +85,8 @@ class HostAgentImpl final : public HostAgent {
       boot_id_ = std::string(Trim(*boot));
     }
 
-    const uint64_t page_size = options_.page_size_bytes != 0
-                                   ? options_.page_size_bytes
+    const uint64_t page_size = env_.page_size_bytes != 0
+                                   ? env_.page_size_bytes
                                    : static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
     absl::StatusOr<CgroupMounts> mounts = DetectCgroupMounts(*fs_, options_.host_root);
     if (mounts.ok()) {
@@ -143,8 +144,8 @@ class HostAgentImpl final : public HostAgent {
       if (p.counters) perf_start[uid] = p.counters->Read();
     }
 
-    if (options_.wait) {
-      options_.wait(window);
+    if (env_.wait) {
+      env_.wait(window);
     } else {
       absl::SleepFor(window);
     }
@@ -262,7 +263,7 @@ class HostAgentImpl final : public HostAgent {
       spdlog::info("resctrl: {}", rdt_.reason);
       return;
     }
-    resctrl_.emplace(*fs_, rdt_, options_.resctrl_group_prefix);
+    resctrl_.emplace(*fs_, rdt_, env_.resctrl_group_prefix);
     std::set<std::string> running;
     if (cgroups_) {
       if (absl::StatusOr<std::vector<PodCgroup>> pods = cgroups_->Discover(); pods.ok()) {
@@ -469,6 +470,7 @@ class HostAgentImpl final : public HostAgent {
   }
 
   HostAgentOptions options_;
+  HostAgentEnvironment env_;
   std::shared_ptr<Filesystem> fs_;
   std::shared_ptr<const Clock> clock_;
   std::shared_ptr<PerfSyscalls> perf_syscalls_;
@@ -491,7 +493,12 @@ class HostAgentImpl final : public HostAgent {
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<HostAgent>> HostAgent::Create(const HostAgentOptions& options) {
-  auto agent = std::make_unique<HostAgentImpl>(options);
+  return Create(options, HostAgentEnvironment{});
+}
+
+absl::StatusOr<std::unique_ptr<HostAgent>> HostAgent::Create(const HostAgentOptions& options,
+                                                             HostAgentEnvironment environment) {
+  auto agent = std::make_unique<HostAgentImpl>(options, std::move(environment));
   if (absl::Status s = agent->Init(); !s.ok()) return s;
   return agent;
 }

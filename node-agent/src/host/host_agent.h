@@ -29,14 +29,17 @@ struct HostAgentOptions {
   std::string host_root = "/";
   std::string node_name;                // empty: from the host's hostname
   std::string rdt_backend = "resctrl";  // "resctrl" | "none"
+};
 
-  // Doors for tests; null means the real thing.
+// The system doors HostAgent goes through; every null member means the real
+// thing. Tests pass fakes (a fixture tree with a fake resctrl, a fake PMU, a
+// fake clock and a wait that changes counters mid-window).
+struct HostAgentEnvironment {
   std::shared_ptr<Filesystem> filesystem;  // rooted at host_root
   std::shared_ptr<PerfSyscalls> perf;
   std::shared_ptr<const Clock> clock;
-  // Waits out the window; tests advance a fake clock and change counters here.
-  std::function<void(absl::Duration)> wait;
-  uint64_t page_size_bytes = 0;  // 0: this machine's page size
+  std::function<void(absl::Duration)> wait;  // waits out the window
+  uint64_t page_size_bytes = 0;              // 0: this machine's page size
   std::string resctrl_group_prefix = "neighborly-";
 };
 
@@ -44,6 +47,8 @@ class HostAgent {
  public:
   virtual ~HostAgent() = default;
   static absl::StatusOr<std::unique_ptr<HostAgent>> Create(const HostAgentOptions& options);
+  static absl::StatusOr<std::unique_ptr<HostAgent>> Create(const HostAgentOptions& options,
+                                                           HostAgentEnvironment environment);
 
   // Samples, waits `window`, samples again and returns the report for that
   // window (rates computed over the exact elapsed time). Never fails because a

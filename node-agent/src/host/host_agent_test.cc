@@ -61,11 +61,11 @@ struct Host {
     pmu = std::make_shared<FakePmu>();
     clock = std::make_shared<FakeClock>();
     options.host_root = tree.root();
-    options.filesystem = fake;
-    if (with_pmu) options.perf = pmu;
-    options.clock = clock;
-    options.page_size_bytes = 4096;
-    options.wait = [this](absl::Duration d) {
+    env.filesystem = fake;
+    if (with_pmu) env.perf = pmu;
+    env.clock = clock;
+    env.page_size_bytes = 4096;
+    env.wait = [this](absl::Duration d) {
       clock->Advance(d);
       pmu->ticks += 1;
       if (during_window) during_window();
@@ -77,6 +77,7 @@ struct Host {
   std::shared_ptr<FakePmu> pmu;
   std::shared_ptr<FakeClock> clock;
   HostAgentOptions options;
+  HostAgentEnvironment env;
   std::function<void()> during_window;
 };
 
@@ -99,7 +100,7 @@ TEST(HostAgentTest, IntelHostWithEverything) {
     host.fake->SetCounter(group, 0, "llc_occupancy", "18000000");
     host.tree.Write("/sys/fs/resctrl/mon_data/mon_L3_00/mbm_total_bytes", "9000000000\n");
   };
-  absl::StatusOr<std::unique_ptr<HostAgent>> agent = HostAgent::Create(host.options);
+  absl::StatusOr<std::unique_ptr<HostAgent>> agent = HostAgent::Create(host.options, host.env);
   ASSERT_TRUE(agent.ok()) << agent.status();
   // The stale group of a pod that is gone was collected at start.
   EXPECT_FALSE(host.fake->IsDirectory(
@@ -184,7 +185,7 @@ TEST(HostAgentTest, IntelHostWithEverything) {
 
 TEST(HostAgentTest, AmdV1CgroupfsDockerRunsOutOfRmids) {
   Host host("amd-v1-cgroupfs-docker");
-  absl::StatusOr<std::unique_ptr<HostAgent>> agent = HostAgent::Create(host.options);
+  absl::StatusOr<std::unique_ptr<HostAgent>> agent = HostAgent::Create(host.options, host.env);
   ASSERT_TRUE(agent.ok()) << agent.status();
   absl::StatusOr<tv1::NodeReport> report = (*agent)->MeasureWindow(absl::Seconds(1));
   ASSERT_TRUE(report.ok()) << report.status();
@@ -208,7 +209,7 @@ TEST(HostAgentTest, AmdV1CgroupfsDockerRunsOutOfRmids) {
 
 TEST(HostAgentTest, CmtOnlyHybridCrioWithV4KubeletState) {
   Host host("cmt-only-hybrid-systemd-crio");
-  absl::StatusOr<std::unique_ptr<HostAgent>> agent = HostAgent::Create(host.options);
+  absl::StatusOr<std::unique_ptr<HostAgent>> agent = HostAgent::Create(host.options, host.env);
   ASSERT_TRUE(agent.ok()) << agent.status();
   absl::StatusOr<tv1::NodeReport> report = (*agent)->MeasureWindow(absl::Seconds(1));
   ASSERT_TRUE(report.ok()) << report.status();
@@ -227,7 +228,7 @@ TEST(HostAgentTest, CmtOnlyHybridCrioWithV4KubeletState) {
 
 TEST(HostAgentTest, SncV2Cgroupfs) {
   Host host("snc-v2-cgroupfs-containerd");
-  absl::StatusOr<std::unique_ptr<HostAgent>> agent = HostAgent::Create(host.options);
+  absl::StatusOr<std::unique_ptr<HostAgent>> agent = HostAgent::Create(host.options, host.env);
   ASSERT_TRUE(agent.ok()) << agent.status();
   absl::StatusOr<tv1::NodeReport> report = (*agent)->MeasureWindow(absl::Seconds(1));
   ASSERT_TRUE(report.ok()) << report.status();
@@ -240,8 +241,8 @@ TEST(HostAgentTest, SncV2Cgroupfs) {
 
 TEST(HostAgentTest, VmWithoutRdtOrPmuSaysWhy) {
   Host host("no-rdt-hybrid-systemd-containerd", /*with_pmu=*/false);
-  host.options.perf = nullptr;  // the real kernel answers (against a fixture directory)
-  absl::StatusOr<std::unique_ptr<HostAgent>> agent = HostAgent::Create(host.options);
+  host.env.perf = nullptr;  // the real kernel answers (against a fixture directory)
+  absl::StatusOr<std::unique_ptr<HostAgent>> agent = HostAgent::Create(host.options, host.env);
   ASSERT_TRUE(agent.ok()) << agent.status();
   absl::StatusOr<tv1::NodeReport> report = (*agent)->MeasureWindow(absl::Seconds(1));
   ASSERT_TRUE(report.ok()) << report.status();
@@ -266,13 +267,13 @@ TEST(HostAgentTest, VmWithoutRdtOrPmuSaysWhy) {
 TEST(HostAgentTest, BadOptionsAndHostileTrees) {
   Host host("intel-mbm-v2-systemd-containerd");
   host.options.rdt_backend = "magic";
-  absl::StatusOr<std::unique_ptr<HostAgent>> agent = HostAgent::Create(host.options);
+  absl::StatusOr<std::unique_ptr<HostAgent>> agent = HostAgent::Create(host.options, host.env);
   ASSERT_FALSE(agent.ok());
   EXPECT_THAT(std::string(agent.status().message()), HasSubstr("magic"));
 
   Host empty("intel-mbm-v2-systemd-containerd");
   empty.tree.Remove("/sys/devices/system/cpu/online");
-  agent = HostAgent::Create(empty.options);
+  agent = HostAgent::Create(empty.options, empty.env);
   ASSERT_FALSE(agent.ok());
   EXPECT_THAT(std::string(agent.status().message()), HasSubstr("topology"));
 
@@ -283,7 +284,7 @@ TEST(HostAgentTest, BadOptionsAndHostileTrees) {
       "/sys/fs/cgroup/kubepods.slice/kubepods-pod6f1c0e1a_0000_4000_8000_000000000001"
       ".slice/cpu.stat",
       "usage_usec lots\n");
-  agent = HostAgent::Create(junk.options);
+  agent = HostAgent::Create(junk.options, junk.env);
   ASSERT_TRUE(agent.ok()) << agent.status();
   absl::StatusOr<tv1::NodeReport> report = (*agent)->MeasureWindow(absl::Seconds(1));
   ASSERT_TRUE(report.ok()) << report.status();
@@ -295,8 +296,9 @@ TEST(HostAgentTest, BadOptionsAndHostileTrees) {
 TEST(HostAgentTest, ThisMachine) {
   HostAgentOptions options;
   options.node_name = "build-vm";
-  options.wait = [](absl::Duration) {};
-  absl::StatusOr<std::unique_ptr<HostAgent>> agent = HostAgent::Create(options);
+  HostAgentEnvironment env;
+  env.wait = [](absl::Duration) {};
+  absl::StatusOr<std::unique_ptr<HostAgent>> agent = HostAgent::Create(options, env);
   ASSERT_TRUE(agent.ok()) << agent.status();
   absl::StatusOr<tv1::NodeReport> report = (*agent)->MeasureWindow(absl::Milliseconds(10));
   ASSERT_TRUE(report.ok()) << report.status();
