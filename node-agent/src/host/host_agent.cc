@@ -54,10 +54,9 @@ class HostAgentImpl final : public HostAgent {
 
   absl::Status Init() {
     fs_ = env_.filesystem ? env_.filesystem
-                              : std::shared_ptr<Filesystem>(NewRealFilesystem(options_.host_root));
+                          : std::shared_ptr<Filesystem>(NewRealFilesystem(options_.host_root));
     clock_ = env_.clock ? env_.clock : std::make_shared<RealClock>();
-    perf_syscalls_ =
-        env_.perf ? env_.perf : std::shared_ptr<PerfSyscalls>(NewRealPerfSyscalls());
+    perf_syscalls_ = env_.perf ? env_.perf : std::shared_ptr<PerfSyscalls>(NewRealPerfSyscalls());
     if (options_.rdt_backend != "resctrl" && options_.rdt_backend != "none") {
       return absl::InvalidArgumentError(
           absl::StrCat("--rdt-backend \"", options_.rdt_backend,

@@ -1,0 +1,104 @@
+// End to end: the built neighborly-agent binary, `--once --output json
+// --host-root <fixture>`, on copies of the fixture hosts. For the Intel host
+// the pods' MON groups are made beforehand through the fake resctrl (which
+// creates the mon_data files as the kernel would), and the agent adopts them.
+#include <sys/wait.h>
+
+#include <cstdlib>
+
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+#include "node-agent/src/resctrl/fake_resctrl.h"
+#include "node-agent/src/sys/test_tree.h"
+#include "test/support/subprocess.h"
+
+namespace neighborly::agent {
+namespace {
+
+using ::testing::HasSubstr;
+
+struct OnceRun {
+  int exit_code = -1;
+  std::string stdout_text;
+  std::string stderr_text;
+};
+
+OnceRun RunOnce(const std::string& host_root) {
+  TestTree out;
+  const std::string stdout_path = out.Path("/stdout");
+  const std::string command =
+      absl::StrCat(neighborly::testing::BinaryPath("node-agent/neighborly-agent"),
+                   " --once --output json --interval 50ms --host-root ", host_root, " > ",
+                   stdout_path, " 2> ", out.Path("/stderr"));
+  OnceRun run;
+  const int status = std::system(command.c_str());
+  run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  std::unique_ptr<Filesystem> fs = NewRealFilesystem(out.root());
+  run.stdout_text = fs->ReadFile("/stdout").value_or("");
+  run.stderr_text = fs->ReadFile("/stderr").value_or("");
+  return run;
+}
+
+TEST(HostOnceE2eTest, IntelFixtureWithAdoptedResctrlGroups) {
+  TestTree tree;
+  tree.CopyFrom(std::string(NEIGHBORLY_SOURCE_DIR) +
+                "/test/testdata/hosts/intel-mbm-v2-systemd-containerd");
+  std::unique_ptr<Filesystem> real = NewRealFilesystem(tree.root());
+  FakeResctrl fake(*real);
+  const std::string group =
+      "/sys/fs/resctrl/mon_groups/neighborly-6f1c0e1a-0000-4000-8000-000000000001";
+  ASSERT_TRUE(fake.MakeDir(group).ok());
+  fake.SetCounter(group, 0, "llc_occupancy", "18300000");
+  // rmdir on a plain directory needs it empty (the kernel's resctrl does not).
+  const std::string stale =
+      "/sys/fs/resctrl/mon_groups/neighborly-deadbeef-0000-4000-8000-000000000000";
+  tree.Remove(stale);
+  tree.MkDir(stale);
+
+  OnceRun run = RunOnce(tree.root());
+  ASSERT_EQ(run.exit_code, 0) << run.stderr_text;
+  nlohmann::json report = nlohmann::json::parse(run.stdout_text, nullptr, false);
+  ASSERT_FALSE(report.is_discarded()) << run.stdout_text;
+  EXPECT_EQ(report["nodeName"], "intel-mbm-v2-systemd-containerd");
+  EXPECT_EQ(report["capabilities"]["resctrlOccupancy"]["available"], true);
+  EXPECT_EQ(report["kubelet"]["cpuManagerPolicy"], "static");
+  ASSERT_EQ(report["pods"].size(), 3u);
+  bool found = false;
+  for (const auto& pod : report["pods"]) {
+    if (pod["uid"] != "6f1c0e1a-0000-4000-8000-000000000001") continue;
+    found = true;
+    EXPECT_EQ(pod["name"], "article-service-5d8f7-abcde");
+    EXPECT_EQ(pod["llcOccupancyBytes"], "18300000");
+    EXPECT_EQ(pod["exclusiveCpus"], "2-3");
+  }
+  EXPECT_TRUE(found);
+  // The stale group was collected; the adopted one is still there.
+  EXPECT_FALSE(real->IsDirectory(stale));
+  EXPECT_TRUE(real->IsDirectory(group));
+}
+
+TEST(HostOnceE2eTest, VmLikeFixtureExplainsWhatIsMissing) {
+  TestTree tree;
+  tree.CopyFrom(std::string(NEIGHBORLY_SOURCE_DIR) +
+                "/test/testdata/hosts/no-rdt-hybrid-systemd-containerd");
+  OnceRun run = RunOnce(tree.root());
+  ASSERT_EQ(run.exit_code, 0) << run.stderr_text;
+  nlohmann::json report = nlohmann::json::parse(run.stdout_text, nullptr, false);
+  ASSERT_FALSE(report.is_discarded()) << run.stdout_text;
+  EXPECT_THAT(report["capabilities"]["resctrlOccupancy"]["reason"].get<std::string>(),
+              HasSubstr("no resctrl"));
+  EXPECT_FALSE(report["capabilities"]["perfHardwareCounters"].contains("available"));
+  EXPECT_EQ(report["pods"].size(), 3u);
+  EXPECT_THAT(report["topology"]["note"].get<std::string>(), HasSubstr("package"));
+}
+
+TEST(HostOnceE2eTest, MissingHostRootFailsWithOneLine) {
+  OnceRun run = RunOnce("/nonexistent-neighborly-root");
+  EXPECT_NE(run.exit_code, 0);
+  EXPECT_THAT(run.stderr_text, HasSubstr("topology"));
+}
+
+}  // namespace
+}  // namespace neighborly::agent
