@@ -159,6 +159,7 @@ void ExtenderCore::Impl::Decide(std::string_view verb, const IncomingPod& pod,
   }
 
   const ClusterState::View view = state.view();
+  const bool any_bookings = ledger.size() > 0;
   out.resize(nodes.size());
   for (size_t i = 0; i < nodes.size(); ++i) {
     const ClusterState::Entry* entry = view.Find(nodes[i]);
@@ -168,8 +169,9 @@ void ExtenderCore::Impl::Decide(std::string_view verb, const IncomingPod& pod,
     }
     const std::shared_ptr<const NodeSnapshot> snap =
         entry->snapshot.load(std::memory_order_acquire);
+    // Most requests find no booking anywhere: skip the second atomic load then.
     const std::shared_ptr<const BookingList> booked =
-        entry->bookings.load(std::memory_order_acquire);
+        any_bookings ? entry->bookings.load(std::memory_order_acquire) : nullptr;
     EvaluateNode(req, snap ? &snap->profile : nullptr,
                  booked ? std::span<const Booking>(*booked) : std::span<const Booking>(), now,
                  config, out[i]);

@@ -185,11 +185,11 @@ Booking MakeBooking(std::string_view pod_uid, const PodRequest& req, const NodeD
 }
 
 double Confidence(const NodeProfile& profile, absl::Time now, const ModelConfig& config) {
-  const absl::Duration age = std::max(absl::ZeroDuration(), now - profile.received_at);
-  const absl::Duration fresh = profile.window * config.fresh_intervals;
-  if (age <= fresh) return 1.0;
-  if (age >= config.max_age) return 0.0;
-  return absl::FDivDuration(config.max_age - age, config.max_age - fresh);
+  // fresh_until = received_at + fresh_intervals x window; stale_at = received_at + max_age
+  // (precomputed from `config` by BuildNodeProfile).
+  if (now <= profile.fresh_until) return 1.0;
+  if (now >= profile.stale_at) return 0.0;
+  return absl::FDivDuration(profile.stale_at - now, profile.stale_at - profile.fresh_until);
 }
 
 void EvaluateNode(const PodRequest& pod, const NodeProfile* profile,

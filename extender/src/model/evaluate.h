@@ -43,7 +43,7 @@ Booking MakeBooking(std::string_view pod_uid, const PodRequest& req, const NodeD
                     absl::Time expires_at);
 
 // 1 while the report is younger than fresh_intervals x its window, falling
-// linearly to 0 at max_age.
+// linearly to 0 at max_age (both taken from the config the profile was built with).
 double Confidence(const NodeProfile& profile, absl::Time now, const ModelConfig& config);
 
 // Fills `out` (reusing its reason's storage). `profile` == nullptr: no telemetry.

@@ -69,6 +69,8 @@ NodeProfile BuildNodeProfile(const tv1::NodeReport& report, const ModelConfig& c
   p.received_at = received_at;
   p.window = absl::Seconds(report.window_duration().seconds()) +
              absl::Nanoseconds(report.window_duration().nanos());
+  p.fresh_until = received_at + p.window * config.fresh_intervals;
+  p.stale_at = received_at + config.max_age;
   p.topology_manager_policy = report.kubelet().topology_manager_policy();
   p.cpu_manager_policy = report.kubelet().cpu_manager_policy();
   p.single_numa_admission =

@@ -66,6 +66,10 @@ struct NodeProfile {
   std::string name;
   absl::Time received_at;
   absl::Duration window;
+  // Staleness, precomputed so that evaluation only compares times: confidence
+  // is 1 until fresh_until, 0 from stale_at, linear in between.
+  absl::Time fresh_until;
+  absl::Time stale_at;
   std::string topology_manager_policy;
   std::string cpu_manager_policy;
   // topologyManagerPolicy single-numa-node or restricted: the kubelet admits a
