@@ -32,8 +32,8 @@ class BenchPmu final : public PerfSyscalls {
   int Open(const perf_event_attr&, int, int, int, unsigned long) override { return next_fd_++; }
   long Read(int, void* buffer, size_t size) override {
     ticks_ += 1;
-    const uint64_t words[] = {3, ticks_ * 1000, ticks_ * 1000, ticks_ * 900, 1,
-                              ticks_ * 1800, 2, ticks_ * 3, 3};
+    const uint64_t words[] = {
+        3, ticks_ * 1000, ticks_ * 1000, ticks_ * 900, 1, ticks_ * 1800, 2, ticks_ * 3, 3};
     if (size < sizeof words) return -22;
     std::memcpy(buffer, words, sizeof words);
     return sizeof words;
@@ -91,8 +91,9 @@ void WriteHost(const TestTree& tree, int pods) {
     tree.Write(rel + "/memory.numa_stat",
                "anon N0=1048576 N1=2097152\nfile N0=4096 N1=8192\nkernel_stack N0=1 N1=1\n");
     tree.Write(rel + "/cpu.pressure", "some avg10=0.10 avg60=0 avg300=0 total=1\n");
-    tree.Write(rel + "/memory.pressure",
-               "some avg10=0.00 avg60=0 avg300=0 total=0\nfull avg10=0.00 avg60=0 avg300=0 total=0\n");
+    tree.Write(
+        rel + "/memory.pressure",
+        "some avg10=0.00 avg60=0 avg300=0 total=0\nfull avg10=0.00 avg60=0 avg300=0 total=0\n");
     tree.Write(rel + "/cgroup.threads", "");
     for (int c = 0; c < 3; ++c) {
       std::string threads;

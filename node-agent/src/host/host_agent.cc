@@ -129,7 +129,7 @@ class HostAgentImpl final : public HostAgent {
     const absl::Time start_time = clock_->Now();
     std::map<std::string, PodSample> start;
     for (const PodCgroup& pod : pods) {
-      absl::StatusOr<PodSample> sample = cgroups_->Sample(pod);
+      absl::StatusOr<PodSample> sample = cgroups_->Sample(pod, /*counters_only=*/true);
       if (sample.ok()) start.emplace(pod.uid, std::move(*sample));
     }
     std::map<std::string, GroupCounters> rdt_start;

@@ -13,7 +13,6 @@ namespace {
 using telemetry::v1::QosClass;
 
 constexpr size_t kUidLength = 36;
-constexpr int kMaxWalkDepth = 6;
 constexpr size_t kMaxThreads = 1 << 20;
 
 bool IsHex(std::string_view s) {
@@ -301,7 +300,7 @@ absl::StatusOr<std::vector<PodCgroup>> PodCgroups::Discover() const {
   return absl::NotFoundError(absl::StrCat("no kubelet pod cgroups (looked for ", where, ")"));
 }
 
-absl::StatusOr<PodSample> PodCgroups::Sample(const PodCgroup& pod) const {
+absl::StatusOr<PodSample> PodCgroups::Sample(const PodCgroup& pod, bool counters_only) const {
   PodSample sample;
   const std::string walked = PodDir(pod, "");
   auto vanished = [&]() { return !fs_.IsDirectory(walked); };
@@ -341,6 +340,7 @@ absl::StatusOr<PodSample> PodCgroups::Sample(const PodCgroup& pod) const {
     if (vanished()) return gone();
     sample.unavailable["cpu_usage_millicores"] = Reason(usage_ns.status());
   }
+  if (counters_only) return sample;
 
   // Memory per NUMA node.
   absl::StatusOr<std::map<uint32_t, uint64_t>> numa;
@@ -444,29 +444,26 @@ absl::StatusOr<PodSample> PodCgroups::Sample(const PodCgroup& pod) const {
 }
 
 absl::StatusOr<std::vector<int>> PodCgroups::Threads(const PodCgroup& pod) const {
+  // The pod directory and its container leaves (found by Discover); walking
+  // every directory instead would cost a getdents per container per window.
   const std::string file = pod.on_unified ? "cgroup.threads" : "tasks";
+  const std::string root = WalkRoot(pod.on_unified);
+  std::vector<std::string> dirs = {PodDir(pod, "")};
+  for (const ContainerCgroup& container : pod.containers) {
+    dirs.push_back(JoinPath(root, container.relpath));
+  }
   std::vector<int> tids;
-  std::vector<std::pair<std::string, int>> stack = {{PodDir(pod, ""), 0}};
   bool read_any = false;
-  while (!stack.empty()) {
-    auto [dir, depth] = stack.back();
-    stack.pop_back();
+  for (const std::string& dir : dirs) {
     absl::StatusOr<std::string> text = fs_.ReadFile(JoinPath(dir, file));
-    if (text.ok()) {
-      read_any = true;
-      absl::StatusOr<std::vector<int>> some = ParseTids(*text);
-      if (!some.ok()) return some.status();
-      tids.insert(tids.end(), some->begin(), some->end());
-      if (tids.size() > kMaxThreads) {
-        return absl::OutOfRangeError(
-            absl::StrCat("pod ", pod.uid, ": more than ", kMaxThreads, " threads"));
-      }
-    }
-    if (depth >= kMaxWalkDepth) continue;
-    absl::StatusOr<std::vector<DirEntry>> entries = fs_.ListDir(dir);
-    if (!entries.ok()) continue;
-    for (const DirEntry& entry : *entries) {
-      if (entry.is_dir) stack.push_back({JoinPath(dir, entry.name), depth + 1});
+    if (!text.ok()) continue;  // a container that just exited
+    read_any = true;
+    absl::StatusOr<std::vector<int>> some = ParseTids(*text);
+    if (!some.ok()) return some.status();
+    tids.insert(tids.end(), some->begin(), some->end());
+    if (tids.size() > kMaxThreads) {
+      return absl::OutOfRangeError(
+          absl::StrCat("pod ", pod.uid, ": more than ", kMaxThreads, " threads"));
     }
   }
   if (!read_any) {

@@ -144,7 +144,10 @@ absl::StatusOr<GroupCounters> ReadGroupCounters(const Filesystem& fs, std::strin
     if (!id || !entry.is_dir) continue;
     const std::string dir = JoinPath(mon_data, entry.name);
     DomainCounters domain = ReadCounterDir(fs, dir, info);
-    const bool top_missing = !fs.Exists(JoinPath(dir, info.occupancy ? kOccupancy : kMbmTotal));
+    // SNC trees may lack the top-level files; only then look for parts.
+    const bool top_missing = !domain.problem.empty() && !domain.occupancy_bytes &&
+                             !domain.mbm_total_bytes && !domain.mbm_local_bytes &&
+                             !fs.Exists(JoinPath(dir, info.occupancy ? kOccupancy : kMbmTotal));
     if (top_missing) {
       // SNC without top-level sums: add the sub-NUMA domains up.
       absl::StatusOr<std::vector<DirEntry>> subs = fs.ListDir(dir);
