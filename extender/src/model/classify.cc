@@ -60,7 +60,7 @@ PodRequest MakePodRequest(const IncomingPod& pod, const RememberedPod* remembere
   if (declared) {
     req.contention_class = declared->contention_class;
     req.source = declared->source;
-  } else if (remembered != nullptr) {
+  } else if (remembered != nullptr && remembered->source != ClassSource::kDefault) {
     // An incoming pod has no measurements of its own; what was learned about
     // its UID (for example a measured aggressor being rescheduled) comes next.
     req.contention_class = remembered->contention_class;

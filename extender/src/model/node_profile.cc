@@ -55,7 +55,7 @@ ResidentPod ClassifyResident(const tv1::PodReport& pod, const ModelConfig& confi
             : absl::StrFormat("measured L3 occupancy %.0f%% of its L3 domain", *l3_share * 100);
     return out;
   }
-  if (remembered != nullptr) {
+  if (remembered != nullptr && remembered->source != ClassSource::kDefault) {
     out.contention_class = remembered->contention_class;
     out.source = ClassSource::kRemembered;
   }
