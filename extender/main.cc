@@ -1,0 +1,152 @@
+// neighborly-extender: wiring only. Config and flags -> logging -> ExtenderCore
+// (learned state loaded) -> gRPC telemetry ingest -> HTTP (scheduler verbs and
+// operator API). Prints "listening http=HOST:PORT grpc=HOST:PORT" (stdout and
+// stderr) once both accept. SIGTERM/SIGINT: stop accepting, finish in-flight requests,
+// save state, exit 0. Bad flags or config: one line on stderr, exit 2.
+#include <signal.h>
+
+#include <atomic>
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "common/clock.h"
+#include "common/host_port.h"
+#include "common/logging.h"
+#include "common/strings.h"
+#include "extender/src/api/core_operator_source.h"
+#include "extender/src/api/operator_api.h"
+#include "extender/src/config/extender_config.h"
+#include "extender/src/core/extender_core.h"
+#include "extender/src/http/http_server.h"
+#include "extender/src/ingest/telemetry_server.h"
+#include "spdlog/spdlog.h"
+
+namespace neighborly::extender {
+namespace {
+
+constexpr std::string_view kProgram = "neighborly-extender";
+
+int Fail(int code, std::string_view message) {
+  std::fprintf(stderr, "%s: %.*s\n", kProgram.data(), static_cast<int>(message.size()),
+               message.data());
+  return code;
+}
+
+std::string JoinHostPort(const std::string& host, int port) {
+  return host.find(':') != std::string::npos ? absl::StrCat("[", host, "]:", port)
+                                             : absl::StrCat(host, ":", port);
+}
+
+void SaveState(const ExtenderCore& core, const std::string& path) {
+  if (path.empty()) return;
+  if (absl::Status s = core.SaveState(path); !s.ok()) {
+    spdlog::error("saving state to {} failed: {}", path, std::string(s.message()));
+  } else {
+    spdlog::debug("state saved to {}", path);
+  }
+}
+
+int Run(int argc, char** argv) {
+  absl::StatusOr<CommandLine> command_line = ParseCommandLine(argc, argv);
+  if (!command_line.ok()) return Fail(2, Sv(command_line.status().message()));
+  if (command_line->help) {
+    std::fputs(ExtenderUsage().c_str(), stdout);
+    return 0;
+  }
+  if (command_line->version) {
+    std::printf("%s %s\n", kProgram.data(), NEIGHBORLY_VERSION);
+    return 0;
+  }
+  absl::StatusOr<ExtenderConfig> config = LoadExtenderConfig(*command_line);
+  if (!config.ok()) return Fail(2, Sv(config.status().message()));
+  if (absl::Status s = SetupLogging(config->log_level, kProgram); !s.ok()) {
+    return Fail(2, Sv(s.message()));
+  }
+  const absl::StatusOr<HostPort> http_address = ParseHostPort(config->http_address);
+  if (!http_address.ok()) return Fail(2, Sv(http_address.status().message()));
+
+  // Signals are taken synchronously by this thread (sigtimedwait below); block
+  // them before any other thread exists so that every thread inherits the mask.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  RealClock clock;
+  ExtenderCore core(config->model, clock);
+  if (!config->state_file.empty()) {
+    if (std::filesystem::exists(config->state_file)) {
+      if (absl::Status s = core.LoadState(config->state_file); !s.ok()) {
+        return Fail(1, absl::StrCat("cannot load state file ", config->state_file, ": ",
+                                    s.message(), " (move it away to start without learned state)"));
+      }
+      spdlog::info("learned state loaded from {}", config->state_file);
+    } else {
+      spdlog::info("no state file at {} yet; starting without learned state", config->state_file);
+    }
+  }
+
+  TelemetryServer::Options telemetry_options;
+  telemetry_options.address = config->grpc_address;
+  absl::StatusOr<std::unique_ptr<TelemetryServer>> telemetry =
+      TelemetryServer::Start(core, telemetry_options);
+  if (!telemetry.ok()) return Fail(1, Sv(telemetry.status().message()));
+
+  HttpServerOptions http_options;
+  http_options.host = http_address->host;
+  http_options.port = http_address->port;
+  http_options.body_limit_bytes = static_cast<size_t>(config->body_limit_bytes);
+  http_options.read_timeout = config->read_timeout;
+  http_options.write_timeout = config->write_timeout;
+  http_options.keep_alive_timeout = config->keep_alive_timeout;
+  http_options.request_timeout = config->request_timeout;
+  http_options.worker_threads = config->worker_threads;
+  http_options.max_connections = config->max_connections;
+  ExtenderMetrics metrics;
+  HttpServer http(http_options, core, metrics);
+  TelemetryServer& ingest = **telemetry;
+  CoreOperatorSource source(core, [&ingest] { return ingest.stats(); });
+  std::atomic<bool> stopping{false};
+  RegisterOperatorApi(http.server(), source, metrics, [&stopping]() -> std::string {
+    return stopping.load() ? "shutting down" : "";
+  });
+  absl::StatusOr<int> http_port = http.Start();
+  if (!http_port.ok()) return Fail(1, Sv(http_port.status().message()));
+
+  const std::string http_listen = JoinHostPort(http_address->host, *http_port);
+  // The parseable line, on stdout for scripts and on stderr beside the logs.
+  const std::string listening =
+      absl::StrCat("listening http=", http_listen, " grpc=", ingest.address(), "\n");
+  std::fputs(listening.c_str(), stdout);
+  std::fflush(stdout);
+  std::fputs(listening.c_str(), stderr);
+  spdlog::info("serving kube-scheduler and operator API on {}, telemetry ingest on {}", http_listen,
+               ingest.address());
+
+  const int64_t save_ms = absl::ToInt64Milliseconds(config->state_save_interval);
+  for (;;) {
+    timespec timeout{static_cast<time_t>(save_ms / 1000),
+                     static_cast<long>(save_ms % 1000) * 1000000L};
+    const int signal_number = sigtimedwait(&signals, nullptr, &timeout);
+    if (signal_number == SIGTERM || signal_number == SIGINT) {
+      spdlog::info("received {}; shutting down", signal_number == SIGTERM ? "SIGTERM" : "SIGINT");
+      break;
+    }
+    SaveState(core, config->state_file);  // the periodic save (timeout or EINTR)
+  }
+  stopping = true;
+  http.Stop();  // no new connections; returns once in-flight requests are answered
+  ingest.Shutdown(absl::Seconds(5));
+  SaveState(core, config->state_file);
+  spdlog::info("stopped");
+  return 0;
+}
+
+}  // namespace
+}  // namespace neighborly::extender
+
+int main(int argc, char** argv) { return neighborly::extender::Run(argc, argv); }

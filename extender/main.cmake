@@ -1,0 +1,13 @@
+# The neighborly-extender binary: wiring of config, core, ingest, HTTP and API.
+add_executable(neighborly-extender ${CMAKE_CURRENT_LIST_DIR}/main.cc)
+set_target_properties(neighborly-extender PROPERTIES OUTPUT_NAME neighborly-extender)
+target_link_libraries(neighborly-extender PRIVATE
+  neighborly_core neighborly_ingest neighborly_http neighborly_api neighborly_extender_config
+  neighborly_common absl::strings spdlog::spdlog neighborly_warnings)
+
+neighborly_add_test(extender_main_test
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/main_test.cc
+  LIBS neighborly_test_support nlohmann_json::nlohmann_json PkgConfig::HTTPLIB absl::strings)
+add_dependencies(extender_main_test neighborly-extender)
+target_compile_definitions(extender_main_test PRIVATE
+  NEIGHBORLY_EXTENDER_BINARY="$<TARGET_FILE:neighborly-extender>")
