@@ -30,15 +30,13 @@
 #include "common/strings.h"
 #include "google/protobuf/util/json_util.h"
 #include "httplib.h"
+#include "node-agent/src/host/host_agent.h"
 #include "node-agent/src/report/metrics.h"
 #include "node-agent/src/report/publisher.h"
 #include "node-agent/src/simulate/fleet.h"
 #include "node-agent/src/simulate/node_report.h"
 #include "node-agent/src/simulate/scenario.h"
 #include "spdlog/spdlog.h"
-#ifdef NEIGHBORLY_AGENT_WITH_HOST
-#include "node-agent/src/host/host_agent.h"
-#endif
 
 namespace neighborly::agent {
 namespace {
@@ -68,6 +66,11 @@ streams one NodeReport per window to the Neighborly extender(s). With
   --metrics-address HOST:PORT  Prometheus /metrics and /healthz (default
                             0.0.0.0:9101; empty to disable)
   --rdt-backend resctrl|pqos|none  how to read Intel RDT (default resctrl)
+  --cri-socket PATH         container runtime socket under --host-root; repeat
+                            or comma-separate to try several (default:
+                            /run/containerd/containerd.sock, then CRI-O's)
+  --pod-label-keys K1,K2    pod labels to report (default workload-type,app;
+                            annotations: every neighborly.io/ key)
   --log-level LEVEL         trace|debug|info|warn|error|off (default info)
   --help                    this text
   --version                 the version
@@ -83,6 +86,8 @@ struct Flags {
   std::string simulate;
   std::string metrics_address = "0.0.0.0:9101";
   std::string rdt_backend = "resctrl";
+  std::vector<std::string> cri_sockets;
+  std::optional<std::vector<std::string>> pod_label_keys;
   std::string log_level = "info";
   bool help = false;
   bool version = false;
@@ -131,6 +136,24 @@ absl::Status SetValue(Flags& flags, std::string_view name, const std::string& va
       return Usage(absl::StrCat("--rdt-backend \"", value, "\" is not resctrl, pqos or none"));
     }
     flags.rdt_backend = value;
+  } else if (name == "cri-socket") {
+    for (absl::string_view part : absl::StrSplit(value, ',')) {
+      const std::string_view path = Trim(Sv(part));
+      if (!path.starts_with('/')) {
+        return Usage(absl::StrCat("--cri-socket \"", value, "\": \"", Av(path),
+                                  "\" is not an absolute path (it is taken under --host-root)"));
+      }
+      flags.cri_sockets.emplace_back(path);
+    }
+  } else if (name == "pod-label-keys") {
+    std::vector<std::string> keys;
+    for (absl::string_view part : absl::StrSplit(value, ',')) {
+      const std::string_view key = Trim(Sv(part));
+      if (key.empty())
+        return Usage(absl::StrCat("--pod-label-keys \"", value, "\" has an empty key"));
+      keys.emplace_back(key);
+    }
+    flags.pod_label_keys = std::move(keys);
   } else if (name == "log-level") {
     flags.log_level = value;
   } else {
@@ -164,9 +187,9 @@ absl::StatusOr<Flags> ParseFlags(int argc, char** argv) {
       *boolean = !value || *value == "true";
       continue;
     }
-    constexpr std::string_view kValueFlags[] = {"node-name",       "extender",    "interval",
-                                                "output",          "host-root",   "simulate",
-                                                "metrics-address", "rdt-backend", "log-level"};
+    constexpr std::string_view kValueFlags[] = {
+        "node-name",       "extender",    "interval",   "output",         "host-root", "simulate",
+        "metrics-address", "rdt-backend", "cri-socket", "pod-label-keys", "log-level"};
     if (std::find(std::begin(kValueFlags), std::end(kValueFlags), name) == std::end(kValueFlags)) {
       return Usage(absl::StrCat("unknown flag --", Av(name)));
     }
@@ -314,11 +337,12 @@ int RunSimulation(const Flags& flags) {
 
 // Host mode: measures this machine through HostAgent (node-agent/src/host).
 int RunHost(const Flags& flags) {
-#ifdef NEIGHBORLY_AGENT_WITH_HOST
-  absl::StatusOr<std::unique_ptr<HostAgent>> agent =
-      HostAgent::Create(HostAgentOptions{.host_root = flags.host_root,
-                                         .node_name = flags.node_name,
-                                         .rdt_backend = flags.rdt_backend});
+  HostAgentOptions options{.host_root = flags.host_root,
+                           .node_name = flags.node_name,
+                           .rdt_backend = flags.rdt_backend,
+                           .cri_sockets = flags.cri_sockets};
+  if (flags.pod_label_keys) options.pod_label_keys = *flags.pod_label_keys;
+  absl::StatusOr<std::unique_ptr<HostAgent>> agent = HostAgent::Create(options);
   if (!agent.ok()) {
     std::cerr << "neighborly-agent: " << agent.status().message() << "\n";
     return kExitRuntime;
@@ -355,10 +379,6 @@ int RunHost(const Flags& flags) {
   }
   if (publisher) publisher->Stop();
   return 0;
-#else
-  std::cerr << "neighborly-agent: host measurement is not built into this binary\n";
-  return kExitUsage;
-#endif
 }
 
 int Main(int argc, char** argv) {

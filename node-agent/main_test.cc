@@ -102,6 +102,8 @@ TEST(AgentCliTest, BadFlagsExitTwoWithOneLine) {
       {{"--output", "yaml", "--once"}, "--output \"yaml\": only json exists"},
       {{"--output", "json"}, "--output needs --once"},
       {{"--rdt-backend", "cat"}, "--rdt-backend \"cat\""},
+      {{"--once", "--cri-socket", "run/containerd.sock"}, "is not an absolute path"},
+      {{"--once", "--pod-label-keys", "app,,team"}, "has an empty key"},
       {{"--simulate", Scenario("two-nodes.yaml")}, "--extender HOST:PORT is required"},
       {{"--once", "--extender", "127.0.0.1:9090"}, "drop --extender"},
       {{"--extender"}, "flag --extender needs a value"},

@@ -6,10 +6,13 @@
 #include <set>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "common/strings.h"
 #include "google/protobuf/util/time_util.h"
+#include "node-agent/src/cri/pod_metadata.h"
 #include "node-agent/src/kubelet/kubelet_state.h"
 #include "node-agent/src/perf/perf_events.h"
+#include "node-agent/src/podresources/pod_resources.h"
 #include "node-agent/src/pods/cgroup_mounts.h"
 #include "node-agent/src/pods/pod_cgroups.h"
 #include "node-agent/src/pods/pod_names.h"
@@ -29,9 +32,14 @@ void SetCapability(tv1::Capability* capability, bool available, std::string_view
   if (!available) capability->set_reason(std::string(reason));
 }
 
-// Latency-critical and Guaranteed pods get RMIDs first. Without pod metadata
-// (no CRI client) the QoS class is all the agent knows.
-int Priority(tv1::QosClass qos) {
+// Latency-critical pods (annotation `neighborly.io/class`, from CRI), then
+// Guaranteed ones, get RMIDs first. Without pod metadata the QoS class is all
+// the agent knows.
+int Priority(tv1::QosClass qos, const PodMetadata* metadata) {
+  if (metadata != nullptr) {
+    auto it = metadata->annotations.find("neighborly.io/class");
+    if (it != metadata->annotations.end() && it->second == "latency-critical") return 3;
+  }
   switch (qos) {
     case tv1::QOS_CLASS_GUARANTEED:
       return 2;
@@ -41,6 +49,13 @@ int Priority(tv1::QosClass qos) {
       return 0;
   }
 }
+
+// What the kubelet's PodResources API said this window.
+struct PodResourcesView {
+  absl::StatusOr<std::map<std::string, PodAllocation>> pods =  // "namespace/name" ->
+      absl::UnavailableError("not asked");
+  absl::StatusOr<Allocatable> allocatable = absl::UnavailableError("not asked");
+};
 
 struct PodPerf {
   std::unique_ptr<CgroupCounters> counters;
@@ -98,6 +113,7 @@ class HostAgentImpl final : public HostAgent {
     ProbePerf(mounts);
     SetupResctrl();
     ProbePsi();
+    SetupKubeletClients();
     return absl::OkStatus();
   }
 
@@ -113,13 +129,17 @@ class HostAgentImpl final : public HostAgent {
         spdlog::warn("pods: {}", pods_error_);  // logged once per distinct reason
       }
     }
+    const absl::StatusOr<std::map<std::string, PodMetadata>> metadata = ListPodMetadata();
+    const PodResourcesView resources = AskPodResources();
     std::map<std::string, std::string> unmonitored;
     if (resctrl_) {
       std::vector<ResctrlPod> targets;
       for (const PodCgroup& pod : pods) {
         absl::StatusOr<std::vector<int>> tids = cgroups_->Threads(pod);
         if (!tids.ok()) continue;  // vanished; Sample drops it below
-        targets.push_back({pod.uid, Priority(pod.qos), std::move(*tids)});
+        const PodMetadata* m =
+            metadata.ok() && metadata->contains(pod.uid) ? &metadata->at(pod.uid) : nullptr;
+        targets.push_back({pod.uid, Priority(pod.qos, m), std::move(*tids)});
       }
       unmonitored = resctrl_->Sync(targets);
     }
@@ -178,9 +198,9 @@ class HostAgentImpl final : public HostAgent {
         TimeUtil::NanosecondsToTimestamp(absl::ToUnixNanos(start_time));
     *report.mutable_window_duration() =
         TimeUtil::NanosecondsToDuration(absl::ToInt64Nanoseconds(end_time - start_time));
-    FillCapabilities(kubelet, unmonitored, report.mutable_capabilities());
+    FillCapabilities(kubelet, metadata, resources, unmonitored, report.mutable_capabilities());
     FillTopology(node_start, node_end, seconds, report.mutable_topology());
-    FillKubelet(kubelet, report.mutable_kubelet());
+    FillKubelet(kubelet, resources, report.mutable_kubelet());
 
     absl::StatusOr<std::map<std::string, PodName>> names = ReadPodNames(*fs_);
     for (const PodCgroup& pod : pods) {
@@ -192,7 +212,12 @@ class HostAgentImpl final : public HostAgent {
       out->set_uid(pod.uid);
       out->set_qos_class(pod.qos);
       auto& unavailable = *out->mutable_unavailable();
-      if (names.ok() && names->contains(pod.uid)) {
+      const PodMetadata* m =
+          metadata.ok() && metadata->contains(pod.uid) ? &metadata->at(pod.uid) : nullptr;
+      if (m != nullptr && !m->name.empty()) {
+        out->set_namespace_(m->namespace_name);
+        out->set_name(m->name);
+      } else if (names.ok() && names->contains(pod.uid)) {
         out->set_namespace_(names->at(pod.uid).namespace_name);
         out->set_name(names->at(pod.uid).name);
       } else {
@@ -200,12 +225,21 @@ class HostAgentImpl final : public HostAgent {
                                          : std::string(names.status().message());
       }
       for (const auto& [metric, reason] : b.unavailable) unavailable[metric] = reason;
-      unavailable["labels"] = unavailable["annotations"] =
-          "pod metadata needs the CRI client, which this agent does not run";
+      if (m != nullptr) {
+        out->mutable_labels()->insert(m->labels.begin(), m->labels.end());
+        out->mutable_annotations()->insert(m->annotations.begin(), m->annotations.end());
+      } else {
+        unavailable["labels"] = unavailable["annotations"] =
+            !metadata.ok() ? std::string(metadata.status().message())
+                           : "the container runtime lists no sandbox for this pod";
+      }
       unavailable["memory_request_bytes"] =
-          "memory requests are not visible in cgroups (no CRI or API server client)";
+          "memory requests are not visible in cgroups or CRI sandboxes (no API server client)";
       if (b.cpu_request_millicores) out->set_cpu_request_millicores(*b.cpu_request_millicores);
-      if (kubelet.cpu_manager.ok()) {
+      const std::string key = absl::StrCat(out->namespace_(), "/", out->name());
+      if (resources.pods.ok() && !out->name().empty() && resources.pods->contains(key)) {
+        out->set_exclusive_cpus(FormatCpuList(resources.pods->at(key).exclusive_cpus));
+      } else if (kubelet.cpu_manager.ok()) {
         out->set_exclusive_cpus(FormatCpuList(kubelet.cpu_manager->ExclusiveCpus(pod.uid)));
       }
       if (a.cpu_usage_ns && b.cpu_usage_ns && seconds > 0) {
@@ -274,6 +308,66 @@ class HostAgentImpl final : public HostAgent {
     }
   }
 
+  void SetupKubeletClients() {
+    if (env_.pod_metadata) {
+      cri_ = env_.pod_metadata;
+    } else if (std::optional<std::string> socket = FindCriSocket(*fs_, options_.cri_sockets)) {
+      PodMetadataFilter filter;
+      filter.label_keys = options_.pod_label_keys;
+      cri_ = NewCriPodMetadataSource(*socket, filter);
+      spdlog::info("pod metadata: {}", cri_->Describe());
+    } else {
+      std::vector<std::string> tried = options_.cri_sockets;
+      if (tried.empty()) tried.assign(std::begin(kDefaultCriSockets), std::end(kDefaultCriSockets));
+      cri_reason_ =
+          absl::StrCat("no CRI socket under the host root (looked for ", absl::StrJoin(tried, ", "),
+                       "): pods are reported without labels/annotations");
+      spdlog::info("pod metadata: {}", cri_reason_);
+    }
+    if (env_.pod_resources) {
+      pod_resources_ = env_.pod_resources;
+    } else if (fs_->Exists(kPodResourcesSocket)) {
+      pod_resources_ = NewPodResourcesClient(fs_->HostPath(kPodResourcesSocket));
+      spdlog::info("exclusive CPUs: {}", pod_resources_->Describe());
+    }
+  }
+
+  // Logs a source's error once per distinct message.
+  void LogOnce(std::string& last, const absl::Status& status, std::string_view what) {
+    if (status.ok() || std::string(status.message()) == last) return;
+    last = std::string(status.message());
+    spdlog::warn("{}: {}", what, last);
+  }
+
+  absl::StatusOr<std::map<std::string, PodMetadata>> ListPodMetadata() {
+    if (!cri_) return absl::UnavailableError(cri_reason_);
+    absl::StatusOr<std::map<std::string, PodMetadata>> listed = cri_->List();
+    LogOnce(cri_error_, listed.status(), "pod metadata");
+    if (listed.ok()) cri_error_.clear();
+    return listed;
+  }
+
+  PodResourcesView AskPodResources() {
+    PodResourcesView view;
+    if (!pod_resources_) return view;
+    absl::StatusOr<std::vector<PodAllocation>> pods = pod_resources_->List();
+    LogOnce(podres_error_, pods.status(), "PodResources");
+    if (pods.ok()) {
+      podres_error_.clear();
+      std::map<std::string, PodAllocation> by_name;
+      for (PodAllocation& pod : *pods) {
+        const std::string key = absl::StrCat(pod.namespace_name, "/", pod.name);
+        by_name[key] = std::move(pod);
+      }
+      view.pods = std::move(by_name);
+      view.allocatable = pod_resources_->GetAllocatableResources();
+      LogOnce(allocatable_error_, view.allocatable.status(), "PodResources");
+    } else {
+      view.pods = pods.status();
+    }
+    return view;
+  }
+
   void ProbePsi() {
     absl::StatusOr<std::string> text = fs_->ReadFile("/proc/pressure/cpu");
     if (text.ok()) {
@@ -311,6 +405,8 @@ class HostAgentImpl final : public HostAgent {
   }
 
   void FillCapabilities(const KubeletState& kubelet,
+                        const absl::StatusOr<std::map<std::string, PodMetadata>>& metadata,
+                        const PodResourcesView& resources,
                         const std::map<std::string, std::string>& unmonitored,
                         tv1::Capabilities* caps) {
     const std::string no_rdt = rdt_.usable ? "" : rdt_.reason;
@@ -326,11 +422,18 @@ class HostAgentImpl final : public HostAgent {
     }
     SetCapability(caps->mutable_perf_hardware_counters(), pmu_.hardware, pmu_.reason);
     SetCapability(caps->mutable_psi(), psi_available_, psi_reason_);
-    SetCapability(caps->mutable_kubelet_pod_resources(), false,
-                  fs_->Exists("/var/lib/kubelet/pod-resources/kubelet.sock")
-                      ? "the PodResources socket exists but this agent has no PodResources "
-                        "client; exclusive CPUs come from cpu_manager_state"
-                      : "no /var/lib/kubelet/pod-resources/kubelet.sock");
+    if (!pod_resources_) {
+      SetCapability(
+          caps->mutable_kubelet_pod_resources(), false,
+          absl::StrCat("no ", Av(kPodResourcesSocket),
+                       " under the host root: exclusive CPUs come from cpu_manager_state"));
+    } else {
+      SetCapability(caps->mutable_kubelet_pod_resources(), resources.pods.ok(),
+                    resources.pods.ok()
+                        ? ""
+                        : absl::StrCat(resources.pods.status().message(),
+                                       "; exclusive CPUs come from cpu_manager_state"));
+    }
     SetCapability(caps->mutable_cpu_manager_state(), kubelet.cpu_manager.ok(),
                   kubelet.cpu_manager.ok() ? "" : Sv(kubelet.cpu_manager.status().message()));
     if (kubelet.cpu_manager.ok() && kubelet.cpu_manager->legacy_container_keys) {
@@ -338,8 +441,8 @@ class HostAgentImpl final : public HostAgent {
                     "cpu_manager_state is format v1 (keyed by container id): exclusive CPUs "
                     "cannot be tied to pods");
     }
-    SetCapability(caps->mutable_pod_metadata(), false,
-                  "no CRI client in this agent: pods are reported without labels/annotations");
+    SetCapability(caps->mutable_pod_metadata(), metadata.ok(),
+                  metadata.ok() ? "" : Sv(metadata.status().message()));
     for (const auto& [uid, reason] : unmonitored) (*caps->mutable_unmonitored_pods())[uid] = reason;
   }
 
@@ -374,7 +477,8 @@ class HostAgentImpl final : public HostAgent {
     }
   }
 
-  void FillKubelet(const KubeletState& kubelet, tv1::KubeletPolicies* out) {
+  void FillKubelet(const KubeletState& kubelet, const PodResourcesView& resources,
+                   tv1::KubeletPolicies* out) {
     CpuSet reserved;
     if (kubelet.config.ok()) {
       const KubeletConfig& c = *kubelet.config;
@@ -393,6 +497,30 @@ class HostAgentImpl final : public HostAgent {
         out->set_shared_pool_cpus(FormatCpuList(kubelet.cpu_manager->default_cpu_set));
         return;
       }
+    }
+    if (resources.pods.ok() && resources.allocatable.ok()) {
+      // PodResources: allocatable = online - reserved; the shared pool is what
+      // no pod holds exclusively.
+      const CpuSet& allocatable = resources.allocatable->cpus;
+      if (out->reserved_cpus().empty()) {
+        CpuSet held_back;
+        for (uint32_t cpu : topology_.cpus_online) {
+          if (!std::binary_search(allocatable.begin(), allocatable.end(), cpu)) {
+            held_back.push_back(cpu);
+          }
+        }
+        out->set_reserved_cpus(FormatCpuList(held_back));
+      }
+      std::set<uint32_t> exclusive;
+      for (const auto& [key, pod] : *resources.pods) {
+        exclusive.insert(pod.exclusive_cpus.begin(), pod.exclusive_cpus.end());
+      }
+      CpuSet shared;
+      for (uint32_t cpu : allocatable) {
+        if (!exclusive.contains(cpu)) shared.push_back(cpu);
+      }
+      out->set_shared_pool_cpus(FormatCpuList(shared));
+      return;
     }
     CpuSet shared;
     for (uint32_t cpu : topology_.cpus_online) {
@@ -487,6 +615,12 @@ class HostAgentImpl final : public HostAgent {
   std::map<std::string, PodPerf> perf_;
   bool psi_available_ = false;
   std::string psi_reason_;
+  std::shared_ptr<PodMetadataSource> cri_;
+  std::string cri_reason_;  // why there is no CRI client
+  std::string cri_error_;   // last List error, logged once
+  std::shared_ptr<PodResourcesSource> pod_resources_;
+  std::string podres_error_;
+  std::string allocatable_error_;
 };
 
 }  // namespace

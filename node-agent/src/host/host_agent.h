@@ -14,6 +14,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
@@ -24,11 +25,18 @@ namespace neighborly::agent {
 
 class Filesystem;
 class PerfSyscalls;
+class PodMetadataSource;
+class PodResourcesSource;
 
 struct HostAgentOptions {
   std::string host_root = "/";
   std::string node_name;                // empty: from the host's hostname
-  std::string rdt_backend = "resctrl";  // "resctrl" | "none"
+  std::string rdt_backend = "resctrl";  // "resctrl" | "pqos" | "none"
+  // CRI sockets to try, as host paths under host_root (empty: containerd's and
+  // CRI-O's default places, see cri/pod_metadata.h).
+  std::vector<std::string> cri_sockets;
+  // Pod labels kept in reports (annotations: every `neighborly.io/` key).
+  std::vector<std::string> pod_label_keys = {"workload-type", "app"};
 };
 
 // The system doors HostAgent goes through; every null member means the real
@@ -41,6 +49,10 @@ struct HostAgentEnvironment {
   std::function<void(absl::Duration)> wait;  // waits out the window
   uint64_t page_size_bytes = 0;              // 0: this machine's page size
   std::string resctrl_group_prefix = "neighborly-";
+  // Null: the CRI client on the first socket found (none: pods carry no
+  // labels/annotations) and the PodResources client when its socket exists.
+  std::shared_ptr<PodMetadataSource> pod_metadata;
+  std::shared_ptr<PodResourcesSource> pod_resources;
 };
 
 class HostAgent {

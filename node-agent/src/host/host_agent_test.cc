@@ -4,11 +4,15 @@
 #include <map>
 
 #include "gmock/gmock.h"
+#include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
+#include "node-agent/src/cri/pod_metadata.h"
 #include "node-agent/src/perf/perf_events.h"
+#include "node-agent/src/podresources/pod_resources.h"
 #include "node-agent/src/resctrl/fake_resctrl.h"
 #include "node-agent/src/sys/filesystem.h"
 #include "node-agent/src/sys/test_tree.h"
+#include "runtime/v1/api_subset.grpc.pb.h"
 
 namespace neighborly::agent {
 namespace {
@@ -291,6 +295,146 @@ TEST(HostAgentTest, BadOptionsAndHostileTrees) {
   EXPECT_FALSE(report->capabilities().cpu_manager_state().available());
   EXPECT_THAT(report->capabilities().cpu_manager_state().reason(), HasSubstr("JSON"));
   EXPECT_EQ(report->pods_size(), 0);  // no cgroup mount in the table: no pods, no crash
+}
+
+class FakeCri final : public PodMetadataSource {
+ public:
+  absl::StatusOr<std::map<std::string, PodMetadata>> List() override { return pods; }
+  std::string Describe() const override { return "fake CRI"; }
+  absl::StatusOr<std::map<std::string, PodMetadata>> pods;
+};
+
+class FakePodResources final : public PodResourcesSource {
+ public:
+  absl::StatusOr<std::vector<PodAllocation>> List() override { return pods; }
+  absl::StatusOr<Allocatable> GetAllocatableResources() override { return allocatable; }
+  std::string Describe() const override { return "fake PodResources"; }
+  absl::StatusOr<std::vector<PodAllocation>> pods;
+  absl::StatusOr<Allocatable> allocatable;
+};
+
+TEST(HostAgentTest, CriMetadataLabelsPodsAndPutsLatencyCriticalFirstForRmids) {
+  Host host("amd-v1-cgroupfs-docker");  // 2 RMIDs for pods
+  auto cri = std::make_shared<FakeCri>();
+  cri->pods = std::map<std::string, PodMetadata>{
+      {kBE,
+       {"content",
+        "cache-warmer",
+        {{"app", "warmer"}},
+        {{"neighborly.io/class", "latency-critical"}}}},
+      {kG, {"content", "article-service-5d8f7-abcde", {{"workload-type", "web"}}, {}}},
+  };
+  host.env.pod_metadata = cri;
+  absl::StatusOr<std::unique_ptr<HostAgent>> agent = HostAgent::Create(host.options, host.env);
+  ASSERT_TRUE(agent.ok()) << agent.status();
+  absl::StatusOr<tv1::NodeReport> report = (*agent)->MeasureWindow(absl::Seconds(1));
+  ASSERT_TRUE(report.ok()) << report.status();
+  EXPECT_TRUE(report->capabilities().pod_metadata().available());
+  // The latency-critical BestEffort pod got an RMID before the Burstable one.
+  EXPECT_THAT(report->capabilities().unmonitored_pods(), UnorderedElementsAre(Key(kB)));
+  const tv1::PodReport* be = FindPod(*report, kBE);
+  ASSERT_NE(be, nullptr);
+  EXPECT_EQ(be->name(), "cache-warmer");
+  EXPECT_THAT(be->labels(), UnorderedElementsAre(Pair("app", "warmer")));
+  EXPECT_THAT(be->annotations(),
+              UnorderedElementsAre(Pair("neighborly.io/class", "latency-critical")));
+  EXPECT_TRUE(be->has_llc_occupancy_bytes());
+  EXPECT_FALSE(be->unavailable().contains("labels"));
+  const tv1::PodReport* b = FindPod(*report, kB);
+  ASSERT_NE(b, nullptr);
+  EXPECT_THAT(b->unavailable().at("labels"), HasSubstr("no sandbox"));
+
+  // The runtime goes away: capability off with its reason, pods without metadata.
+  cri->pods = absl::UnavailableError("ListPodSandbox on /run/containerd/containerd.sock failed");
+  report = (*agent)->MeasureWindow(absl::Seconds(1));
+  ASSERT_TRUE(report.ok());
+  EXPECT_FALSE(report->capabilities().pod_metadata().available());
+  EXPECT_THAT(report->capabilities().pod_metadata().reason(), HasSubstr("ListPodSandbox"));
+  EXPECT_TRUE(FindPod(*report, kBE)->labels().empty());
+  EXPECT_THAT(FindPod(*report, kBE)->unavailable().at("annotations"), HasSubstr("ListPodSandbox"));
+}
+
+TEST(HostAgentTest, NoCriSocketSaysWhereItLooked) {
+  Host host("intel-mbm-v2-systemd-containerd");
+  absl::StatusOr<std::unique_ptr<HostAgent>> agent = HostAgent::Create(host.options, host.env);
+  ASSERT_TRUE(agent.ok()) << agent.status();
+  absl::StatusOr<tv1::NodeReport> report = (*agent)->MeasureWindow(absl::Seconds(1));
+  ASSERT_TRUE(report.ok());
+  EXPECT_FALSE(report->capabilities().pod_metadata().available());
+  EXPECT_THAT(report->capabilities().pod_metadata().reason(),
+              HasSubstr("/run/containerd/containerd.sock"));
+  EXPECT_THAT(FindPod(*report, kG)->unavailable().at("labels"), HasSubstr("no CRI socket"));
+}
+
+// A containerd answering ListPodSandbox on the fixture tree's socket path.
+class SocketRuntime final : public ::runtime::v1::RuntimeService::Service {
+ public:
+  grpc::Status ListPodSandbox(grpc::ServerContext*, const ::runtime::v1::ListPodSandboxRequest*,
+                              ::runtime::v1::ListPodSandboxResponse* response) override {
+    ::runtime::v1::PodSandbox* s = response->add_items();
+    s->set_id("sandbox-1");
+    s->mutable_metadata()->set_uid(kG);
+    s->mutable_metadata()->set_name("article-service-5d8f7-abcde");
+    s->mutable_metadata()->set_namespace_("content");
+    (*s->mutable_labels())["app"] = "article-service";
+    (*s->mutable_labels())["team"] = "web";
+    (*s->mutable_annotations())["neighborly.io/class"] = "latency-critical";
+    return grpc::Status::OK;
+  }
+};
+
+TEST(HostAgentTest, FindsTheContainerdSocketUnderTheHostRoot) {
+  Host host("intel-mbm-v2-systemd-containerd");
+  host.tree.MkDir("/run/containerd");
+  SocketRuntime runtime;
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort("unix:" + host.tree.Path("/run/containerd/containerd.sock"),
+                           grpc::InsecureServerCredentials());
+  builder.RegisterService(&runtime);
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  ASSERT_NE(server, nullptr);
+  absl::StatusOr<std::unique_ptr<HostAgent>> agent = HostAgent::Create(host.options, host.env);
+  ASSERT_TRUE(agent.ok()) << agent.status();
+  absl::StatusOr<tv1::NodeReport> report = (*agent)->MeasureWindow(absl::Seconds(1));
+  ASSERT_TRUE(report.ok());
+  EXPECT_TRUE(report->capabilities().pod_metadata().available())
+      << report->capabilities().pod_metadata().reason();
+  const tv1::PodReport* g = FindPod(*report, kG);
+  EXPECT_THAT(g->labels(), UnorderedElementsAre(Pair("app", "article-service")));
+  EXPECT_THAT(g->annotations(), UnorderedElementsAre(Key("neighborly.io/class")));
+  server->Shutdown();
+}
+
+TEST(HostAgentTest, PodResourcesGiveExclusiveCpusAndFallBackToTheStateFile) {
+  Host host("intel-mbm-v2-systemd-containerd");  // cpu_manager_state: kG holds 2-3
+  auto kubelet = std::make_shared<FakePodResources>();
+  kubelet->pods = std::vector<PodAllocation>{
+      {"content", "article-service-5d8f7-abcde", {4, 5}, {}},
+  };
+  kubelet->allocatable = Allocatable{{1, 2, 3, 4, 5, 6, 7}, {}};
+  host.env.pod_resources = kubelet;
+  host.tree.Remove("/var/lib/kubelet/cpu_manager_state");
+  absl::StatusOr<std::unique_ptr<HostAgent>> agent = HostAgent::Create(host.options, host.env);
+  ASSERT_TRUE(agent.ok()) << agent.status();
+  absl::StatusOr<tv1::NodeReport> report = (*agent)->MeasureWindow(absl::Seconds(1));
+  ASSERT_TRUE(report.ok());
+  EXPECT_TRUE(report->capabilities().kubelet_pod_resources().available());
+  EXPECT_EQ(FindPod(*report, kG)->exclusive_cpus(), "4-5");
+  EXPECT_EQ(FindPod(*report, kB)->exclusive_cpus(), "");
+  EXPECT_EQ(report->kubelet().shared_pool_cpus(), "1-3,6-7");
+
+  // The kubelet stops answering: back to cpu_manager_state.
+  host.tree.Write("/var/lib/kubelet/cpu_manager_state",
+                  R"({"policyName":"static","defaultCpuSet":"0-1,4-7",)"
+                  R"("entries":{"6f1c0e1a-0000-4000-8000-000000000001":{"app":"2-3"}},)"
+                  R"("checksum":1})");
+  kubelet->pods = absl::UnavailableError("PodResources List on kubelet.sock failed");
+  report = (*agent)->MeasureWindow(absl::Seconds(1));
+  ASSERT_TRUE(report.ok());
+  EXPECT_FALSE(report->capabilities().kubelet_pod_resources().available());
+  EXPECT_THAT(report->capabilities().kubelet_pod_resources().reason(),
+              HasSubstr("cpu_manager_state"));
+  EXPECT_EQ(FindPod(*report, kG)->exclusive_cpus(), "2-3");
 }
 
 TEST(HostAgentTest, ThisMachine) {
