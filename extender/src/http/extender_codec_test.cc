@@ -423,6 +423,29 @@ TEST_F(CodecTest, RejectsMissingPodAndNamelessNodes) {
       HasSubstr("Nodes.items[1]: metadata.name is missing"));
 }
 
+TEST_F(CodecTest, SurvivesEverySingleByteCorruption) {
+  // Never a crash (the ASan preset runs this too): each byte of a real request
+  // replaced by each of a few troublemakers decodes or fails cleanly.
+  const std::string original = Fixture("example_a_filter_nodes.json");
+  ASSERT_TRUE(Decode(original).ok());
+  const char replacements[] = {'{', '}', '[', ']', '"', '\\', ',', ':', 'x', '\0', '\xff'};
+  int failures = 0;
+  for (size_t i = 0; i < original.size(); ++i) {
+    for (char c : replacements) {
+      std::string text = original;
+      text[i] = c;
+      absl::Status s = Decode(text);
+      if (!s.ok()) {
+        ASSERT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << i;
+        ASSERT_FALSE(s.message().empty());
+        ++failures;
+      }
+    }
+  }
+  EXPECT_GT(failures, 0);
+  EXPECT_LT(failures, static_cast<int>(original.size() * std::size(replacements)));
+}
+
 // --- the handler's shape checks ---
 
 TEST(ExtenderHandlerTest, RejectsBothAndNeitherNodeLists) {
