@@ -16,6 +16,7 @@
 #include "node-agent/src/pods/cgroup_mounts.h"
 #include "node-agent/src/pods/pod_cgroups.h"
 #include "node-agent/src/pods/pod_names.h"
+#include "node-agent/src/pqos/pqos_monitor.h"
 #include "node-agent/src/resctrl/resctrl.h"
 #include "node-agent/src/sys/filesystem.h"
 #include "node-agent/src/topology/topology.h"
@@ -50,6 +51,20 @@ int Priority(tv1::QosClass qos, const PodMetadata* metadata) {
   }
 }
 
+// The shared resctrl group a pod joins when RMIDs run out.
+std::string QosGroup(tv1::QosClass qos) {
+  switch (qos) {
+    case tv1::QOS_CLASS_GUARANTEED:
+      return "guaranteed";
+    case tv1::QOS_CLASS_BURSTABLE:
+      return "burstable";
+    case tv1::QOS_CLASS_BEST_EFFORT:
+      return "besteffort";
+    default:
+      return "";
+  }
+}
+
 // What the kubelet's PodResources API said this window.
 struct PodResourcesView {
   absl::StatusOr<std::map<std::string, PodAllocation>> pods =  // "namespace/name" ->
@@ -72,10 +87,11 @@ class HostAgentImpl final : public HostAgent {
                           : std::shared_ptr<Filesystem>(NewRealFilesystem(options_.host_root));
     clock_ = env_.clock ? env_.clock : std::make_shared<RealClock>();
     perf_syscalls_ = env_.perf ? env_.perf : std::shared_ptr<PerfSyscalls>(NewRealPerfSyscalls());
-    if (options_.rdt_backend != "resctrl" && options_.rdt_backend != "none") {
+    if (options_.rdt_backend != "resctrl" && options_.rdt_backend != "pqos" &&
+        options_.rdt_backend != "none") {
       return absl::InvalidArgumentError(
           absl::StrCat("--rdt-backend \"", options_.rdt_backend,
-                       "\" is not offered by this agent (use resctrl or none)"));
+                       "\" is not offered by this agent (use resctrl, pqos or none)"));
     }
     absl::StatusOr<Topology> topology = ReadTopology(*fs_);
     if (!topology.ok()) {
@@ -132,16 +148,16 @@ class HostAgentImpl final : public HostAgent {
     const absl::StatusOr<std::map<std::string, PodMetadata>> metadata = ListPodMetadata();
     const PodResourcesView resources = AskPodResources();
     std::map<std::string, std::string> unmonitored;
-    if (resctrl_) {
+    if (rdt_monitor_) {
       std::vector<ResctrlPod> targets;
       for (const PodCgroup& pod : pods) {
         absl::StatusOr<std::vector<int>> tids = cgroups_->Threads(pod);
         if (!tids.ok()) continue;  // vanished; Sample drops it below
         const PodMetadata* m =
             metadata.ok() && metadata->contains(pod.uid) ? &metadata->at(pod.uid) : nullptr;
-        targets.push_back({pod.uid, Priority(pod.qos, m), std::move(*tids)});
+        targets.emplace_back(pod.uid, Priority(pod.qos, m), std::move(*tids), QosGroup(pod.qos));
       }
-      unmonitored = resctrl_->Sync(targets);
+      unmonitored = rdt_monitor_->Sync(targets);
     }
     SyncPerf(pods);
 
@@ -154,9 +170,9 @@ class HostAgentImpl final : public HostAgent {
     }
     std::map<std::string, GroupCounters> rdt_start;
     absl::StatusOr<GroupCounters> node_start = absl::UnavailableError("no resctrl");
-    if (resctrl_) {
-      rdt_start = resctrl_->ReadPods();
-      node_start = resctrl_->ReadNode();
+    if (rdt_monitor_) {
+      rdt_start = rdt_monitor_->ReadPods();
+      node_start = rdt_monitor_->ReadNode();
     }
     std::map<std::string, CounterSnapshot> perf_start;
     for (auto& [uid, p] : perf_) {
@@ -180,9 +196,9 @@ class HostAgentImpl final : public HostAgent {
     }
     std::map<std::string, GroupCounters> rdt_end;
     absl::StatusOr<GroupCounters> node_end = absl::UnavailableError("no resctrl");
-    if (resctrl_) {
-      rdt_end = resctrl_->ReadPods();
-      node_end = resctrl_->ReadNode();
+    if (rdt_monitor_) {
+      rdt_end = rdt_monitor_->ReadPods();
+      node_end = rdt_monitor_->ReadNode();
     }
     std::map<std::string, CounterSnapshot> perf_end;
     for (auto& [uid, p] : perf_) {
@@ -285,25 +301,67 @@ class HostAgentImpl final : public HostAgent {
     if (!pmu_.software_cgroup) spdlog::info("perf: {}", pmu_.software_reason);
   }
 
+  ResctrlInfo DetectHostResctrl() {
+    absl::StatusOr<std::vector<MountEntry>> table = ReadMountTable(*fs_, options_.host_root);
+    return DetectResctrl(*fs_, table.ok() ? *table : std::vector<MountEntry>{});
+  }
+
+  // libpqos works on this machine's own /sys and /proc; in OS mode it drives
+  // resctrl, whose root group then gives the per-domain node totals.
+  void SetupPqos() {
+    if (!env_.pqos && options_.host_root != "/") {
+      rdt_.reason = absl::StrCat(
+          "--rdt-backend pqos reads this machine's own /sys and /proc, not --host-root ",
+          options_.host_root, "; use --rdt-backend resctrl there");
+      spdlog::warn("pqos: {}", rdt_.reason);
+      return;
+    }
+    std::shared_ptr<PqosLibrary> library =
+        env_.pqos ? env_.pqos : std::shared_ptr<PqosLibrary>(NewLibpqos());
+    const uint32_t pod_domain = topology_.l3_domains.empty() ? 0 : topology_.l3_domains.front().id;
+    absl::StatusOr<std::unique_ptr<PqosMonitor>> monitor =
+        PqosMonitor::Create(library, pod_domain, [this]() -> absl::StatusOr<GroupCounters> {
+          if (!node_resctrl_) {
+            return absl::UnavailableError(
+                "the pqos backend measures pods only and resctrl is not mounted for node totals");
+          }
+          return node_resctrl_->ReadNode();
+        });
+    if (!monitor.ok()) {
+      rdt_.reason = absl::StrCat("--rdt-backend pqos: ", monitor.status().message());
+      spdlog::info("pqos: {}", rdt_.reason);
+      return;
+    }
+    rdt_ = (*monitor)->info();
+    rdt_monitor_ = std::move(*monitor);
+    if (ResctrlInfo host = DetectHostResctrl(); host.usable) {
+      node_resctrl_ = std::make_unique<ResctrlMonitor>(*fs_, host, env_.resctrl_group_prefix);
+    }
+    spdlog::info("pqos: monitoring pods through libpqos ({} RMIDs)", rdt_.num_rmids);
+  }
+
   void SetupResctrl() {
     if (options_.rdt_backend == "none") {
       rdt_.reason = "RDT disabled (--rdt-backend none)";
       return;
     }
-    absl::StatusOr<std::vector<MountEntry>> table = ReadMountTable(*fs_, options_.host_root);
-    rdt_ = DetectResctrl(*fs_, table.ok() ? *table : std::vector<MountEntry>{});
+    if (options_.rdt_backend == "pqos") {
+      SetupPqos();
+      return;
+    }
+    rdt_ = DetectHostResctrl();
     if (!rdt_.usable) {
       spdlog::info("resctrl: {}", rdt_.reason);
       return;
     }
-    resctrl_.emplace(*fs_, rdt_, env_.resctrl_group_prefix);
+    rdt_monitor_ = std::make_unique<ResctrlMonitor>(*fs_, rdt_, env_.resctrl_group_prefix);
     std::set<std::string> running;
     if (cgroups_) {
       if (absl::StatusOr<std::vector<PodCgroup>> pods = cgroups_->Discover(); pods.ok()) {
         for (const PodCgroup& pod : *pods) running.insert(pod.uid);
       }
     }
-    if (absl::Status s = resctrl_->Start(running); !s.ok()) {
+    if (absl::Status s = rdt_monitor_->Start(running); !s.ok()) {
       spdlog::warn("resctrl: collecting stale groups: {}", std::string(s.message()));
     }
   }
@@ -410,15 +468,18 @@ class HostAgentImpl final : public HostAgent {
                         const std::map<std::string, std::string>& unmonitored,
                         tv1::Capabilities* caps) {
     const std::string no_rdt = rdt_.usable ? "" : rdt_.reason;
+    const std::string where = options_.rdt_backend == "pqos"
+                                  ? "not among libpqos's monitoring events"
+                                  : "not in info/L3_MON/mon_features";
     SetCapability(caps->mutable_resctrl_occupancy(), rdt_.usable && rdt_.occupancy,
-                  rdt_.usable ? "llc_occupancy not in info/L3_MON/mon_features" : no_rdt);
+                  rdt_.usable ? absl::StrCat("llc_occupancy ", where) : no_rdt);
     SetCapability(caps->mutable_resctrl_mbm_total(), rdt_.usable && rdt_.mbm_total,
-                  rdt_.usable ? "mbm_total_bytes not in info/L3_MON/mon_features" : no_rdt);
+                  rdt_.usable ? absl::StrCat("mbm_total_bytes ", where) : no_rdt);
     SetCapability(caps->mutable_resctrl_mbm_local(), rdt_.usable && rdt_.mbm_local,
-                  rdt_.usable ? "mbm_local_bytes not in info/L3_MON/mon_features" : no_rdt);
-    if (resctrl_) {
+                  rdt_.usable ? absl::StrCat("mbm_local_bytes ", where) : no_rdt);
+    if (rdt_monitor_) {
       caps->set_rmids_total(rdt_.num_rmids);
-      caps->set_rmids_free(resctrl_->rmids_free());
+      caps->set_rmids_free(rdt_monitor_->rmids_free());
     }
     SetCapability(caps->mutable_perf_hardware_counters(), pmu_.hardware, pmu_.reason);
     SetCapability(caps->mutable_psi(), psi_available_, psi_reason_);
@@ -535,9 +596,9 @@ class HostAgentImpl final : public HostAgent {
                tv1::PodReport& out) {
     auto& unavailable = *out.mutable_unavailable();
     std::string reason;
-    if (!resctrl_) {
+    if (!rdt_monitor_) {
       reason = rdt_.reason;
-    } else if (unmonitored.contains(uid) && !resctrl_->monitored().contains(uid)) {
+    } else if (unmonitored.contains(uid) && !rdt_monitor_->monitored().contains(uid)) {
       reason = unmonitored.at(uid);
     } else if (!start.contains(uid) || !end.contains(uid)) {
       reason = "the pod's resctrl group could not be read";
@@ -611,7 +672,8 @@ class HostAgentImpl final : public HostAgent {
   absl::StatusOr<HardwareEvents> events_ = absl::UnavailableError("not probed");
   PmuProbe pmu_;
   ResctrlInfo rdt_;
-  std::optional<ResctrlMonitor> resctrl_;
+  std::unique_ptr<RdtMonitor> rdt_monitor_;       // resctrl or libpqos
+  std::unique_ptr<ResctrlMonitor> node_resctrl_;  // pqos backend: node totals only
   std::map<std::string, PodPerf> perf_;
   bool psi_available_ = false;
   std::string psi_reason_;

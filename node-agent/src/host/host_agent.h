@@ -27,6 +27,7 @@ class Filesystem;
 class PerfSyscalls;
 class PodMetadataSource;
 class PodResourcesSource;
+class PqosLibrary;
 
 struct HostAgentOptions {
   std::string host_root = "/";
@@ -53,6 +54,8 @@ struct HostAgentEnvironment {
   // labels/annotations) and the PodResources client when its socket exists.
   std::shared_ptr<PodMetadataSource> pod_metadata;
   std::shared_ptr<PodResourcesSource> pod_resources;
+  // Null: the real libpqos (only with --rdt-backend pqos and host_root "/").
+  std::shared_ptr<PqosLibrary> pqos;
 };
 
 class HostAgent {

@@ -9,6 +9,7 @@
 #include "node-agent/src/cri/pod_metadata.h"
 #include "node-agent/src/perf/perf_events.h"
 #include "node-agent/src/podresources/pod_resources.h"
+#include "node-agent/src/pqos/fake_pqos.h"
 #include "node-agent/src/resctrl/fake_resctrl.h"
 #include "node-agent/src/sys/filesystem.h"
 #include "node-agent/src/sys/test_tree.h"
@@ -435,6 +436,82 @@ TEST(HostAgentTest, PodResourcesGiveExclusiveCpusAndFallBackToTheStateFile) {
   EXPECT_THAT(report->capabilities().kubelet_pod_resources().reason(),
               HasSubstr("cpu_manager_state"));
   EXPECT_EQ(FindPod(*report, kG)->exclusive_cpus(), "2-3");
+}
+
+TEST(HostAgentTest, PqosBackendMonitorsPodsByThreadIds) {
+  Host host("intel-mbm-v2-systemd-containerd");
+  auto pqos = std::make_shared<FakePqos>();
+  host.env.pqos = pqos;
+  host.options.rdt_backend = "pqos";
+  host.during_window = [&] {
+    const int group = pqos->GroupOf(1000);  // the Guaranteed pod's first thread
+    ASSERT_NE(group, 0);
+    pqos->values[group] = {18'000'000, 4'000'000'000, 3'000'000'000};
+  };
+  absl::StatusOr<std::unique_ptr<HostAgent>> agent = HostAgent::Create(host.options, host.env);
+  ASSERT_TRUE(agent.ok()) << agent.status();
+  // Our stale resctrl group is not touched: libpqos keeps its own groups.
+  absl::StatusOr<tv1::NodeReport> report = (*agent)->MeasureWindow(absl::Seconds(2));
+  ASSERT_TRUE(report.ok()) << report.status();
+  const tv1::Capabilities& caps = report->capabilities();
+  EXPECT_TRUE(caps.resctrl_occupancy().available());
+  EXPECT_TRUE(caps.resctrl_mbm_total().available());
+  EXPECT_EQ(caps.rmids_total(), 8u);
+  EXPECT_EQ(caps.rmids_free(), 8u - 1 - 3);
+  EXPECT_EQ(pqos->groups.size(), 3u);
+  EXPECT_EQ(pqos->GroupOf(1001), pqos->GroupOf(1000));
+  const tv1::PodReport* g = FindPod(*report, kG);
+  ASSERT_NE(g, nullptr);
+  EXPECT_EQ(g->llc_occupancy_bytes(), 18'000'000u);
+  EXPECT_EQ(g->membw_total_bytes_per_second(), 2'000'000'000u);
+  EXPECT_EQ(g->membw_local_bytes_per_second(), 1'500'000'000u);
+  // Node totals still come from resctrl's root group.
+  EXPECT_TRUE(report->topology().l3_domains(1).has_occupancy_bytes());
+}
+
+TEST(HostAgentTest, PqosInitFailureIsTheCapabilityReason) {
+  Host host("intel-mbm-v2-systemd-containerd");
+  auto pqos = std::make_shared<FakePqos>();
+  pqos->init = absl::FailedPreconditionError(
+      "libpqos pqos_init failed (PQOS_RETVAL_ERROR): ERROR: cpuid: no RDT");
+  host.env.pqos = pqos;
+  host.options.rdt_backend = "pqos";
+  absl::StatusOr<std::unique_ptr<HostAgent>> agent = HostAgent::Create(host.options, host.env);
+  ASSERT_TRUE(agent.ok()) << agent.status();
+  absl::StatusOr<tv1::NodeReport> report = (*agent)->MeasureWindow(absl::Seconds(1));
+  ASSERT_TRUE(report.ok());
+  EXPECT_FALSE(report->capabilities().resctrl_occupancy().available());
+  EXPECT_THAT(report->capabilities().resctrl_occupancy().reason(), HasSubstr("no RDT"));
+  EXPECT_FALSE(report->capabilities().has_rmids_total());
+  EXPECT_THAT(FindPod(*report, kG)->unavailable().at("llc_occupancy_bytes"),
+              HasSubstr("--rdt-backend pqos"));
+
+  // The real libpqos refuses a fixture tree: it would read this machine instead.
+  Host tree("intel-mbm-v2-systemd-containerd");
+  tree.options.rdt_backend = "pqos";
+  agent = HostAgent::Create(tree.options, tree.env);
+  ASSERT_TRUE(agent.ok()) << agent.status();
+  report = (*agent)->MeasureWindow(absl::Seconds(1));
+  ASSERT_TRUE(report.ok());
+  EXPECT_THAT(report->capabilities().resctrl_occupancy().reason(), HasSubstr("--host-root"));
+}
+
+TEST(HostAgentTest, ThisMachineWithTheRealLibpqos) {
+  HostAgentOptions options;
+  options.node_name = "build-vm";
+  options.rdt_backend = "pqos";
+  HostAgentEnvironment env;
+  env.wait = [](absl::Duration) {};
+  absl::StatusOr<std::unique_ptr<HostAgent>> agent = HostAgent::Create(options, env);
+  ASSERT_TRUE(agent.ok()) << agent.status();
+  absl::StatusOr<tv1::NodeReport> report = (*agent)->MeasureWindow(absl::Milliseconds(10));
+  ASSERT_TRUE(report.ok()) << report.status();
+  const tv1::Capability& occupancy = report->capabilities().resctrl_occupancy();
+  if (!occupancy.available()) {
+    EXPECT_THAT(occupancy.reason(), HasSubstr("libpqos pqos_init failed"));
+  } else {
+    EXPECT_GT(report->capabilities().rmids_total(), 0u);
+  }
 }
 
 TEST(HostAgentTest, ThisMachine) {

@@ -385,7 +385,7 @@ std::map<std::string, std::string> ResctrlMonitor::Sync(const std::vector<Resctr
   return unmonitored;
 }
 
-std::map<std::string, GroupCounters> ResctrlMonitor::ReadPods() const {
+std::map<std::string, GroupCounters> ResctrlMonitor::ReadPods() {
   RootLock lock(fs_, info_.root, LOCK_SH);
   std::map<std::string, GroupCounters> counters;
   for (const std::string& uid : groups_) {
@@ -395,7 +395,7 @@ std::map<std::string, GroupCounters> ResctrlMonitor::ReadPods() const {
   return counters;
 }
 
-absl::StatusOr<GroupCounters> ResctrlMonitor::ReadNode() const {
+absl::StatusOr<GroupCounters> ResctrlMonitor::ReadNode() {
   RootLock lock(fs_, info_.root, LOCK_SH);
   absl::StatusOr<GroupCounters> total = ReadGroupCounters(fs_, info_.root, info_);
   if (!total.ok()) return total;

@@ -20,6 +20,7 @@
 #include <set>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -83,36 +84,67 @@ ResctrlRates ComputeRates(const GroupCounters& start, const GroupCounters& end, 
                           const ResctrlInfo& info);
 
 struct ResctrlPod {
+  ResctrlPod(std::string uid_in, int priority_in, std::vector<int> tids_in,
+             std::string qos_class_in = "")
+      : uid(std::move(uid_in)),
+        priority(priority_in),
+        tids(std::move(tids_in)),
+        qos_class(std::move(qos_class_in)) {}
   std::string uid;
   int priority = 0;  // higher gets an RMID first (latency-critical, Guaranteed)
   std::vector<int> tids;
+  // "guaranteed" | "burstable" | "besteffort": the shared group the pod joins
+  // when RMIDs run out (empty: none, the pod stays unmonitored).
+  std::string qos_class;
 };
 
-class ResctrlMonitor {
+// What the agent needs from an RDT backend (the resctrl file system or
+// libpqos): per-pod monitoring groups kept in step with the pods' threads, and
+// cumulative counters per L3 domain. Tests drive the agent with fakes of the
+// system doors behind each backend.
+class RdtMonitor {
+ public:
+  virtual ~RdtMonitor() = default;
+
+  // usable, num_rmids and the supported events.
+  virtual const ResctrlInfo& info() const = 0;
+
+  // Adopts our groups of pods in `running` and removes our other groups
+  // (left over by a previous agent).
+  virtual absl::Status Start(const std::set<std::string>& running) = 0;
+
+  // Creates groups for new pods (highest priority first, within the RMID
+  // budget), removes those of gone pods and adds every TID not yet in its
+  // group. Returns the pods left unmonitored (or monitored only partly, or
+  // only as part of a shared group), uid -> reason.
+  virtual std::map<std::string, std::string> Sync(const std::vector<ResctrlPod>& pods) = 0;
+
+  // Counters of every pod with a group of its own; a pod whose group cannot be
+  // read is left out.
+  virtual std::map<std::string, GroupCounters> ReadPods() = 0;
+  // Whole-node counters per L3 domain.
+  virtual absl::StatusOr<GroupCounters> ReadNode() = 0;
+
+  // RMIDs still free for new groups, by our accounting.
+  virtual uint32_t rmids_free() const = 0;
+  // Pods with a group of their own.
+  virtual const std::set<std::string>& monitored() const = 0;
+};
+
+class ResctrlMonitor final : public RdtMonitor {
  public:
   ResctrlMonitor(Filesystem& fs, ResctrlInfo info, std::string prefix = "neighborly-");
   ResctrlMonitor(const ResctrlMonitor&) = delete;
   ResctrlMonitor& operator=(const ResctrlMonitor&) = delete;
 
-  const ResctrlInfo& info() const { return info_; }
-
-  // Adopts our groups of pods in `running` and removes our other groups
-  // (left over by a previous agent).
-  absl::Status Start(const std::set<std::string>& running);
-
-  // Creates groups for new pods (highest priority first, within the RMID
-  // budget), removes those of gone pods and writes every TID not yet in its
-  // group. Returns the pods left unmonitored, uid -> reason.
-  std::map<std::string, std::string> Sync(const std::vector<ResctrlPod>& pods);
-
-  // Counters of every monitored pod; a pod whose group cannot be read is left out.
-  std::map<std::string, GroupCounters> ReadPods() const;
-  // Whole-node counters per L3 domain (the default group plus every CTRL_MON group).
-  absl::StatusOr<GroupCounters> ReadNode() const;
-
-  // RMIDs still free for new groups, by our accounting.
-  uint32_t rmids_free() const { return rmids_free_; }
-  const std::set<std::string>& monitored() const { return groups_; }
+  const ResctrlInfo& info() const override { return info_; }
+  absl::Status Start(const std::set<std::string>& running) override;
+  std::map<std::string, std::string> Sync(const std::vector<ResctrlPod>& pods) override;
+  std::map<std::string, GroupCounters> ReadPods() override;
+  // The default group plus every CTRL_MON group.
+  absl::StatusOr<GroupCounters> ReadNode() override;
+  uint32_t rmids_free() const override { return rmids_free_; }
+  const std::set<std::string>& monitored() const override { return groups_; }
 
   std::string GroupDir(std::string_view uid) const;
 
