@@ -31,11 +31,13 @@
 #include "google/protobuf/util/json_util.h"
 #include "httplib.h"
 #include "node-agent/src/host/host_agent.h"
+#include "node-agent/src/report/agent_metrics.h"
 #include "node-agent/src/report/metrics.h"
 #include "node-agent/src/report/publisher.h"
 #include "node-agent/src/simulate/fleet.h"
 #include "node-agent/src/simulate/node_report.h"
 #include "node-agent/src/simulate/scenario.h"
+#include "node-agent/src/sys/limits.h"
 #include "spdlog/spdlog.h"
 
 namespace neighborly::agent {
@@ -45,6 +47,7 @@ namespace tv1 = ::neighborly::telemetry::v1;
 
 constexpr int kExitRuntime = 1;
 constexpr int kExitUsage = 2;
+constexpr uint64_t kWantedOpenFiles = 1 << 20;
 
 constexpr char kUsage[] = R"(Usage: neighborly-agent [flags]
 
@@ -256,13 +259,16 @@ class SignalWaiter {
 // that cannot be bound is logged and skipped: telemetry matters more.
 class MetricsServer {
  public:
-  MetricsServer(const std::string& address, std::vector<const ReportStream*> streams)
-      : streams_(std::move(streams)) {
+  MetricsServer(const std::string& address, std::vector<const ReportStream*> streams,
+                const AgentMetrics* agent = nullptr)
+      : streams_(std::move(streams)), agent_(agent) {
     if (address.empty()) return;
     const absl::StatusOr<HostPort> hp = ParseHostPort(address);
     if (!hp.ok()) return;
     server_.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
-      res.set_content(RenderStreamMetrics(streams_), "text/plain; version=0.0.4");
+      std::string body = RenderStreamMetrics(streams_);
+      if (agent_ != nullptr) body += agent_->Render();
+      res.set_content(body, "text/plain; version=0.0.4");
     });
     server_.Get("/healthz", [](const httplib::Request&, httplib::Response& res) {
       res.set_content("ok\n", "text/plain");
@@ -285,6 +291,7 @@ class MetricsServer {
 
  private:
   std::vector<const ReportStream*> streams_;
+  const AgentMetrics* agent_;
   httplib::Server server_;
   std::thread thread_;
 };
@@ -342,6 +349,12 @@ int RunHost(const Flags& flags) {
                            .rdt_backend = flags.rdt_backend,
                            .cri_sockets = flags.cri_sockets};
   if (flags.pod_label_keys) options.pod_label_keys = *flags.pod_label_keys;
+  // perf takes one descriptor per event, CPU and pod.
+  if (absl::StatusOr<uint64_t> files = RaiseOpenFileLimit(kWantedOpenFiles); !files.ok()) {
+    spdlog::warn("{}", std::string(files.status().message()));
+  } else {
+    spdlog::debug("RLIMIT_NOFILE {}", *files);
+  }
   absl::StatusOr<std::unique_ptr<HostAgent>> agent = HostAgent::Create(options);
   if (!agent.ok()) {
     std::cerr << "neighborly-agent: " << agent.status().message() << "\n";
@@ -358,11 +371,13 @@ int RunHost(const Flags& flags) {
   SignalWaiter signals;
   std::unique_ptr<ReportPublisher> publisher;
   std::unique_ptr<MetricsServer> metrics;
+  AgentMetrics agent_metrics;
   std::string last_error;
   while (!signals.stop().HasBeenNotified()) {
     const absl::Duration window = publisher ? publisher->Interval(flags.interval) : flags.interval;
     absl::StatusOr<tv1::NodeReport> report = (*agent)->MeasureWindow(window);
     if (!report.ok()) {
+      agent_metrics.RecordFailure();
       if (std::string(report.status().message()) != last_error) {
         last_error = std::string(report.status().message());
         spdlog::error("measurement failed: {}", last_error);
@@ -372,9 +387,11 @@ int RunHost(const Flags& flags) {
     if (!publisher) {
       // Plaintext for now; mTLS credentials plug in here.
       publisher = std::make_unique<ReportPublisher>(report->node_name(), flags.extenders, nullptr);
-      metrics = std::make_unique<MetricsServer>(flags.metrics_address, publisher->streams());
+      metrics = std::make_unique<MetricsServer>(flags.metrics_address, publisher->streams(),
+                                                &agent_metrics);
       publisher->Start();
     }
+    agent_metrics.RecordWindow(*report, (*agent)->last_sample_cost());
     publisher->Publish(*report);
   }
   if (publisher) publisher->Stop();

@@ -3,7 +3,8 @@
 add_executable(neighborly-agent ${CMAKE_CURRENT_SOURCE_DIR}/main.cc)
 set_target_properties(neighborly-agent PROPERTIES OUTPUT_NAME neighborly-agent)
 target_link_libraries(neighborly-agent PRIVATE
-  neighborly_agent_host neighborly_agent_simulate neighborly_agent_report neighborly_common
+  neighborly_agent_host neighborly_agent_simulate neighborly_agent_report neighborly_agent_sys
+  neighborly_common
   absl::strings absl::synchronization absl::time PkgConfig::HTTPLIB spdlog::spdlog
   Threads::Threads neighborly_warnings)
 

@@ -133,7 +133,10 @@ class HostAgentImpl final : public HostAgent {
     return absl::OkStatus();
   }
 
+  absl::Duration last_sample_cost() const override { return cost_; }
+
   absl::StatusOr<tv1::NodeReport> MeasureWindow(absl::Duration window) override {
+    const absl::Time work_start = absl::Now();
     KubeletState kubelet = ReadKubeletState(*fs_);
     std::vector<PodCgroup> pods;
     if (cgroups_) {
@@ -179,11 +182,13 @@ class HostAgentImpl final : public HostAgent {
       if (p.counters) perf_start[uid] = p.counters->Read();
     }
 
+    const absl::Duration before_wait = absl::Now() - work_start;
     if (env_.wait) {
       env_.wait(window);
     } else {
       absl::SleepFor(window);
     }
+    const absl::Time work_resume = absl::Now();
 
     // End of the window.
     const absl::Time end_time = clock_->Now();
@@ -275,6 +280,7 @@ class HostAgentImpl final : public HostAgent {
       FillRdt(pod.uid, rdt_start, rdt_end, unmonitored, seconds, *out);
       FillPerf(pod.uid, perf_start, perf_end, *out);
     }
+    cost_ = before_wait + (absl::Now() - work_resume);
     return report;
   }
 
@@ -666,6 +672,7 @@ class HostAgentImpl final : public HostAgent {
   std::string node_name_;
   std::string boot_id_;
   uint64_t sequence_ = 0;
+  absl::Duration cost_;
   std::optional<PodCgroups> cgroups_;
   std::string cgroups_error_;
   std::string pods_error_;

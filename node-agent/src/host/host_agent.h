@@ -69,6 +69,10 @@ class HostAgent {
   // window (rates computed over the exact elapsed time). Never fails because a
   // source is missing: the capability says why instead.
   virtual absl::StatusOr<telemetry::v1::NodeReport> MeasureWindow(absl::Duration window) = 0;
+
+  // Wall time the last MeasureWindow spent working (the wait excluded),
+  // measured with the real clock: it is the agent's own cost.
+  virtual absl::Duration last_sample_cost() const = 0;
 };
 
 }  // namespace neighborly::agent

@@ -1,0 +1,51 @@
+// The agent's own measurements and health in Prometheus text format, for
+// /metrics on --metrics-address: capabilities (with their reasons), RMIDs,
+// pods monitored or not, what each window cost, and per-pod and per-domain
+// gauges from the newest report.
+//
+//   AgentMetrics metrics;
+//   metrics.RecordWindow(report, sample_cost);   // after every window
+//   std::string body = RenderStreamMetrics(streams) + metrics.Render();
+//
+// Thread-safe: the sampling loop records while the HTTP server renders.
+#ifndef NEIGHBORLY_NODE_AGENT_SRC_REPORT_AGENT_METRICS_H_
+#define NEIGHBORLY_NODE_AGENT_SRC_REPORT_AGENT_METRICS_H_
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "neighborly/telemetry/v1/telemetry.pb.h"
+
+namespace neighborly::agent {
+
+class AgentMetrics {
+ public:
+  // Upper bounds (seconds) of the sample-cost histogram's buckets.
+  static constexpr std::array<double, 8> kCostBuckets = {0.001, 0.0025, 0.005, 0.01,
+                                                         0.025, 0.05,   0.1,   0.5};
+
+  // One measured window: its report and the time the agent spent sampling
+  // (the window's wait excluded).
+  void RecordWindow(const telemetry::v1::NodeReport& report, absl::Duration sample_cost);
+  // A window that could not be measured.
+  void RecordFailure();
+
+  // Every family, each with HELP and TYPE once; valid text format 0.0.4.
+  std::string Render() const;
+
+ private:
+  mutable absl::Mutex mu_;
+  std::optional<telemetry::v1::NodeReport> last_ ABSL_GUARDED_BY(mu_);
+  std::array<uint64_t, kCostBuckets.size()> cost_buckets_ ABSL_GUARDED_BY(mu_) = {};
+  uint64_t cost_count_ ABSL_GUARDED_BY(mu_) = 0;
+  double cost_sum_seconds_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t failures_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
+}  // namespace neighborly::agent
+
+#endif  // NEIGHBORLY_NODE_AGENT_SRC_REPORT_AGENT_METRICS_H_

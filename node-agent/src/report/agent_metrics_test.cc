@@ -1,0 +1,118 @@
+#include "node-agent/src/report/agent_metrics.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <string>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "node-agent/src/report/metrics.h"
+
+namespace neighborly::agent {
+namespace {
+
+namespace tv1 = telemetry::v1;
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+tv1::NodeReport Report() {
+  tv1::NodeReport r;
+  r.set_node_name("node-1");
+  r.mutable_window_start()->set_seconds(1'700'000'000);
+  tv1::Capabilities* caps = r.mutable_capabilities();
+  caps->mutable_resctrl_occupancy()->set_available(true);
+  caps->mutable_perf_hardware_counters()->set_reason("no hardware PMU: \"cycles\" refused\nENOENT");
+  caps->set_rmids_total(224);
+  caps->set_rmids_free(200);
+  (*caps->mutable_unmonitored_pods())["uid-2"] = "RMID budget exhausted";
+  tv1::PodReport* a = r.add_pods();
+  a->set_uid("uid-1");
+  a->set_namespace_("content");
+  a->set_name("article-service");
+  a->set_llc_occupancy_bytes(18'000'001);
+  a->set_membw_total_bytes_per_second(2'800'000'000);
+  a->set_ipc(2.1);
+  tv1::PodReport* b = r.add_pods();
+  b->set_uid("uid-2");
+  b->set_namespace_("analytics");
+  b->set_name("scan");
+  b->set_cpu_usage_millicores(1500);
+  tv1::L3Domain* d = r.mutable_topology()->add_l3_domains();
+  d->set_id(0);
+  d->set_occupancy_bytes(31'400'000);
+  tv1::NumaNode* n = r.mutable_topology()->add_numa_nodes();
+  n->set_id(1);
+  n->set_membw_bytes_per_second(22'100'000'000);
+  return r;
+}
+
+TEST(AgentMetricsTest, CapabilitiesRmidsPodsAndCost) {
+  AgentMetrics metrics;
+  const std::string empty = metrics.Render();
+  EXPECT_THAT(empty, HasSubstr("neighborly_agent_windows_total 0\n"));
+  EXPECT_THAT(empty, Not(HasSubstr("neighborly_pod_")));  // nothing measured yet
+
+  metrics.RecordWindow(Report(), absl::Milliseconds(4));
+  metrics.RecordWindow(Report(), absl::Milliseconds(40));
+  metrics.RecordFailure();
+  const std::string text = metrics.Render();
+  EXPECT_THAT(text, HasSubstr("neighborly_agent_windows_total 2\n"));
+  EXPECT_THAT(text, HasSubstr("neighborly_agent_window_failures_total 1\n"));
+  EXPECT_THAT(text, HasSubstr("neighborly_agent_sample_duration_seconds_bucket{le=\"0.005\"} 1\n"));
+  EXPECT_THAT(text, HasSubstr("neighborly_agent_sample_duration_seconds_bucket{le=\"0.05\"} 2\n"));
+  EXPECT_THAT(text, HasSubstr("neighborly_agent_sample_duration_seconds_bucket{le=\"+Inf\"} 2\n"));
+  EXPECT_THAT(text, HasSubstr("neighborly_agent_sample_duration_seconds_count 2\n"));
+  EXPECT_THAT(text, HasSubstr("neighborly_agent_capability_available{capability="
+                              "\"resctrl_occupancy\",reason=\"\"} 1\n"));
+  EXPECT_THAT(text, HasSubstr("neighborly_agent_capability_available{capability="
+                              "\"perf_hardware_counters\",reason=\"no hardware PMU: "
+                              "\\\"cycles\\\" refused\\nENOENT\"} 0\n"));
+  EXPECT_THAT(text, HasSubstr("neighborly_agent_rmids{state=\"used\"} 24\n"));
+  EXPECT_THAT(text, HasSubstr("neighborly_agent_rmids{state=\"free\"} 200\n"));
+  EXPECT_THAT(text, HasSubstr("neighborly_agent_pods{rdt=\"monitored\"} 1\n"));
+  EXPECT_THAT(text, HasSubstr("neighborly_agent_pods{rdt=\"unmonitored\"} 1\n"));
+  EXPECT_THAT(text, HasSubstr("neighborly_pod_llc_occupancy_bytes{namespace=\"content\","
+                              "pod=\"article-service\",uid=\"uid-1\"} 18000001\n"));
+  EXPECT_THAT(text, HasSubstr("neighborly_pod_ipc{namespace=\"content\",pod=\"article-service\","
+                              "uid=\"uid-1\"} 2.1"));
+  EXPECT_THAT(text, HasSubstr("neighborly_node_membw_bytes_per_second{numa_node=\"1\"} "
+                              "22100000000\n"));
+  // An unmeasured metric is absent, never zero.
+  EXPECT_THAT(text, Not(HasSubstr("neighborly_pod_llc_occupancy_bytes{namespace=\"analytics\"")));
+  const std::string type = "# TYPE neighborly_pod_ipc gauge";
+  EXPECT_EQ(text.find(type), text.rfind(type));
+}
+
+// promtool (Debian's prometheus package, installed by scripts/setup.sh) is the
+// judge of the format: the whole /metrics body, stream families included.
+TEST(AgentMetricsTest, PromtoolAcceptsTheWholeBody) {
+  if (std::system("command -v promtool >/dev/null 2>&1") != 0) {
+    GTEST_SKIP() << "promtool is not installed (Debian package prometheus; scripts/setup.sh)";
+  }
+  AgentMetrics metrics;
+  metrics.RecordWindow(Report(), absl::Milliseconds(3));
+  ReportStreamOptions options;
+  options.target = "127.0.0.1:9090";
+  options.node_name = "node-1";
+  ReportStream stream(options);
+  const std::string body = RenderStreamMetrics({&stream}) + metrics.Render();
+  char path[] = "/tmp/neighborly-agent-metrics-XXXXXX";
+  const int fd = mkstemp(path);
+  ASSERT_GE(fd, 0);
+  close(fd);
+  std::ofstream(path) << body;
+  const std::string command = std::string("promtool check metrics < ") + path + " 2>&1";
+  FILE* pipe = popen(command.c_str(), "r");
+  ASSERT_NE(pipe, nullptr);
+  std::string output;
+  char buffer[512];
+  while (fgets(buffer, sizeof buffer, pipe) != nullptr) output += buffer;
+  const int status = pclose(pipe);
+  std::remove(path);
+  EXPECT_EQ(status, 0) << output << "\n--- body ---\n" << body;
+  EXPECT_EQ(output, "") << output;
+}
+
+}  // namespace
+}  // namespace neighborly::agent
