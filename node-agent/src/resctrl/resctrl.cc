@@ -294,6 +294,45 @@ absl::Status ResctrlMonitor::Start(const std::set<std::string>& running) {
   return result;
 }
 
+std::string ResctrlMonitor::SharedGroupDir(std::string_view qos_class) const {
+  return JoinPath(JoinPath(info_.root, "mon_groups"), absl::StrCat(prefix_, "qos-", Av(qos_class)));
+}
+
+std::string ResctrlMonitor::WriteTids(const std::string& group_dir, const std::vector<int>& tids,
+                                      bool& gone) {
+  gone = false;
+  const std::string tasks_path = JoinPath(group_dir, "tasks");
+  absl::StatusOr<std::string> current = fs_.ReadFile(tasks_path);
+  if (!current.ok()) {
+    gone = true;
+    return std::string(current.status().message());
+  }
+  std::set<int> present;
+  for (std::string_view line : SplitLines(*current)) {
+    if (std::optional<int> tid = ParseInt<int>(Trim(line))) present.insert(*tid);
+  }
+  int refused = 0;
+  std::string refusal;
+  for (int tid : tids) {
+    if (present.contains(tid)) continue;
+    absl::Status written = fs_.WriteFile(tasks_path, absl::StrCat(tid));
+    if (written.ok()) continue;
+    const int err = ErrnoOf(written);
+    if (err == ESRCH) continue;  // the thread exited meanwhile
+    if (err == ENOENT) {         // the group was removed under us
+      gone = true;
+      return "its MON group was removed by someone else";
+    }
+    ++refused;
+    if (refusal.empty()) {
+      refusal = err == EINVAL ? "a thread belongs to another CTRL_MON group (EINVAL)"
+                              : std::string(written.message());
+    }
+  }
+  if (refused == 0) return "";
+  return absl::StrCat(refused, " of ", tids.size(), " threads not monitored: ", refusal);
+}
+
 std::map<std::string, std::string> ResctrlMonitor::Sync(const std::vector<ResctrlPod>& pods) {
   std::map<std::string, std::string> unmonitored;
   RootLock lock(fs_, info_.root, LOCK_EX);
@@ -310,78 +349,113 @@ std::map<std::string, std::string> ResctrlMonitor::Sync(const std::vector<Resctr
   const uint32_t foreign = ForeignGroups();
   const uint32_t budget = info_.num_rmids > 1 + foreign ? info_.num_rmids - 1 - foreign : 0;
 
+  // Shared mode ends once the RMIDs outside per-pod groups (the shared groups'
+  // included) would hold every pod that has none.
+  size_t without_group = 0;
+  for (const ResctrlPod& pod : pods) {
+    if (!groups_.contains(pod.uid)) ++without_group;
+  }
+  if (shared_mode_ && budget >= groups_.size() + without_group) {
+    shared_mode_ = false;
+    short_windows_ = 0;
+    for (const std::string& qos : shared_groups_) (void)fs_.RemoveDir(SharedGroupDir(qos));
+    shared_groups_.clear();
+  }
+
   std::vector<const ResctrlPod*> order;
   for (const ResctrlPod& pod : pods) order.push_back(&pod);
   std::stable_sort(order.begin(), order.end(), [](const ResctrlPod* a, const ResctrlPod* b) {
     return a->priority != b->priority ? a->priority > b->priority : a->uid < b->uid;
   });
   std::string exhausted;  // set once mkdir says no RMID is left
+  bool short_of_rmids = false;
+  std::map<std::string, std::vector<int>> shared_tids;  // QoS class -> threads
+  std::map<std::string, std::vector<std::string>> shared_pods;
   for (const ResctrlPod* pod : order) {
     if (!groups_.contains(pod->uid)) {
-      if (!exhausted.empty()) {
-        unmonitored[pod->uid] = exhausted;
-        continue;
-      }
-      if (groups_.size() >= budget) {
-        unmonitored[pod->uid] =
+      std::string no_rmid;
+      if (shared_mode_) {
+        no_rmid = "no RMID for new per-pod groups";
+      } else if (!exhausted.empty()) {
+        no_rmid = exhausted;
+      } else if (groups_.size() + shared_groups_.size() >= budget) {
+        no_rmid =
             absl::StrCat("RMID budget exhausted (num_rmids ", info_.num_rmids, ", ", foreign,
                          " held by other groups, ", groups_.size(), " by higher-priority pods)");
-        continue;
-      }
-      absl::Status made = fs_.MakeDir(GroupDir(pod->uid));
-      if (!made.ok() && ErrnoOf(made) != EEXIST) {
-        const int err = ErrnoOf(made);
-        if (err == ENOSPC) {
-          exhausted = "no RMID left (ENOSPC)";
-        } else if (err == EBUSY) {
-          exhausted = "free RMIDs still in limbo (EBUSY); retried next window";
-        } else {
-          unmonitored[pod->uid] = std::string(made.message());
-          continue;
+      } else {
+        absl::Status made = fs_.MakeDir(GroupDir(pod->uid));
+        if (!made.ok() && ErrnoOf(made) != EEXIST) {
+          const int err = ErrnoOf(made);
+          if (err == ENOSPC) {
+            exhausted = no_rmid = "no RMID left (ENOSPC)";
+          } else if (err == EBUSY) {
+            exhausted = no_rmid = "free RMIDs still in limbo (EBUSY); retried next window";
+          } else {
+            unmonitored[pod->uid] = std::string(made.message());
+            continue;
+          }
         }
-        unmonitored[pod->uid] = exhausted;
+      }
+      if (!no_rmid.empty()) {
+        if (no_rmid.find("EBUSY") == std::string::npos) short_of_rmids = true;
+        if (shared_mode_ && !pod->qos_class.empty()) {
+          shared_tids[pod->qos_class].insert(shared_tids[pod->qos_class].end(), pod->tids.begin(),
+                                             pod->tids.end());
+          shared_pods[pod->qos_class].push_back(pod->uid);
+        }
+        unmonitored[pod->uid] = no_rmid;
         continue;
       }
       groups_.insert(pod->uid);
     }
-    // Re-sync: write the threads that are not in the group yet.
-    const std::string tasks_path = JoinPath(GroupDir(pod->uid), "tasks");
-    absl::StatusOr<std::string> current = fs_.ReadFile(tasks_path);
-    if (!current.ok()) {
-      unmonitored[pod->uid] = std::string(current.status().message());
-      groups_.erase(pod->uid);
+    bool gone = false;
+    const std::string refusal = WriteTids(GroupDir(pod->uid), pod->tids, gone);
+    if (gone) groups_.erase(pod->uid);
+    if (!refusal.empty()) unmonitored[pod->uid] = refusal;
+  }
+
+  // Pods without an RMID of their own share one group per QoS class.
+  for (auto it = shared_groups_.begin(); it != shared_groups_.end();) {
+    if (shared_pods.contains(*it)) {
+      ++it;
       continue;
     }
-    std::set<int> present;
-    for (std::string_view line : SplitLines(*current)) {
-      if (std::optional<int> tid = ParseInt<int>(Trim(line))) present.insert(*tid);
-    }
-    int refused = 0;
-    std::string refusal;
-    for (int tid : pod->tids) {
-      if (present.contains(tid)) continue;
-      absl::Status written = fs_.WriteFile(tasks_path, absl::StrCat(tid));
-      if (written.ok()) continue;
-      const int err = ErrnoOf(written);
-      if (err == ESRCH) continue;  // the thread exited meanwhile
-      if (err == ENOENT) {         // the group was removed under us
-        groups_.erase(pod->uid);
-        refusal = "its MON group was removed by someone else";
-        refused = static_cast<int>(pod->tids.size());
-        break;
-      }
-      ++refused;
-      if (refusal.empty()) {
-        refusal = err == EINVAL ? "a thread belongs to another CTRL_MON group (EINVAL)"
-                                : std::string(written.message());
+    (void)fs_.RemoveDir(SharedGroupDir(*it));
+    it = shared_groups_.erase(it);
+  }
+  for (const auto& [qos, uids] : shared_pods) {
+    const std::string dir = SharedGroupDir(qos);
+    std::string problem;
+    if (!shared_groups_.contains(qos)) {
+      absl::Status made = fs_.MakeDir(dir);
+      if (made.ok() || ErrnoOf(made) == EEXIST) {
+        shared_groups_.insert(qos);
+      } else {
+        problem = absl::StrCat("and no RMID for the shared ", qos, " group either (",
+                               made.message(), ")");
       }
     }
-    if (refused > 0) {
-      unmonitored[pod->uid] =
-          absl::StrCat(refused, " of ", pod->tids.size(), " threads not monitored: ", refusal);
+    if (problem.empty()) {
+      bool gone = false;
+      const std::string refusal = WriteTids(dir, shared_tids[qos], gone);
+      if (gone) shared_groups_.erase(qos);
+      problem = absl::StrCat("its threads are counted in the shared ", qos, " group ",
+                             dir.substr(dir.rfind('/') + 1),
+                             ", so its own LLC occupancy and bandwidth are not measured",
+                             refusal.empty() ? "" : "; ", refusal);
+    }
+    for (const std::string& uid : uids) {
+      unmonitored[uid] = absl::StrCat(unmonitored[uid], ": ", problem);
     }
   }
-  rmids_free_ = budget > groups_.size() ? budget - static_cast<uint32_t>(groups_.size()) : 0;
+
+  if (short_of_rmids && !shared_mode_ && ++short_windows_ >= kSharedGroupsAfterWindows) {
+    shared_mode_ = true;  // from the next window on
+  } else if (!short_of_rmids) {
+    short_windows_ = 0;
+  }
+  const size_t used = groups_.size() + shared_groups_.size();
+  rmids_free_ = budget > used ? budget - static_cast<uint32_t>(used) : 0;
   return unmonitored;
 }
 

@@ -131,6 +131,14 @@ class RdtMonitor {
   virtual const std::set<std::string>& monitored() const = 0;
 };
 
+// When pods go without an RMID for kSharedGroupsAfterWindows windows in a row,
+// ResctrlMonitor stops making per-pod groups for newcomers and puts every pod
+// without one into a shared group per QoS class (`<prefix>qos-<class>`), as
+// Koordinator does: their threads are then at least counted per class, and
+// their per-pod occupancy is reported unavailable with that reason. It goes
+// back to per-pod groups once the free RMIDs would hold every such pod.
+inline constexpr int kSharedGroupsAfterWindows = 3;
+
 class ResctrlMonitor final : public RdtMonitor {
  public:
   ResctrlMonitor(Filesystem& fs, ResctrlInfo info, std::string prefix = "neighborly-");
@@ -147,8 +155,17 @@ class ResctrlMonitor final : public RdtMonitor {
   const std::set<std::string>& monitored() const override { return groups_; }
 
   std::string GroupDir(std::string_view uid) const;
+  // The shared group of a QoS class ("burstable").
+  std::string SharedGroupDir(std::string_view qos_class) const;
+  // Whether pods without an RMID now go to shared per-class groups.
+  bool shared_mode() const { return shared_mode_; }
+  const std::set<std::string>& shared_groups() const { return shared_groups_; }
 
  private:
+  // Writes every TID not yet in `group_dir`/tasks; returns why some could not
+  // be written (empty when all were). `gone` is set when the group vanished.
+  std::string WriteTids(const std::string& group_dir, const std::vector<int>& tids, bool& gone);
+
   // RMIDs that groups other than ours hold (CTRL_MON and MON groups).
   uint32_t ForeignGroups() const;
 
@@ -157,6 +174,9 @@ class ResctrlMonitor final : public RdtMonitor {
   std::string prefix_;
   std::set<std::string> groups_;  // uids with a group
   uint32_t rmids_free_ = 0;
+  int short_windows_ = 0;  // consecutive Syncs that left a pod without an RMID
+  bool shared_mode_ = false;
+  std::set<std::string> shared_groups_;  // QoS classes with a shared group
 };
 
 }  // namespace neighborly::agent

@@ -171,6 +171,64 @@ TEST(ResctrlMonitorTest, EnospcAndEbusyFromTheKernel) {
   EXPECT_THAT(unmonitored[kBE], HasSubstr("ENOSPC"));
 }
 
+TEST(ResctrlMonitorTest, PersistentShortageMovesPodsIntoSharedQosGroups) {
+  Host host("intel-mbm-v2-systemd-containerd");
+  host.tree.Write("/sys/fs/resctrl/info/L3_MON/num_rmids", "6\n");  // 5 for our groups
+  host.info.num_rmids = 6;
+  ResctrlMonitor monitor(*host.fake, host.info);
+  ASSERT_TRUE(monitor.Start({}).ok());
+  std::vector<ResctrlPod> pods = {{"g1", 2, {1}, "guaranteed"},    {"g2", 2, {2}, "guaranteed"},
+                                  {"g3", 2, {3}, "guaranteed"},    {"b1", 1, {4}, "burstable"},
+                                  {"b2", 1, {5}, "burstable"},     {"be1", 0, {6}, "besteffort"},
+                                  {"be2", 0, {7, 8}, "besteffort"}};
+  std::map<std::string, std::string> unmonitored;
+  for (int window = 1; window <= kSharedGroupsAfterWindows; ++window) {
+    EXPECT_FALSE(monitor.shared_mode()) << window;
+    unmonitored = monitor.Sync(pods);
+    EXPECT_THAT(unmonitored, UnorderedElementsAre(Key("be1"), Key("be2")));
+    EXPECT_THAT(unmonitored["be1"], HasSubstr("RMID budget exhausted"));
+  }
+  EXPECT_TRUE(monitor.shared_mode());
+
+  // g3 ends: its RMID goes to the shared BestEffort group, not to a new pod group.
+  pods.erase(pods.begin() + 2);
+  unmonitored = monitor.Sync(pods);
+  EXPECT_THAT(monitor.monitored(), UnorderedElementsAre("g1", "g2", "b1", "b2"));
+  EXPECT_THAT(monitor.shared_groups(), ElementsAre("besteffort"));
+  const std::string shared = "/sys/fs/resctrl/mon_groups/neighborly-qos-besteffort";
+  EXPECT_EQ(*host.fake->ReadFile(shared + "/tasks"), "6\n7\n8\n");
+  EXPECT_THAT(unmonitored, UnorderedElementsAre(Key("be1"), Key("be2")));
+  EXPECT_THAT(unmonitored["be2"], HasSubstr("shared besteffort group neighborly-qos-besteffort"));
+  EXPECT_THAT(unmonitored["be2"], HasSubstr("not measured"));
+  EXPECT_EQ(monitor.rmids_free(), 0u);
+
+  // Room for everyone again: back to per-pod groups, the shared one removed.
+  pods = {{"g2", 2, {2}, "guaranteed"},
+          {"be1", 0, {6}, "besteffort"},
+          {"be2", 0, {7, 8}, "besteffort"}};
+  unmonitored = monitor.Sync(pods);
+  EXPECT_FALSE(monitor.shared_mode());
+  EXPECT_THAT(unmonitored, IsEmpty());
+  EXPECT_THAT(monitor.monitored(), UnorderedElementsAre("g2", "be1", "be2"));
+  EXPECT_FALSE(host.fake->IsDirectory(shared));
+}
+
+TEST(ResctrlMonitorTest, SharedGroupWithoutAnRmidSaysSo) {
+  Host host("amd-v1-cgroupfs-docker");  // 2 RMIDs for us
+  ResctrlMonitor monitor(*host.fake, host.info);
+  ASSERT_TRUE(monitor.Start({}).ok());
+  std::vector<ResctrlPod> pods = {
+      {kG, 2, {10}, "guaranteed"}, {kB, 1, {20}, "burstable"}, {kBE, 0, {30}, "besteffort"}};
+  std::map<std::string, std::string> unmonitored;
+  for (int window = 0; window <= kSharedGroupsAfterWindows; ++window) {
+    unmonitored = monitor.Sync(pods);
+  }
+  EXPECT_TRUE(monitor.shared_mode());
+  EXPECT_THAT(unmonitored, ElementsAre(Key(kBE)));
+  EXPECT_THAT(unmonitored[kBE], HasSubstr("no RMID for the shared besteffort group either"));
+  EXPECT_THAT(monitor.monitored(), UnorderedElementsAre(kG, kB));
+}
+
 TEST(ResctrlMonitorTest, ThreadInAForeignCtrlMonGroupIsReported) {
   Host host("intel-mbm-v2-systemd-containerd");
   ResctrlMonitor monitor(*host.fake, host.info);
