@@ -32,8 +32,10 @@ namespace {
 using nlohmann::json;
 
 struct ScenarioNode {
-  NodeLoad load;
-  std::vector<std::string> pods;  // "name (class)" for the narrative
+  NodeLoad load;                  // requests as Neighborly placed pods
+  NodeLoad default_load;          // requests as the default scheduler would have placed them
+  std::vector<std::string> pods;  // names, for the narrative
+  std::vector<std::string> default_extra;  // demo pods the default scheduler put here
 };
 
 struct Args {
@@ -87,6 +89,7 @@ std::vector<ScenarioNode> LoadScenario(const std::string& path) {
       }
       node.pods.push_back(p["name"].as<std::string>());
     }
+    node.default_load = node.load;
     nodes.push_back(std::move(node));
   }
   return nodes;
@@ -142,11 +145,11 @@ void PrintCluster(httplib::Client& client, const std::vector<ScenarioNode>& scen
   for (const ScenarioNode& s : scenario) {
     const json& n = by_name[s.load.name];
     std::string l3, bw;
-    for (const json& d : n.value("l3_domains", json::array())) l3 += Pct(d.value("pressure", 0.0)) + " ";
-    for (const json& d : n.value("numa_nodes", json::array())) {
-      bw += Pct(d.value("membw_utilisation", 0.0)) + " ";
+    for (const json& d : n.value("l3Domains", json::array())) l3 += Pct(d.value("pressure", 0.0)) + " ";
+    for (const json& d : n.value("numaNodes", json::array())) {
+      bw += Pct(d.value("membwUtilisation", 0.0)) + " ";
     }
-    const json classes = n.value("pods_by_class", json::object());
+    const json classes = n.value("podsByClass", json::object());
     const std::string mix = std::to_string(classes.value("latency-critical", 0)) + "/" +
                             std::to_string(classes.value("batch", 0)) + "/" +
                             std::to_string(classes.value("standard", 0));
@@ -204,7 +207,7 @@ void Place(httplib::Client& client, const json& pod, std::vector<ScenarioNode>& 
   }
   std::map<std::string, DefaultScore> defaults;
   for (const ScenarioNode& s : scenario) {
-    defaults[s.load.name] = ScoreDefault(s.load, cpu, mem);
+    defaults[s.load.name] = ScoreDefault(s.default_load, cpu, mem);
     if (defaults[s.load.name].fits && defaults[s.load.name].score > best_default) {
       best_default = defaults[s.load.name].score;
       default_pick = s.load.name;
@@ -228,19 +231,34 @@ void Place(httplib::Client& client, const json& pod, std::vector<ScenarioNode>& 
     std::cout << "   " << Pad(name, 8) << Pad(verdict, 12) << Pad(score, 7) << Pad(def, 9) << why
               << "\n";
   }
-  std::cout << "\n   Neighborly: " << (neighborly_pick.empty() ? "no node" : neighborly_pick)
-            << "   default scheduler: " << default_pick;
-  if (!default_pick.empty() && failed.contains(default_pick)) {
-    std::cout << "  <- Neighborly refuses that node: " << failed[default_pick].get<std::string>();
+  std::cout << "\n   Neighborly picks " << (neighborly_pick.empty() ? "no node" : neighborly_pick)
+            << "; the default scheduler would pick " << default_pick;
+  for (const ScenarioNode& s : scenario) {
+    if (s.load.name == default_pick && !s.default_extra.empty()) {
+      std::cout << " (where it had already put";
+      for (const std::string& p : s.default_extra) std::cout << " " << p;
+      std::cout << ")";
+    }
   }
-  std::cout << "\n\n";
+  std::cout << "\n";
+  if (!default_pick.empty() && failed.contains(default_pick)) {
+    std::cout << "   Without Neighborly it lands on " << default_pick << ", which Neighborly refuses: "
+              << failed[default_pick].get<std::string>() << "\n";
+  }
+  std::cout << "\n";
 
-  // The scheduler binds the pod where Neighborly pointed; count its requests there.
+  // Each world binds the pod where its scheduler pointed; count the requests there.
+  const std::string short_name = meta["labels"].value("app", meta["name"].get<std::string>());
   for (ScenarioNode& s : scenario) {
     if (s.load.name == neighborly_pick) {
       s.load.requested_millicores += cpu;
       s.load.requested_memory_bytes += mem;
       s.pods.push_back(meta["name"].get<std::string>() + " (in flight)");
+    }
+    if (s.load.name == default_pick) {
+      s.default_load.requested_millicores += cpu;
+      s.default_load.requested_memory_bytes += mem;
+      s.default_extra.push_back(short_name);
     }
   }
 }
@@ -260,8 +278,10 @@ int Run(const Args& args) {
   for (const json& pod : incoming["pods"]) Place(client, pod, scenario, step++);
   std::cout << "Scores are 0..10, higher is better; * marks each scheduler's choice. DEFAULT is\n"
                "kube-scheduler's LeastAllocated + BalancedAllocation score (0..200) from\n"
-               "requests alone: it cannot see L3 or memory bandwidth. Explanations per node:\n"
-               "GET /v1/decisions?pod=<uid> on the extender.\n";
+               "requests alone, in a world where it placed the earlier pods itself: it cannot\n"
+               "see L3 occupancy or memory bandwidth. Neighborly books each pod it places\n"
+               "(in flight) until the node's agent reports it running. The terms behind every\n"
+               "score: GET /v1/decisions?pod=<uid> on the extender, or neighborlyctl explain.\n";
   return 0;
 }
 
