@@ -15,8 +15,8 @@ absl::StatusOr<uint32_t> ParseCpuId(std::string_view token, std::string_view who
         absl::StrCat("cpu list \"", Av(whole), "\": \"", Av(token), "\" is not a cpu number"));
   }
   if (*id > kMaxCpuId) {
-    return absl::InvalidArgumentError(absl::StrCat("cpu list \"", Av(whole), "\": cpu ", *id,
-                                                   " is above the limit ", kMaxCpuId));
+    return absl::InvalidArgumentError(
+        absl::StrCat("cpu list \"", Av(whole), "\": cpu ", *id, " is above the limit ", kMaxCpuId));
   }
   return *id;
 }

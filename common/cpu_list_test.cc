@@ -16,9 +16,7 @@ TEST(CpuListTest, ParsesRangesAndSingles) {
   EXPECT_THAT(*cpus, ElementsAre(0, 1, 2, 3, 8, 10, 11));
 }
 
-TEST(CpuListTest, EmptyIsEmptySet) {
-  EXPECT_THAT(*ParseCpuList("\n"), IsEmpty());
-}
+TEST(CpuListTest, EmptyIsEmptySet) { EXPECT_THAT(*ParseCpuList("\n"), IsEmpty()); }
 
 TEST(CpuListTest, SortsAndDeduplicates) {
   EXPECT_THAT(*ParseCpuList("8,0-2,1"), ElementsAre(0, 1, 2, 8));
@@ -39,9 +37,7 @@ TEST(CpuListTest, FormatsCompactly) {
   EXPECT_EQ(FormatCpuList({}), "");
 }
 
-TEST(CpuListTest, CountsIntersection) {
-  EXPECT_EQ(IntersectionSize({0, 1, 2, 3}, {2, 3, 4}), 2u);
-}
+TEST(CpuListTest, CountsIntersection) { EXPECT_EQ(IntersectionSize({0, 1, 2, 3}, {2, 3, 4}), 2u); }
 
 }  // namespace
 }  // namespace neighborly

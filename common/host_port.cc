@@ -1,15 +1,14 @@
 #include "common/host_port.h"
 
-#include "common/strings.h"
 #include "absl/strings/str_cat.h"
+#include "common/strings.h"
 
 namespace neighborly {
 
 absl::StatusOr<HostPort> ParseHostPort(std::string_view text) {
   const size_t colon = text.rfind(':');
   if (colon == std::string_view::npos || colon == 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("address \"", Av(text), "\" is not HOST:PORT"));
+    return absl::InvalidArgumentError(absl::StrCat("address \"", Av(text), "\" is not HOST:PORT"));
   }
   HostPort out;
   std::string_view host = text.substr(0, colon);

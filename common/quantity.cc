@@ -46,8 +46,7 @@ absl::StatusOr<double> ParseQuantity(std::string_view text) {
   }
   // Digits, one optional dot, an optional sign and an optional decimal exponent.
   for (char c : s) {
-    if (!(c >= '0' && c <= '9') && c != '.' && c != '+' &&
-        c != '-' && c != 'e' && c != 'E') {
+    if (!(c >= '0' && c <= '9') && c != '.' && c != '+' && c != '-' && c != 'e' && c != 'E') {
       return absl::InvalidArgumentError(absl::StrCat("\"", Av(text), "\" is not a quantity"));
     }
   }

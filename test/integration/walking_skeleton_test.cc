@@ -1,6 +1,8 @@
 // End to end on loopback: the real neighborly-extender and the real
 // neighborly-agent --simulate on the reference scenario, driven over real HTTP
 // the way kube-scheduler drives it. Checks the design's acceptance criteria.
+#include <httplib.h>
+
 #include <fstream>
 #include <map>
 #include <memory>
@@ -8,8 +10,6 @@
 #include <string>
 #include <thread>
 #include <vector>
-
-#include <httplib.h>
 
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
@@ -22,8 +22,8 @@ namespace {
 
 using nlohmann::json;
 using testing::BinaryPath;
-using testing::Subprocess;
 using ::testing::HasSubstr;
+using testing::Subprocess;
 
 const char kScenario[] = NEIGHBORLY_SOURCE_DIR "/deploy/examples/content-platform.yaml";
 const char kIncoming[] = NEIGHBORLY_SOURCE_DIR "/deploy/examples/content-platform-incoming.json";
@@ -175,7 +175,8 @@ TEST_F(WalkingSkeletonTest, ReferenceScenarioAcceptance) {
   }
   const json batch_survivors = batch_filter["NodeNames"];
   ASSERT_FALSE(batch_survivors.empty()) << batch_filter.dump();
-  const json batch_scores = Call("prioritize", batch, batch_survivors.get<std::vector<std::string>>());
+  const json batch_scores =
+      Call("prioritize", batch, batch_survivors.get<std::vector<std::string>>());
   ASSERT_EQ(batch_scores.size(), batch_survivors.size());
 
   // 2. The article service is never placed on a node with a bandwidth-saturating
@@ -194,8 +195,8 @@ TEST_F(WalkingSkeletonTest, ReferenceScenarioAcceptance) {
   }
 
   // Every decision is explainable through the operator API.
-  httplib::Result explain =
-      client_->Get(absl::StrCat("/v1/decisions?pod=", article["metadata"]["uid"].get<std::string>()));
+  httplib::Result explain = client_->Get(
+      absl::StrCat("/v1/decisions?pod=", article["metadata"]["uid"].get<std::string>()));
   ASSERT_TRUE(explain);
   EXPECT_EQ(explain->status, 200);
   EXPECT_THAT(explain->body, HasSubstr("NUMA"));

@@ -15,9 +15,8 @@ DefaultScore ScoreDefault(const NodeLoad& node, int64_t pod_millicores, int64_t 
     return out;
   }
   // LeastAllocated: mean over resources of (allocatable - requested) * 100 / allocatable.
-  const double least = ((cpu_alloc - cpu_req) * 100 / cpu_alloc +
-                        (mem_alloc - mem_req) * 100 / mem_alloc) /
-                       2;
+  const double least =
+      ((cpu_alloc - cpu_req) * 100 / cpu_alloc + (mem_alloc - mem_req) * 100 / mem_alloc) / 2;
   // BalancedAllocation (two resources): (1 - |cpu fraction - memory fraction|) * 100.
   const double balanced = (1 - std::abs(cpu_req / cpu_alloc - mem_req / mem_alloc)) * 100;
   out.score = static_cast<int64_t>(least) + static_cast<int64_t>(balanced);

@@ -9,6 +9,9 @@
 // (/filter, then /prioritize on the survivors; real HTTP, real bodies) and
 // prints every node's verdict, score and reason next to what the default
 // scheduler would have done. scripts/demo.sh starts the processes.
+#include <httplib.h>
+#include <yaml-cpp/yaml.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -19,9 +22,6 @@
 #include <string>
 #include <thread>
 #include <vector>
-
-#include <httplib.h>
-#include <yaml-cpp/yaml.h>
 
 #include "nlohmann/json.hpp"
 #include "tools/demo/default_scheduler.h"
@@ -140,12 +140,13 @@ void PrintCluster(httplib::Client& client, const std::vector<ScenarioNode>& scen
   std::map<std::string, json> by_name;
   for (json& n : nodes) by_name[n.value("name", "")] = n;
   std::cout << "The cluster as the agents report it (one report per node per second):\n\n";
-  std::cout << "  " << Pad("NODE", 8) << Pad("L3 PRESSURE/SOCKET", 20)
-            << Pad("MEMBW/NUMA NODE", 18) << Pad("LC/BATCH/STD", 14) << "PODS\n";
+  std::cout << "  " << Pad("NODE", 8) << Pad("L3 PRESSURE/SOCKET", 20) << Pad("MEMBW/NUMA NODE", 18)
+            << Pad("LC/BATCH/STD", 14) << "PODS\n";
   for (const ScenarioNode& s : scenario) {
     const json& n = by_name[s.load.name];
     std::string l3, bw;
-    for (const json& d : n.value("l3Domains", json::array())) l3 += Pct(d.value("pressure", 0.0)) + " ";
+    for (const json& d : n.value("l3Domains", json::array()))
+      l3 += Pct(d.value("pressure", 0.0)) + " ";
     for (const json& d : n.value("numaNodes", json::array())) {
       bw += Pct(d.value("membwUtilisation", 0.0)) + " ";
     }
@@ -155,8 +156,8 @@ void PrintCluster(httplib::Client& client, const std::vector<ScenarioNode>& scen
                             std::to_string(classes.value("standard", 0));
     std::string pods;
     for (const std::string& p : s.pods) pods += (pods.empty() ? "" : ", ") + p;
-    std::cout << "  " << Pad(s.load.name, 8) << Pad(l3, 20) << Pad(bw, 18) << Pad(mix, 14)
-              << pods << "\n";
+    std::cout << "  " << Pad(s.load.name, 8) << Pad(l3, 20) << Pad(bw, 18) << Pad(mix, 14) << pods
+              << "\n";
   }
   std::cout << "\n";
 }
@@ -168,8 +169,9 @@ void Place(httplib::Client& client, const json& pod, std::vector<ScenarioNode>& 
   const int64_t cpu = Quantity(resources["cpu"], true);
   const int64_t mem = Quantity(resources["memory"], false);
 
-  std::cout << step << ") kube-scheduler asks where to place " << meta["namespace"].get<std::string>()
-            << "/" << meta["name"].get<std::string>() << "\n   (";
+  std::cout << step << ") kube-scheduler asks where to place "
+            << meta["namespace"].get<std::string>() << "/" << meta["name"].get<std::string>()
+            << "\n   (";
   const json labels = meta.value("labels", json::object());
   const json ann = meta.value("annotations", json::object());
   if (ann.contains("neighborly.io/class")) {
@@ -188,7 +190,8 @@ void Place(httplib::Client& client, const json& pod, std::vector<ScenarioNode>& 
 
   json names = json::array();
   for (const ScenarioNode& s : scenario) names.push_back(s.load.name);
-  const json filter = Post(client, "/filter", {{"Pod", pod}, {"Nodes", nullptr}, {"NodeNames", names}});
+  const json filter =
+      Post(client, "/filter", {{"Pod", pod}, {"Nodes", nullptr}, {"NodeNames", names}});
   json survivors = filter["NodeNames"].is_null() ? json::array() : filter["NodeNames"];
   const json failed = filter["FailedNodes"].is_null() ? json::object() : filter["FailedNodes"];
   std::map<std::string, int> scores;
@@ -242,8 +245,8 @@ void Place(httplib::Client& client, const json& pod, std::vector<ScenarioNode>& 
   }
   std::cout << "\n";
   if (!default_pick.empty() && failed.contains(default_pick)) {
-    std::cout << "   Without Neighborly it lands on " << default_pick << ", which Neighborly refuses: "
-              << failed[default_pick].get<std::string>() << "\n";
+    std::cout << "   Without Neighborly it lands on " << default_pick
+              << ", which Neighborly refuses: " << failed[default_pick].get<std::string>() << "\n";
   }
   std::cout << "\n";
 
