@@ -266,7 +266,8 @@ absl::Status ValidateReport(const tv1::NodeReport& r, const ReportLimits& limits
       return Bad(field + ".numa_node",
                  absl::StrCat("no NUMA node ", d.numa_node(), " in the topology"));
     }
-    if (d.size_bytes() == 0) return Bad(field + ".size_bytes", "zero");
+    // size_bytes 0 is "unknown": hosts without cache information in sysfs report
+    // one domain per package without a size; the model skips L3 terms there.
   }
 
   // Kubelet policies.
