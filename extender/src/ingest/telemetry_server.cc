@@ -1,21 +1,64 @@
 #include "extender/src/ingest/telemetry_server.h"
 
+#include <algorithm>
 #include <chrono>
+#include <climits>
+#include <cstdint>
+#include <optional>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "common/host_port.h"
 #include "common/strings.h"
+#include "spdlog/spdlog.h"
 
 namespace neighborly::extender {
 namespace {
 
 namespace tv1 = ::neighborly::telemetry::v1;
 
-// One agent stream: read a report, ingest it, ack it, read the next.
+// The stream's "authorization: Bearer <jwt>" metadata, verified.
+absl::StatusOr<NodeIdentity> VerifyBearer(const TokenVerifier& verifier,
+                                          const grpc::CallbackServerContext& context) {
+  const auto& metadata = context.client_metadata();
+  const auto range = metadata.equal_range("authorization");
+  if (range.first == range.second) {
+    return absl::UnauthenticatedError(
+        "no \"authorization: Bearer <token>\" metadata (the agent's --identity-token-file)");
+  }
+  if (std::next(range.first) != range.second) {
+    return absl::UnauthenticatedError("more than one authorization metadata entry");
+  }
+  const std::string_view value(range.first->second.data(), range.first->second.size());
+  constexpr std::string_view kScheme = "Bearer ";
+  if (value.size() < kScheme.size() ||
+      !EqualsIgnoreCase(value.substr(0, kScheme.size()), kScheme)) {
+    return absl::UnauthenticatedError("authorization metadata is not \"Bearer <token>\"");
+  }
+  return verifier.Verify(Trim(value.substr(kScheme.size())));
+}
+
+// A stream refused before its first read (no valid identity token).
+class RefusedReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
+ public:
+  explicit RefusedReactor(const grpc::Status& status) { Finish(status); }
+  void OnDone() override { delete this; }
+};
+
+// One agent stream: read a report, check it against the stream's limits and
+// identity, ingest it, ack it, read the next.
 class ReportReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
  public:
-  ReportReactor(ExtenderCore& core, IngestCounters& counters) : core_(core), counters_(counters) {
+  ReportReactor(ExtenderCore& core, IngestCounters& counters, const IngestPolicy& policy,
+                const Clock& clock, std::optional<NodeIdentity> identity, std::string peer)
+      : core_(core),
+        counters_(counters),
+        policy_(policy),
+        clock_(clock),
+        identity_(std::move(identity)),
+        peer_(std::move(peer)),
+        tokens_(policy.report_burst),
+        last_refill_(clock.Now()) {
     counters_.streams_opened.fetch_add(1, std::memory_order_relaxed);
     counters_.streams_open.fetch_add(1, std::memory_order_relaxed);
     StartRead(&request_);
@@ -26,12 +69,46 @@ class ReportReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grp
       Finish(grpc::Status::OK);
       return;
     }
+    if (const size_t bytes = request_.Length(); bytes > policy_.max_report_bytes) {
+      Refuse(counters_.reports_too_large,
+             grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                          absl::StrCat("report of ", bytes, " bytes exceeds the limit of ",
+                                       policy_.max_report_bytes, " bytes (grpc.maxReportBytes)")));
+      return;
+    }
+    if (!TakeToken()) {
+      Refuse(counters_.reports_rate_limited,
+             grpc::Status(
+                 grpc::StatusCode::RESOURCE_EXHAUSTED,
+                 absl::StrCat("more than ", policy_.max_reports_per_second,
+                              " reports per second on one stream (burst ", policy_.report_burst,
+                              "; grpc.maxReportsPerSecond); reconnect later")));
+      return;
+    }
+    if (identity_.has_value() && clock_.Now() > identity_->expires + kExpiryGrace) {
+      counters_.streams_token_expired.fetch_add(1, std::memory_order_relaxed);
+      Finish(grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
+                          "identity token expired during the stream; reconnect with a fresh one"));
+      return;
+    }
     if (!grpc::SerializationTraits<tv1::NodeReport>::Deserialize(&request_, &report_).ok()) {
       counters_.reports_rejected.fetch_add(1, std::memory_order_relaxed);
       counters_.reports_malformed.fetch_add(1, std::memory_order_relaxed);
       Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
                           "malformed NodeReport: the message is not a valid "
                           "neighborly.telemetry.v1.NodeReport protobuf"));
+      return;
+    }
+    if (identity_.has_value() && report_.node_name() != identity_->node_name) {
+      spdlog::warn(
+          "telemetry from {} refused: its identity token is for node \"{}\" ({}) but the report "
+          "is for node \"{}\"",
+          peer_, identity_->node_name, identity_->subject, Clip(report_.node_name()));
+      Refuse(counters_.reports_node_mismatch,
+             grpc::Status(
+                 grpc::StatusCode::PERMISSION_DENIED,
+                 absl::StrCat("this stream may report only for node \"", identity_->node_name,
+                              "\" (its identity token), not \"", Clip(report_.node_name()), "\"")));
       return;
     }
     const absl::Status status = core_.Ingest(report_);
@@ -68,8 +145,39 @@ class ReportReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grp
   }
 
  private:
+  // Tokens within the verifier's leeway are accepted at open; a stream outlives
+  // its token by at most this before it must reconnect with the rotated one.
+  static constexpr absl::Duration kExpiryGrace = absl::Seconds(30);
+
+  static std::string Clip(const std::string& name) {
+    return name.size() <= 253 ? name : absl::StrCat(name.substr(0, 253), "...");
+  }
+
+  void Refuse(std::atomic<uint64_t>& reason, const grpc::Status& status) {
+    reason.fetch_add(1, std::memory_order_relaxed);
+    counters_.reports_rejected.fetch_add(1, std::memory_order_relaxed);
+    Finish(status);
+  }
+
+  bool TakeToken() {
+    if (policy_.max_reports_per_second <= 0) return true;
+    const absl::Time now = clock_.Now();
+    const double elapsed_s = std::max(0.0, absl::ToDoubleSeconds(now - last_refill_));
+    last_refill_ = now;
+    tokens_ = std::min(policy_.report_burst, tokens_ + elapsed_s * policy_.max_reports_per_second);
+    if (tokens_ < 1) return false;
+    tokens_ -= 1;
+    return true;
+  }
+
   ExtenderCore& core_;
   IngestCounters& counters_;
+  const IngestPolicy& policy_;
+  const Clock& clock_;
+  const std::optional<NodeIdentity> identity_;
+  const std::string peer_;
+  double tokens_;
+  absl::Time last_refill_;
   grpc::ByteBuffer request_;
   grpc::ByteBuffer response_;
   tv1::NodeReport report_;  // reused across reports: keeps its allocations
@@ -77,20 +185,67 @@ class ReportReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grp
 
 }  // namespace
 
+TelemetryService::TelemetryService(ExtenderCore& core, IngestPolicy policy)
+    : core_(core), policy_(policy) {}
+
 grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* TelemetryService::Report(
     grpc::CallbackServerContext* context) {
-  return new ReportReactor(core_, counters_);
+  const Clock& clock = policy_.clock != nullptr ? *policy_.clock : real_clock_;
+  std::optional<NodeIdentity> identity;
+  if (policy_.identity != nullptr) {
+    absl::StatusOr<NodeIdentity> verified = VerifyBearer(*policy_.identity, *context);
+    if (!verified.ok()) {
+      counters_.streams_unauthenticated.fetch_add(1, std::memory_order_relaxed);
+      spdlog::warn("telemetry stream from {} refused: {}", context->peer(),
+                   std::string(verified.status().message()));
+      return new RefusedReactor(grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
+                                             std::string(verified.status().message())));
+    }
+    identity = std::move(*verified);
+  }
+  return new ReportReactor(core_, counters_, policy_, clock, std::move(identity), context->peer());
+}
+
+void AppendIngestRefusals(const IngestCounters& c, std::string& out) {
+  const uint64_t too_large = c.reports_too_large.load(std::memory_order_relaxed);
+  const uint64_t rate_limited = c.reports_rate_limited.load(std::memory_order_relaxed);
+  const uint64_t node_mismatch = c.reports_node_mismatch.load(std::memory_order_relaxed);
+  const uint64_t malformed = c.reports_malformed.load(std::memory_order_relaxed);
+  const uint64_t rejected = c.reports_rejected.load(std::memory_order_relaxed);
+  const uint64_t accounted = too_large + rate_limited + node_mismatch + malformed;
+  const std::pair<const char*, uint64_t> reasons[] = {
+      {"invalid", rejected > accounted ? rejected - accounted : 0},
+      {"malformed", malformed},
+      {"too_large", too_large},
+      {"rate_limited", rate_limited},
+      {"node_mismatch", node_mismatch},
+      {"unauthenticated", c.streams_unauthenticated.load(std::memory_order_relaxed)},
+      {"token_expired", c.streams_token_expired.load(std::memory_order_relaxed)},
+  };
+  absl::StrAppend(&out,
+                  "# HELP neighborly_ingest_refused_total Telemetry refused, by reason: reports "
+                  "(invalid, malformed, too_large, rate_limited, node_mismatch) or whole streams "
+                  "(unauthenticated, token_expired).\n"
+                  "# TYPE neighborly_ingest_refused_total counter\n");
+  for (const auto& [reason, count] : reasons) {
+    absl::StrAppend(&out, "neighborly_ingest_refused_total{reason=\"", reason, "\"} ", count, "\n");
+  }
 }
 
 absl::StatusOr<std::unique_ptr<TelemetryServer>> TelemetryServer::Start(ExtenderCore& core,
                                                                         Options options) {
   absl::StatusOr<HostPort> hp = ParseHostPort(options.address);
   if (!hp.ok()) {
-    return absl::InvalidArgumentError(absl::StrCat("gRPC telemetry address \"", options.address,
-                                                   "\": ", hp.status().message()));
+    return absl::InvalidArgumentError(
+        absl::StrCat("gRPC telemetry address \"", options.address, "\": ", hp.status().message()));
   }
   std::unique_ptr<TelemetryServer> server(new TelemetryServer());
-  server->service_ = std::make_unique<TelemetryService>(core);
+  IngestPolicy policy = options.policy;
+  if (options.max_receive_message_bytes <= 0) {
+    return absl::InvalidArgumentError("the largest telemetry report must be at least 1 byte");
+  }
+  policy.max_report_bytes = static_cast<size_t>(options.max_receive_message_bytes);
+  server->service_ = std::make_unique<TelemetryService>(core, policy);
   grpc::ServerBuilder builder;
   int selected_port = 0;
   builder.AddListeningPort(
@@ -98,7 +253,10 @@ absl::StatusOr<std::unique_ptr<TelemetryServer>> TelemetryServer::Start(Extender
       options.credentials ? options.credentials : grpc::InsecureServerCredentials(),
       &selected_port);
   builder.RegisterService(server->service_.get());
-  builder.SetMaxReceiveMessageSize(options.max_receive_message_bytes);
+  // Twice the limit, so that reports up to it are refused (and counted) by the
+  // service with a clear message instead of by gRPC's transport.
+  builder.SetMaxReceiveMessageSize(static_cast<int>(
+      std::min<int64_t>(int64_t{options.max_receive_message_bytes} * 2, INT32_MAX)));
   // gRPC enables SO_REUSEPORT by default: a second extender on the same port
   // would silently share it. Refuse instead.
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);

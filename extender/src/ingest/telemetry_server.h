@@ -22,7 +22,9 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "common/clock.h"
 #include "extender/src/core/extender_core.h"
+#include "extender/src/ingest/node_identity.h"
 #include "grpcpp/grpcpp.h"
 #include "neighborly/telemetry/v1/telemetry.grpc.pb.h"
 
@@ -35,6 +37,30 @@ struct IngestCounters {
   std::atomic<uint64_t> reports_malformed{0};  // the subset that was not a parsable NodeReport
   std::atomic<uint64_t> streams_opened{0};     // total since start
   std::atomic<int64_t> streams_open{0};        // now
+  // Refusals by the limits and identity checks (docs/security.md). The first
+  // three also count in reports_rejected; the last two are whole streams.
+  std::atomic<uint64_t> reports_too_large{0};        // above IngestPolicy::max_report_bytes
+  std::atomic<uint64_t> reports_rate_limited{0};     // above the stream's token bucket
+  std::atomic<uint64_t> reports_node_mismatch{0};    // node_name not the token's node
+  std::atomic<uint64_t> streams_unauthenticated{0};  // no or invalid identity token
+  std::atomic<uint64_t> streams_token_expired{0};    // token expired while streaming
+};
+
+// Appends neighborly_ingest_refused_total{reason} (HELP and TYPE included) for /metrics.
+void AppendIngestRefusals(const IngestCounters& counters, std::string& out);
+
+// What every stream is held to.
+struct IngestPolicy {
+  // nullptr: streams are not bound to a node identity.
+  const TokenVerifier* identity = nullptr;
+  // Token bucket per stream; rate <= 0 disables it. An agent sends one report per
+  // interval (1 s by default), so 5/s with a burst of 10 only stops a runaway.
+  double max_reports_per_second = 5;
+  double report_burst = 10;
+  // A report above this is refused with RESOURCE_EXHAUSTED and counted. gRPC itself
+  // drops messages above twice this (its own RESOURCE_EXHAUSTED, not counted here).
+  size_t max_report_bytes = 8 << 20;
+  const Clock* clock = nullptr;  // nullptr: the real clock
 };
 
 // The service alone (tests and embedders may register it on their own server).
@@ -43,7 +69,7 @@ struct IngestCounters {
 class TelemetryService final : public telemetry::v1::Telemetry::WithRawCallbackMethod_Report<
                                    telemetry::v1::Telemetry::Service> {
  public:
-  explicit TelemetryService(ExtenderCore& core) : core_(core) {}
+  explicit TelemetryService(ExtenderCore& core, IngestPolicy policy = {});
 
   grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* Report(
       grpc::CallbackServerContext* context) override;
@@ -52,6 +78,8 @@ class TelemetryService final : public telemetry::v1::Telemetry::WithRawCallbackM
 
  private:
   ExtenderCore& core_;
+  IngestPolicy policy_;
+  RealClock real_clock_;
   IngestCounters counters_;
 };
 
@@ -62,6 +90,9 @@ class TelemetryServer {
     // nullptr: plaintext (grpc::InsecureServerCredentials); mTLS is configured by the caller.
     std::shared_ptr<grpc::ServerCredentials> credentials;
     int max_receive_message_bytes = 8 << 20;  // a 1,000-pod report is well under 2 MiB
+    // Identity, rate limit and clock (policy.max_report_bytes is taken from
+    // max_receive_message_bytes).
+    IngestPolicy policy;
   };
 
   // Builds and starts the server. Fails with a clear message when the address
