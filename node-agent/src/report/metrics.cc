@@ -54,6 +54,10 @@ std::string RenderStreamMetrics(const std::vector<const ReportStream*>& streams)
       {"neighborly_agent_reports_refused_total", "counter",
        "Reports the extender refused with INVALID_ARGUMENT.",
        [](const ReportStream::Stats& s) { return s.reports_refused; }},
+      {"neighborly_agent_stream_auth_refusals_total", "counter",
+       "Streams the extender refused with UNAUTHENTICATED or PERMISSION_DENIED (identity "
+       "token missing, invalid or for another node).",
+       [](const ReportStream::Stats& s) { return s.auth_refusals; }},
       {"neighborly_agent_acks_total", "counter", "Acks received from the extender.",
        [](const ReportStream::Stats& s) { return s.acks; }},
       {"neighborly_agent_stream_connects_total", "counter", "Streams that received an ack.",

@@ -4,13 +4,29 @@
 #include <utility>
 
 namespace neighborly::agent {
+namespace {
+
+ReportStreamOptions WithCredentials(std::shared_ptr<grpc::ChannelCredentials> credentials) {
+  ReportStreamOptions options;
+  options.credentials = std::move(credentials);
+  return options;
+}
+
+}  // namespace
 
 ReportPublisher::ReportPublisher(const std::string& node_name,
                                  const std::vector<std::string>& targets,
-                                 std::shared_ptr<grpc::ChannelCredentials> credentials) {
+                                 std::shared_ptr<grpc::ChannelCredentials> credentials)
+    : ReportPublisher(node_name, targets, WithCredentials(std::move(credentials))) {}
+
+ReportPublisher::ReportPublisher(const std::string& node_name,
+                                 const std::vector<std::string>& targets,
+                                 const ReportStreamOptions& common) {
   for (const std::string& target : targets) {
-    streams_.push_back(std::make_unique<ReportStream>(
-        ReportStreamOptions{.target = target, .node_name = node_name, .credentials = credentials}));
+    ReportStreamOptions options = common;
+    options.target = target;
+    options.node_name = node_name;
+    streams_.push_back(std::make_unique<ReportStream>(std::move(options)));
   }
 }
 

@@ -22,6 +22,10 @@ class ReportPublisher {
   // `credentials` nullptr: plaintext.
   ReportPublisher(const std::string& node_name, const std::vector<std::string>& targets,
                   std::shared_ptr<grpc::ChannelCredentials> credentials);
+  // Every stream gets `common` (credentials, server name, identity token, backoff)
+  // with its own target and `node_name`.
+  ReportPublisher(const std::string& node_name, const std::vector<std::string>& targets,
+                  const ReportStreamOptions& common);
 
   void Start();
   void Publish(const telemetry::v1::NodeReport& report);

@@ -6,6 +6,7 @@
 
 #include "absl/random/random.h"
 #include "absl/strings/str_cat.h"
+#include "node-agent/src/report/channel_security.h"
 #include "spdlog/spdlog.h"
 
 namespace neighborly::agent {
@@ -171,6 +172,14 @@ void ReportStream::OnAck(const tv1::ReportAck& ack) {
 
 grpc::Status ReportStream::RunOneStream(tv1::Telemetry::Stub& stub, bool* got_ack) {
   grpc::ClientContext context;
+  if (!options_.identity_token_file.empty()) {
+    // Read for every connection: the kubelet rotates the token in place.
+    absl::StatusOr<std::string> token = ReadIdentityToken(options_.identity_token_file);
+    if (!token.ok()) {
+      return grpc::Status(grpc::StatusCode::UNAUTHENTICATED, std::string(token.status().message()));
+    }
+    context.AddMetadata("authorization", absl::StrCat("Bearer ", *token));
+  }
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (stopping_) return grpc::Status(grpc::StatusCode::CANCELLED, "stopping");
@@ -241,6 +250,7 @@ void ReportStream::Run() {
               static_cast<int>(absl::ToInt64Milliseconds(options_.initial_backoff)));
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS,
               static_cast<int>(absl::ToInt64Milliseconds(options_.max_backoff)));
+  if (!options_.server_name.empty()) args.SetSslTargetNameOverride(options_.server_name);
   std::shared_ptr<grpc::ChannelCredentials> credentials =
       options_.credentials != nullptr ? options_.credentials : grpc::InsecureChannelCredentials();
   std::shared_ptr<grpc::Channel> channel =
@@ -276,6 +286,16 @@ void ReportStream::Run() {
     {
       std::lock_guard<std::mutex> lock(mu_);
       ++stats_.failures;
+      if (status.error_code() == grpc::StatusCode::UNAUTHENTICATED ||
+          status.error_code() == grpc::StatusCode::PERMISSION_DENIED) {
+        // Identity problems are worth a line each time they change, even while retrying.
+        ++stats_.auth_refusals;
+        if (status.error_message() != last_refusal_) {
+          last_refusal_ = status.error_message();
+          spdlog::error("node {}: extender {} refused the stream: {}", options_.node_name,
+                        options_.target, Describe(status));
+        }
+      }
       SetState(State::kRetrying, Describe(status));
     }
     const absl::Duration pause = backoff * absl::Uniform(random, 0.5, 1.0);

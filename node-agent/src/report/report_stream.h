@@ -31,8 +31,14 @@ namespace neighborly::agent {
 struct ReportStreamOptions {
   std::string target;     // "host:port" of one extender
   std::string node_name;  // for logs and metrics
-  // nullptr: plaintext. TLS (a later issue) passes grpc::SslCredentials here.
+  // nullptr: plaintext. TLS: MakeChannelCredentials (channel_security.h).
   std::shared_ptr<grpc::ChannelCredentials> credentials;
+  // The name the extender's certificate must carry when `target` is an address
+  // (the agents dial every replica's IP); empty: the target's host.
+  std::string server_name;
+  // A projected ServiceAccount token, re-read for every connection and sent as
+  // "authorization: Bearer <token>"; empty: none.
+  std::string identity_token_file;
   absl::Duration initial_backoff = absl::Milliseconds(100);
   absl::Duration max_backoff = absl::Seconds(5);
 };
@@ -51,6 +57,7 @@ class ReportStream {
     uint64_t reports_written = 0;     // handed to gRPC on some stream
     uint64_t reports_superseded = 0;  // replaced by a newer one before being written
     uint64_t reports_refused = 0;     // streams ended by INVALID_ARGUMENT
+    uint64_t auth_refusals = 0;       // streams ended by UNAUTHENTICATED or PERMISSION_DENIED
     uint64_t acks = 0;
     uint64_t last_acked_sequence = 0;
     uint64_t connects = 0;  // streams that got at least one ack

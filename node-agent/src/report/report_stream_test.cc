@@ -109,6 +109,8 @@ ReportStreamOptions Options(int port) {
   return ReportStreamOptions{.target = absl::StrCat("127.0.0.1:", port),
                              .node_name = "node-1",
                              .credentials = nullptr,
+                             .server_name = "",
+                             .identity_token_file = "",
                              .initial_backoff = absl::Milliseconds(20),
                              .max_backoff = absl::Milliseconds(200)};
 }
