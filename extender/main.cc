@@ -140,7 +140,9 @@ int Run(int argc, char** argv) {
   }
   stopping = true;
   http.Stop();  // no new connections; returns once in-flight requests are answered
-  ingest.Shutdown(absl::Seconds(5));
+  // Agent streams never end on their own, so any grace would only be waited
+  // out; cancel them now (agents reconnect, to another replica if there is one).
+  ingest.Shutdown(absl::ZeroDuration());
   SaveState(core, config->state_file);
   spdlog::info("stopped");
   return 0;

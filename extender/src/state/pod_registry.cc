@@ -92,20 +92,25 @@ size_t PodRegistry::size() const {
 }
 
 absl::Status PodRegistry::Save(const std::string& path) const {
-  nlohmann::json pods = nlohmann::json::array();
+  // Copy under the lock, serialise without it: Remember() (on the scheduler's
+  // request path) waits for the copy only, not for JSON encoding and disk I/O.
+  std::vector<Entry> entries;
   {
     std::shared_lock lock(mu_);
-    for (auto it = lru_.rbegin(); it != lru_.rend(); ++it) {  // oldest first: Load replays in order
-      nlohmann::json p = {{"uid", it->uid},
-                          {"class", std::string(ContentionClassName(it->pod.contention_class))},
-                          {"source", std::string(ClassSourceName(it->pod.source))},
-                          {"last_seen_unix_ns", absl::ToUnixNanos(it->last_seen)}};
-      if (it->pod.hints.llc_bytes) p["llc_bytes"] = *it->pod.hints.llc_bytes;
-      if (it->pod.hints.membw_bytes_per_second) {
-        p["membw_bytes_per_second"] = *it->pod.hints.membw_bytes_per_second;
-      }
-      pods.push_back(std::move(p));
+    entries.reserve(lru_.size());
+    entries.assign(lru_.rbegin(), lru_.rend());  // oldest first: Load replays in order
+  }
+  nlohmann::json pods = nlohmann::json::array();
+  for (const Entry& e : entries) {
+    nlohmann::json p = {{"uid", e.uid},
+                        {"class", std::string(ContentionClassName(e.pod.contention_class))},
+                        {"source", std::string(ClassSourceName(e.pod.source))},
+                        {"last_seen_unix_ns", absl::ToUnixNanos(e.last_seen)}};
+    if (e.pod.hints.llc_bytes) p["llc_bytes"] = *e.pod.hints.llc_bytes;
+    if (e.pod.hints.membw_bytes_per_second) {
+      p["membw_bytes_per_second"] = *e.pod.hints.membw_bytes_per_second;
     }
+    pods.push_back(std::move(p));
   }
   const std::string data =
       nlohmann::json{{"version", kFormatVersion}, {"pods", std::move(pods)}}.dump() + "\n";
@@ -135,6 +140,19 @@ absl::Status PodRegistry::Save(const std::string& path) const {
 
 absl::Status PodRegistry::Load(const std::string& path) {
   std::error_code ec;
+  // Temporaries of writers killed mid-save ("<file>.tmp.<pid>") are never
+  // renamed; remove them so that crash loops do not fill the disk.
+  const std::filesystem::path file(path);
+  const std::string tmp_prefix = file.filename().string() + ".tmp.";
+  const std::filesystem::path dir = file.has_parent_path() ? file.parent_path() : ".";
+  for (auto it = std::filesystem::directory_iterator(dir, ec);
+       !ec && it != std::filesystem::directory_iterator(); it.increment(ec)) {
+    std::error_code ignored;
+    if (it->path().filename().string().starts_with(tmp_prefix)) {
+      std::filesystem::remove(it->path(), ignored);
+    }
+  }
+  ec.clear();
   if (!std::filesystem::exists(path, ec) && !ec) return absl::OkStatus();  // nothing learned yet
   std::ifstream in(path, std::ios::binary);
   if (!in) return ErrnoStatus("cannot open pod registry file", path);

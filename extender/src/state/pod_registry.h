@@ -43,6 +43,7 @@ class PodRegistry {
   // Replaces the contents with those of `path`. A missing file is not an
   // error (nothing learned yet). A corrupt file is refused with DATA_LOSS
   // naming the file and the problem, and leaves the registry unchanged.
+  // Temporaries left beside `path` by a writer killed mid-save are removed.
   absl::Status Load(const std::string& path);
 
  private:
