@@ -1,0 +1,555 @@
+// Load and soak generator for neighborly-extender (docs/performance.md, "Load
+// and soak"). Starts the real extender (or attaches to a running one), then:
+//   - `--nodes` simulated nodes of `--pods-per-node` pods each stream one
+//     NodeReport per second over gRPC: callback-API bidi streams multiplexed
+//     over `--channels` HTTP/2 connections, driven by one pacing thread;
+//   - a scheduler-like client sends /filter then /prioritize for
+//     `--pods-per-second` new pods, each with `--candidates` node names, over one
+//     HTTP keep-alive connection (as kube-scheduler does).
+// Every `--print-every` it prints per-verb round-trip p50/p99/max, the report
+// rate, and the extender's RSS (VmRSS) and CPU; at the end, the whole run's
+// percentiles and the RSS curve.
+//
+//   soak_load --extender build/x/extender/neighborly-extender --duration 600s
+//   soak_load --duration 20s          # short mode (scripts)
+#include <fcntl.h>
+#include <httplib.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <random>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "extender/src/model/testing/report_builder.h"
+#include "grpcpp/grpcpp.h"
+#include "neighborly/telemetry/v1/telemetry.grpc.pb.h"
+
+namespace neighborly::bench {
+namespace {
+
+namespace tv1 = telemetry::v1;
+
+struct Options {
+  std::string extender;  // binary to start; empty with --http/--grpc/--pid
+  std::string config;
+  std::vector<std::string> extender_args;
+  std::string extender_log = "/dev/null";
+  std::string http;
+  std::string grpc;
+  pid_t pid = 0;
+  int nodes = 5000;
+  int pods_per_node = 50;
+  double report_hz = 1;
+  double pods_per_second = 200;
+  int candidates = 500;
+  int channels = 8;
+  absl::Duration duration = absl::Seconds(20);
+  absl::Duration print_every = absl::Seconds(10);
+};
+
+[[noreturn]] void Die(const std::string& message) {
+  std::fprintf(stderr, "soak_load: %s\n", message.c_str());
+  std::exit(2);
+}
+
+absl::Duration ParseDurationFlag(const std::string& flag, const std::string& value) {
+  absl::Duration d;
+  if (!absl::ParseDuration(value, &d) || d <= absl::ZeroDuration()) {
+    Die(absl::StrCat(flag, ": expected a duration like 20s or 10m, got \"", value, "\""));
+  }
+  return d;
+}
+
+int ParseIntFlag(const std::string& flag, const std::string& value, int min) {
+  char* end = nullptr;
+  const long v = std::strtol(value.c_str(), &end, 10);
+  if (end == value.c_str() || *end != '\0' || v < min || v > 10'000'000) {
+    Die(absl::StrCat(flag, ": expected an integer >= ", min, ", got \"", value, "\""));
+  }
+  return static_cast<int>(v);
+}
+
+Options ParseFlags(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    std::string flag = argv[i];
+    std::string value;
+    if (const size_t eq = flag.find('='); eq != std::string::npos) {
+      value = flag.substr(eq + 1);
+      flag = flag.substr(0, eq);
+    } else if (flag != "--help") {
+      if (i + 1 >= argc) Die(absl::StrCat(flag, " needs a value"));
+      value = argv[++i];
+    }
+    if (flag == "--help") {
+      std::printf(
+          "usage: soak_load [--extender BIN [--config FILE] [--extender-arg ARG]... "
+          "[--extender-log FILE]]\n"
+          "                 [--http H:P --grpc H:P --pid PID]\n"
+          "                 [--nodes 5000] [--pods-per-node 50] [--report-hz 1]\n"
+          "                 [--pods-per-second 200] [--candidates 500] [--channels 8]\n"
+          "                 [--duration 20s] [--print-every 10s]\n");
+      std::exit(0);
+    } else if (flag == "--extender") {
+      o.extender = value;
+    } else if (flag == "--config") {
+      o.config = value;
+    } else if (flag == "--extender-arg") {
+      o.extender_args.push_back(value);
+    } else if (flag == "--extender-log") {
+      o.extender_log = value;
+    } else if (flag == "--http") {
+      o.http = value;
+    } else if (flag == "--grpc") {
+      o.grpc = value;
+    } else if (flag == "--pid") {
+      o.pid = ParseIntFlag(flag, value, 1);
+    } else if (flag == "--nodes") {
+      o.nodes = ParseIntFlag(flag, value, 1);
+    } else if (flag == "--pods-per-node") {
+      o.pods_per_node = ParseIntFlag(flag, value, 0);
+    } else if (flag == "--report-hz") {
+      o.report_hz = ParseIntFlag(flag, value, 1);
+    } else if (flag == "--pods-per-second") {
+      o.pods_per_second = ParseIntFlag(flag, value, 0);
+    } else if (flag == "--candidates") {
+      o.candidates = ParseIntFlag(flag, value, 1);
+    } else if (flag == "--channels") {
+      o.channels = ParseIntFlag(flag, value, 1);
+    } else if (flag == "--duration") {
+      o.duration = ParseDurationFlag(flag, value);
+    } else if (flag == "--print-every") {
+      o.print_every = ParseDurationFlag(flag, value);
+    } else {
+      Die(absl::StrCat("unknown flag ", flag, " (see --help)"));
+    }
+  }
+  if (o.extender.empty() && (o.http.empty() || o.grpc.empty())) {
+    Die("give --extender BIN, or --http and --grpc of a running extender");
+  }
+  o.candidates = std::min(o.candidates, o.nodes);
+  return o;
+}
+
+// --- the extender process ---
+
+// Starts the extender on port 0 and returns its pid and addresses, parsed
+// from "listening http=H:P grpc=H:P" on its stdout.
+pid_t StartExtender(Options& o) {
+  int out[2];
+  if (::pipe(out) != 0) Die("pipe failed");
+  const pid_t pid = ::fork();
+  if (pid < 0) Die("fork failed");
+  if (pid == 0) {
+    ::dup2(out[1], 1);
+    const int log = ::open(o.extender_log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (log >= 0) ::dup2(log, 2);
+    ::close(out[0]);
+    std::vector<std::string> args = {o.extender, "--http-address", "127.0.0.1:0", "--grpc-address",
+                                     "127.0.0.1:0"};
+    if (!o.config.empty()) {
+      args.push_back("--config");
+      args.push_back(o.config);
+    }
+    for (const std::string& a : o.extender_args) args.push_back(a);
+    std::vector<char*> argv;
+    for (std::string& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    ::execv(argv[0], argv.data());
+    std::perror("execv");
+    ::_exit(127);
+  }
+  ::close(out[1]);
+  std::string line;
+  char c;
+  while (::read(out[0], &c, 1) == 1) {
+    if (c != '\n') {
+      line += c;
+      continue;
+    }
+    if (line.starts_with("listening ")) break;
+    line.clear();
+  }
+  ::close(out[0]);
+  const size_t h = line.find("http="), g = line.find("grpc=");
+  if (h == std::string::npos || g == std::string::npos) {
+    Die(absl::StrCat("the extender did not print its listening line (log: ", o.extender_log, ")"));
+  }
+  o.http = line.substr(h + 5, line.find(' ', h) - h - 5);
+  o.grpc = line.substr(g + 5);
+  return pid;
+}
+
+double RssMiB(pid_t pid) {
+  std::ifstream in(absl::StrCat("/proc/", pid, "/status"));
+  std::string key;
+  while (in >> key) {
+    if (key == "VmRSS:") {
+      double kib = 0;
+      in >> kib;
+      return kib / 1024;
+    }
+    in.ignore(1 << 16, '\n');
+  }
+  return 0;
+}
+
+// utime + stime of a process, in seconds.
+double CpuSeconds(pid_t pid) {
+  std::ifstream in(absl::StrCat("/proc/", pid, "/stat"));
+  std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const size_t close = stat.rfind(')');
+  if (close == std::string::npos) return 0;
+  std::istringstream fields(stat.substr(close + 2));
+  std::string f;
+  double utime = 0, stime = 0;
+  for (int i = 3; fields >> f; ++i) {
+    if (i == 14) utime = std::atof(f.c_str());
+    if (i == 15) {
+      stime = std::atof(f.c_str());
+      break;
+    }
+  }
+  return (utime + stime) / static_cast<double>(::sysconf(_SC_CLK_TCK));
+}
+
+double SelfCpuSeconds() {
+  rusage u{};
+  ::getrusage(RUSAGE_SELF, &u);
+  return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
+         static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
+}
+
+// --- telemetry streams ---
+
+struct StreamCounters {
+  std::atomic<uint64_t> written{0};
+  std::atomic<uint64_t> acked{0};
+  std::atomic<uint64_t> skipped{0};  // a tick found the previous write still pending
+  std::atomic<uint64_t> failed{0};   // streams that ended (and were reopened)
+  std::atomic<int64_t> open{0};
+};
+
+tv1::NodeReport MakeReport(int node, int pods) {
+  tv1::NodeReport r = extender::testing::TwoSocketNode(absl::StrFormat("node-%05d", node));
+  r.set_agent_version("soak");
+  r.set_boot_id(absl::StrFormat("soak-boot-%05d-%d", node, ::getpid()));
+  for (int p = 0; p < pods; ++p) {
+    extender::testing::PodSpec pod;
+    pod.uid = absl::StrFormat("%08x-soak-4000-8000-%012d", node, p);
+    pod.namespace_name = absl::StrCat("team-", p % 7);
+    pod.name = absl::StrFormat("svc-%d-%05d-%02d", p % 11, node, p);
+    pod.labels = {{"app", absl::StrCat("svc-", p % 11)}};
+    if (p % 10 == 0) pod.annotations = {{"neighborly.io/class", "latency-critical"}};
+    if (p % 10 == 5 && node % 4 == 0) pod.labels["workload-type"] = "batch";
+    pod.cpu_request_millicores = 250;
+    pod.memory_request_bytes = uint64_t{512} << 20;
+    pod.llc_bytes = static_cast<uint64_t>(64 + (node + p) % 256) << 10;
+    pod.membw_bytes_per_second = static_cast<uint64_t>(20 + (node * 7 + p) % 180) * 1'000'000;
+    extender::testing::AddPod(r, pod);
+  }
+  return r;
+}
+
+class NodeStream final : public grpc::ClientBidiReactor<tv1::NodeReport, tv1::ReportAck> {
+ public:
+  NodeStream(tv1::Telemetry::Stub& stub, tv1::NodeReport* report, StreamCounters& counters)
+      : report_(report), counters_(counters) {
+    stub.async()->Report(&context_, this);
+    StartRead(&ack_);
+    StartCall();
+    counters_.open.fetch_add(1, std::memory_order_relaxed);
+  }
+
+  // Sends the node's next report unless the previous one is still being written.
+  void Tick(uint64_t tick) {
+    if (done_.load(std::memory_order_acquire)) return;
+    if (writing_.exchange(true, std::memory_order_acq_rel)) {
+      counters_.skipped.fetch_add(1, std::memory_order_relaxed);
+      return;
+    }
+    tv1::NodeReport& r = *report_;
+    r.set_sequence(r.sequence() + 1);
+    r.mutable_window_start()->set_seconds(1'700'000'000 + static_cast<int64_t>(tick));
+    // Measurements move a little every window, as a real node's do.
+    const uint64_t wobble = (tick * 2654435761u + r.sequence()) % 8;
+    extender::testing::SetMeasured(r, 0, (8 + wobble) << 20, (5 + wobble) * 1'000'000'000);
+    extender::testing::SetMeasured(r, 1, (4 + wobble) << 20, (3 + wobble) * 1'000'000'000);
+    StartWrite(report_);
+  }
+
+  void Cancel() { context_.TryCancel(); }
+  bool done() const { return done_.load(std::memory_order_acquire); }
+
+  void OnWriteDone(bool ok) override {
+    if (ok) counters_.written.fetch_add(1, std::memory_order_relaxed);
+    writing_.store(!ok, std::memory_order_release);  // a failed write: the stream is ending
+  }
+  void OnReadDone(bool ok) override {
+    if (!ok) return;
+    counters_.acked.fetch_add(1, std::memory_order_relaxed);
+    StartRead(&ack_);
+  }
+  void OnDone(const grpc::Status& status) override {
+    if (!status.ok() && status.error_code() != grpc::StatusCode::CANCELLED) {
+      counters_.failed.fetch_add(1, std::memory_order_relaxed);
+      static std::atomic<int> logged{0};
+      if (logged.fetch_add(1) < 5) {
+        std::fprintf(stderr, "stream ended: %d %s\n", status.error_code(),
+                     status.error_message().c_str());
+      }
+    }
+    counters_.open.fetch_sub(1, std::memory_order_relaxed);
+    done_.store(true, std::memory_order_release);
+  }
+
+ private:
+  grpc::ClientContext context_;
+  tv1::NodeReport* report_;
+  tv1::ReportAck ack_;
+  StreamCounters& counters_;
+  std::atomic<bool> writing_{false};
+  std::atomic<bool> done_{false};
+};
+
+// --- latency bookkeeping ---
+
+struct Latencies {
+  std::mutex mu;
+  std::vector<double> interval_us, all_us;
+  uint64_t errors = 0;
+
+  void Add(double us) {
+    std::lock_guard<std::mutex> lock(mu);
+    interval_us.push_back(us);
+    all_us.push_back(us);
+  }
+};
+
+std::string Summary(std::vector<double> v) {
+  if (v.empty()) return "n=0";
+  std::sort(v.begin(), v.end());
+  auto q = [&](double p) {
+    return v[std::min(v.size() - 1, static_cast<size_t>(p * static_cast<double>(v.size())))] / 1e3;
+  };
+  return absl::StrFormat("n=%d p50=%.3fms p99=%.3fms p99.9=%.3fms max=%.3fms", v.size(), q(0.5),
+                         q(0.99), q(0.999), v.back() / 1e3);
+}
+
+std::string PodBody(uint64_t k, int nodes, int candidates, std::mt19937& random) {
+  const char* cls = k % 3 == 0   ? R"("annotations":{"neighborly.io/class":"latency-critical"},)"
+                    : k % 3 == 1 ? R"("labels":{"workload-type":"batch"},)"
+                                 : "";
+  std::string body = absl::StrFormat(
+      R"({"Pod":{"metadata":{"name":"soak-%d","namespace":"soak","uid":"soak-pod-%012d",%s"ownerReferences":[]},"spec":{"containers":[{"name":"c","resources":{"requests":{"cpu":"1","memory":"2Gi"},"limits":{"cpu":"1","memory":"2Gi"}}}]},"status":{"qosClass":"Guaranteed"}},"Nodes":null,"NodeNames":[)",
+      k, k, cls);
+  std::uniform_int_distribution<int> start(0, nodes - 1);
+  const int first = start(random);
+  for (int i = 0; i < candidates; ++i) {
+    // A contiguous window (mod nodes) of candidates, as percentageOfNodesToScore
+    // walks the node list from a rotating start.
+    absl::StrAppend(&body, i ? "," : "", absl::StrFormat("\"node-%05d\"", (first + i) % nodes));
+  }
+  body += "]}";
+  return body;
+}
+
+int Run(int argc, char** argv) {
+  Options o = ParseFlags(argc, argv);
+  pid_t pid = o.pid;
+  const bool own_extender = !o.extender.empty();
+  if (own_extender) pid = StartExtender(o);
+  std::printf(
+      "soak: extender pid %d http=%s grpc=%s; %d nodes x %d pods at %.0f Hz over %d "
+      "channels; %.0f pods/s x (filter + prioritize) with %d candidates; %s\n",
+      pid, o.http.c_str(), o.grpc.c_str(), o.nodes, o.pods_per_node, o.report_hz, o.channels,
+      o.pods_per_second, o.candidates, absl::FormatDuration(o.duration).c_str());
+  std::fflush(stdout);
+
+  // Channels: distinct arguments and a local subchannel pool give each its own
+  // TCP connection; streams are spread round-robin over them.
+  std::vector<std::shared_ptr<grpc::Channel>> channels;
+  std::vector<std::unique_ptr<tv1::Telemetry::Stub>> stubs;
+  for (int c = 0; c < o.channels; ++c) {
+    grpc::ChannelArguments args;
+    args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+    args.SetInt("neighborly.soak.channel", c);
+    channels.push_back(grpc::CreateCustomChannel(o.grpc, grpc::InsecureChannelCredentials(), args));
+    stubs.push_back(tv1::Telemetry::NewStub(channels.back()));
+  }
+  std::vector<tv1::NodeReport> reports;
+  reports.reserve(static_cast<size_t>(o.nodes));
+  for (int n = 0; n < o.nodes; ++n) reports.push_back(MakeReport(n, o.pods_per_node));
+  StreamCounters counters;
+  std::vector<std::unique_ptr<NodeStream>> streams(static_cast<size_t>(o.nodes));
+  std::vector<std::unique_ptr<NodeStream>> ended;  // kept: gRPC may still be leaving OnDone
+  for (int n = 0; n < o.nodes; ++n) {
+    streams[static_cast<size_t>(n)] = std::make_unique<NodeStream>(
+        *stubs[static_cast<size_t>(n % o.channels)], &reports[static_cast<size_t>(n)], counters);
+  }
+
+  std::atomic<bool> stop{false};
+  const absl::Time start = absl::Now();
+  const absl::Time end = start + o.duration;
+
+  // One pacing thread: node n reports at n/nodes of every period.
+  std::thread pacer([&] {
+    const double per_second = o.report_hz * o.nodes;
+    uint64_t ticked = 0;
+    while (!stop.load()) {
+      const double elapsed = absl::ToDoubleSeconds(absl::Now() - start);
+      const auto due = static_cast<uint64_t>(elapsed * per_second);
+      for (; ticked < due; ++ticked) {
+        const size_t n = ticked % static_cast<size_t>(o.nodes);
+        if (streams[n]->done()) {  // reopen an ended stream (extender restart, error)
+          ended.push_back(std::move(streams[n]));
+          streams[n] =
+              std::make_unique<NodeStream>(*stubs[n % stubs.size()], &reports[n], counters);
+        }
+        streams[n]->Tick(ticked / static_cast<uint64_t>(o.nodes));
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  });
+
+  // The scheduler: open loop at pods_per_second; a pod whose time has come
+  // while the previous one is still in flight is sent late (counted).
+  Latencies filter, prioritize;
+  std::atomic<uint64_t> late{0};
+  std::thread scheduler([&] {
+    if (o.pods_per_second <= 0) return;
+    const size_t colon = o.http.rfind(':');
+    httplib::Client client(o.http.substr(0, colon), std::atoi(o.http.c_str() + colon + 1));
+    client.set_keep_alive(true);
+    client.set_tcp_nodelay(true);
+    client.set_read_timeout(5);
+    std::mt19937 random(7);
+    for (uint64_t k = 0; !stop.load(); ++k) {
+      const absl::Time due = start + absl::Seconds(static_cast<double>(k) / o.pods_per_second);
+      const absl::Time now = absl::Now();
+      if (due > now) {
+        std::this_thread::sleep_for(absl::ToChronoMicroseconds(due - now));
+      } else if (now - due > absl::Milliseconds(5)) {
+        late.fetch_add(1, std::memory_order_relaxed);
+      }
+      const std::string body = PodBody(k, o.nodes, o.candidates, random);
+      for (Latencies* verb : {&filter, &prioritize}) {
+        const auto t0 = std::chrono::steady_clock::now();
+        httplib::Result r =
+            client.Post(verb == &filter ? "/filter" : "/prioritize", body, "application/json");
+        const double us =
+            std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0)
+                .count();
+        if (!r || r->status != 200) {
+          std::lock_guard<std::mutex> lock(verb->mu);
+          ++verb->errors;
+        } else {
+          verb->Add(us);
+        }
+      }
+    }
+  });
+
+  // Reporting.
+  struct RssPoint {
+    double t;
+    double rss_mib;
+  };
+  std::vector<RssPoint> curve;
+  double last_cpu = CpuSeconds(pid), last_self = SelfCpuSeconds();
+  uint64_t last_written = 0, last_acked = 0;
+  absl::Time last = start;
+  while (absl::Now() < end) {
+    std::this_thread::sleep_for(absl::ToChronoMicroseconds(
+        std::min(o.print_every - (absl::Now() - last), end - absl::Now())));
+    const absl::Time now = absl::Now();
+    const double dt = absl::ToDoubleSeconds(now - last);
+    last = now;
+    std::vector<double> f, p;
+    uint64_t errors;
+    {
+      std::scoped_lock lock(filter.mu, prioritize.mu);
+      f.swap(filter.interval_us);
+      p.swap(prioritize.interval_us);
+      errors = filter.errors + prioritize.errors;
+    }
+    const uint64_t written = counters.written.load(), acked = counters.acked.load();
+    const double cpu = CpuSeconds(pid), self = SelfCpuSeconds();
+    const double rss = RssMiB(pid);
+    const double t = absl::ToDoubleSeconds(now - start);
+    curve.push_back({t, rss});
+    std::printf(
+        "t=%6.1fs filter %s | prioritize %s | http errors %d late %d | reports %.0f/s acked "
+        "%.0f/s skipped %d streams %d failed %d | extender rss %.1f MiB cpu %.0f%% | "
+        "generator cpu %.0f%%\n",
+        t, Summary(std::move(f)).c_str(), Summary(std::move(p)).c_str(), static_cast<int>(errors),
+        static_cast<int>(late.load()), static_cast<double>(written - last_written) / dt,
+        static_cast<double>(acked - last_acked) / dt, static_cast<int>(counters.skipped.load()),
+        static_cast<int>(counters.open.load()), static_cast<int>(counters.failed.load()), rss,
+        100 * (cpu - last_cpu) / dt, 100 * (self - last_self) / dt);
+    std::fflush(stdout);
+    last_written = written;
+    last_acked = acked;
+    last_cpu = cpu;
+    last_self = self;
+  }
+  stop = true;
+  scheduler.join();
+  pacer.join();
+
+  std::printf("total filter     %s\n", Summary(filter.all_us).c_str());
+  std::printf("total prioritize %s\n", Summary(prioritize.all_us).c_str());
+  std::printf("total reports written %d acked %d skipped %d failed streams %d\n",
+              static_cast<int>(counters.written.load()), static_cast<int>(counters.acked.load()),
+              static_cast<int>(counters.skipped.load()), static_cast<int>(counters.failed.load()));
+  std::printf("rss curve (t s, MiB):");
+  for (const RssPoint& r : curve) std::printf(" %.0f:%.1f", r.t, r.rss_mib);
+  std::printf("\n");
+  std::fflush(stdout);
+
+  for (auto& s : streams) s->Cancel();
+  const absl::Time cancel_deadline = absl::Now() + absl::Seconds(10);
+  while (counters.open.load() > 0 && absl::Now() < cancel_deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  int rc = 0;
+  if (own_extender) {
+    const absl::Time term = absl::Now();
+    ::kill(pid, SIGTERM);
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    std::printf("extender exited %d %.2f s after SIGTERM\n",
+                WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status),
+                absl::ToDoubleSeconds(absl::Now() - term));
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) rc = 1;
+  }
+  if (counters.open.load() > 0) {
+    // Streams that never finished cancelling: leave without destroying them.
+    std::fflush(stdout);
+    ::_exit(rc);
+  }
+  return rc;
+}
+
+}  // namespace
+}  // namespace neighborly::bench
+
+int main(int argc, char** argv) { return neighborly::bench::Run(argc, argv); }
