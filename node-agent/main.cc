@@ -32,6 +32,7 @@
 #include "httplib.h"
 #include "node-agent/src/host/host_agent.h"
 #include "node-agent/src/report/agent_metrics.h"
+#include "node-agent/src/report/channel_security.h"
 #include "node-agent/src/report/metrics.h"
 #include "node-agent/src/report/publisher.h"
 #include "node-agent/src/simulate/fleet.h"
@@ -74,6 +75,18 @@ streams one NodeReport per window to the Neighborly extender(s). With
                             /run/containerd/containerd.sock, then CRI-O's)
   --pod-label-keys K1,K2    pod labels to report (default workload-type,app;
                             annotations: every neighborly.io/ key)
+  --tls-ca FILE             CA that signed the extender's certificate (PEM);
+                            streaming needs TLS or --insecure-plaintext
+  --tls-cert FILE           this agent's client certificate (PEM; mutual TLS)
+  --tls-key FILE            its private key (PEM); all three files are re-read
+                            when they change
+  --tls-server-name NAME    name the extender's certificate must carry (default:
+                            the host of --extender)
+  --insecure-plaintext      stream without TLS (loopback tests and demos only;
+                            logs a warning)
+  --identity-token-file FILE  projected ServiceAccount token (audience
+                            neighborly) proving this node's identity; re-read
+                            for every connection
   --log-level LEVEL         trace|debug|info|warn|error|off (default info)
   --help                    this text
   --version                 the version
@@ -92,6 +105,12 @@ struct Flags {
   std::vector<std::string> cri_sockets;
   std::optional<std::vector<std::string>> pod_label_keys;
   std::string log_level = "info";
+  std::string tls_ca;
+  std::string tls_cert;
+  std::string tls_key;
+  std::string tls_server_name;
+  bool insecure_plaintext = false;
+  std::string identity_token_file;
   bool help = false;
   bool version = false;
 };
@@ -159,6 +178,15 @@ absl::Status SetValue(Flags& flags, std::string_view name, const std::string& va
     flags.pod_label_keys = std::move(keys);
   } else if (name == "log-level") {
     flags.log_level = value;
+  } else if (name == "tls-ca" || name == "tls-cert" || name == "tls-key" ||
+             name == "identity-token-file" || name == "tls-server-name") {
+    if (value.empty()) return Usage(absl::StrCat("--", Av(name), " is empty"));
+    std::string& target = name == "tls-ca"            ? flags.tls_ca
+                          : name == "tls-cert"        ? flags.tls_cert
+                          : name == "tls-key"         ? flags.tls_key
+                          : name == "tls-server-name" ? flags.tls_server_name
+                                                      : flags.identity_token_file;
+    target = value;
   } else {
     return Usage(absl::StrCat("unknown flag --", Av(name)));
   }
@@ -179,10 +207,11 @@ absl::StatusOr<Flags> ParseFlags(int argc, char** argv) {
     std::optional<std::string> value;
     if (eq != std::string_view::npos) value = std::string(arg.substr(eq + 1));
 
-    bool* boolean = name == "once"      ? &flags.once
-                    : name == "help"    ? &flags.help
-                    : name == "version" ? &flags.version
-                                        : nullptr;
+    bool* boolean = name == "once"                 ? &flags.once
+                    : name == "help"               ? &flags.help
+                    : name == "version"            ? &flags.version
+                    : name == "insecure-plaintext" ? &flags.insecure_plaintext
+                                                   : nullptr;
     if (boolean != nullptr) {
       if (value && *value != "true" && *value != "false") {
         return Usage(absl::StrCat("--", Av(name), " takes no value, got \"", *value, "\""));
@@ -191,8 +220,10 @@ absl::StatusOr<Flags> ParseFlags(int argc, char** argv) {
       continue;
     }
     constexpr std::string_view kValueFlags[] = {
-        "node-name",       "extender",    "interval",   "output",         "host-root", "simulate",
-        "metrics-address", "rdt-backend", "cri-socket", "pod-label-keys", "log-level"};
+        "node-name",  "extender",       "interval",        "output",
+        "host-root",  "simulate",       "metrics-address", "rdt-backend",
+        "cri-socket", "pod-label-keys", "log-level",       "tls-ca",
+        "tls-cert",   "tls-key",        "tls-server-name", "identity-token-file"};
     if (std::find(std::begin(kValueFlags), std::end(kValueFlags), name) == std::end(kValueFlags)) {
       return Usage(absl::StrCat("unknown flag --", Av(name)));
     }
@@ -210,7 +241,43 @@ absl::StatusOr<Flags> ParseFlags(int argc, char** argv) {
   if (!flags.once && flags.extenders.empty()) {
     return Usage("--extender HOST:PORT is required unless --once is given");
   }
+  const bool tls = !flags.tls_ca.empty() || !flags.tls_cert.empty() || !flags.tls_key.empty();
+  if (tls && flags.insecure_plaintext) {
+    return Usage("--insecure-plaintext contradicts --tls-ca/--tls-cert/--tls-key");
+  }
+  if (!flags.once && !tls && !flags.insecure_plaintext) {
+    return Usage(
+        "streaming needs TLS (--tls-ca, and --tls-cert/--tls-key for mutual TLS) or an explicit "
+        "--insecure-plaintext");
+  }
+  if (tls && flags.tls_ca.empty()) return Usage("--tls-cert/--tls-key need --tls-ca");
   return flags;
+}
+
+// What every stream shares: TLS credentials (files checked now), the extender's
+// certificate name, the identity token file.
+absl::StatusOr<ReportStreamOptions> StreamOptions(const Flags& flags) {
+  ReportStreamOptions options;
+  if (!flags.identity_token_file.empty()) {
+    // Checked now so that a wrong path is one clear line at start; re-read per connection.
+    if (absl::StatusOr<std::string> token = ReadIdentityToken(flags.identity_token_file);
+        !token.ok()) {
+      return token.status();
+    }
+    options.identity_token_file = flags.identity_token_file;
+  }
+  if (flags.insecure_plaintext) {
+    spdlog::warn(
+        "--insecure-plaintext: telemetry goes to the extender unencrypted and unauthenticated; "
+        "anyone on the network path can read or forge it");
+    return options;
+  }
+  absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> credentials = MakeChannelCredentials(
+      {.ca_file = flags.tls_ca, .cert_file = flags.tls_cert, .key_file = flags.tls_key});
+  if (!credentials.ok()) return credentials.status();
+  options.credentials = *credentials;
+  options.server_name = flags.tls_server_name;
+  return options;
 }
 
 // The protobuf JSON mapping (lowerCamelCase keys, 64-bit integers as strings),
@@ -323,12 +390,17 @@ int RunSimulation(const Flags& flags) {
     return 0;
   }
 
+  absl::StatusOr<ReportStreamOptions> stream_options = StreamOptions(flags);
+  if (!stream_options.ok()) {
+    std::cerr << "neighborly-agent: " << stream_options.status().message() << "\n";
+    return kExitUsage;
+  }
   SignalWaiter signals;
   std::vector<std::unique_ptr<ReportPublisher>> publishers;
   std::vector<const ReportStream*> streams;
   for (const SimulatedNode& node : nodes) {
-    // Plaintext for now; mTLS credentials plug in here.
-    publishers.push_back(std::make_unique<ReportPublisher>(node.name(), flags.extenders, nullptr));
+    publishers.push_back(
+        std::make_unique<ReportPublisher>(node.name(), flags.extenders, *stream_options));
     for (const ReportStream* s : publishers.back()->streams()) streams.push_back(s);
   }
   MetricsServer metrics(flags.metrics_address, streams);
@@ -354,6 +426,14 @@ int RunHost(const Flags& flags) {
     spdlog::warn("{}", std::string(files.status().message()));
   } else {
     spdlog::debug("RLIMIT_NOFILE {}", *files);
+  }
+  absl::StatusOr<ReportStreamOptions> stream_options;
+  if (!flags.once) {
+    stream_options = StreamOptions(flags);
+    if (!stream_options.ok()) {
+      std::cerr << "neighborly-agent: " << stream_options.status().message() << "\n";
+      return kExitUsage;
+    }
   }
   absl::StatusOr<std::unique_ptr<HostAgent>> agent = HostAgent::Create(options);
   if (!agent.ok()) {
@@ -385,8 +465,8 @@ int RunHost(const Flags& flags) {
       continue;
     }
     if (!publisher) {
-      // Plaintext for now; mTLS credentials plug in here.
-      publisher = std::make_unique<ReportPublisher>(report->node_name(), flags.extenders, nullptr);
+      publisher =
+          std::make_unique<ReportPublisher>(report->node_name(), flags.extenders, *stream_options);
       metrics = std::make_unique<MetricsServer>(flags.metrics_address, publisher->streams(),
                                                 &agent_metrics);
       publisher->Start();

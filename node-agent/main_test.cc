@@ -109,6 +109,16 @@ TEST(AgentCliTest, BadFlagsExitTwoWithOneLine) {
       {{"--extender"}, "flag --extender needs a value"},
       {{"stray"}, "unexpected argument \"stray\""},
       {{"--once", "--log-level", "loud"}, "log level \"loud\""},
+      {{"--simulate", Scenario("two-nodes.yaml"), "--extender", "127.0.0.1:9090"},
+       "streaming needs TLS (--tls-ca"},
+      {{"--extender", "a:1", "--insecure-plaintext", "--tls-ca", "/ca.crt"}, "contradicts"},
+      {{"--extender", "a:1", "--tls-cert", "/c.crt"}, "need --tls-ca"},
+      {{"--simulate", Scenario("two-nodes.yaml"), "--extender", "127.0.0.1:9090", "--tls-ca",
+        "/nonexistent/ca.crt"},
+       "CA file /nonexistent/ca.crt: cannot read the file"},
+      {{"--simulate", Scenario("two-nodes.yaml"), "--extender", "127.0.0.1:9090",
+        "--insecure-plaintext", "--identity-token-file", "/nonexistent/token"},
+       "identity token file /nonexistent/token: cannot read it"},
   };
   for (const auto& [args, message] : cases) {
     Result r = RunAgent(args);
@@ -212,9 +222,11 @@ TEST(AgentCliTest, SimulateStreamsEveryNodeUntilSigterm) {
   absl::StatusOr<std::unique_ptr<testing::Subprocess>> agent =
       testing::Subprocess::Start({Agent(), "--simulate", Scenario("two-nodes.yaml"), "--extender",
                                   absl::StrCat("127.0.0.1:", port), "--interval", "100ms",
-                                  "--metrics-address", "127.0.0.1:0"});
+                                  "--metrics-address", "127.0.0.1:0", "--insecure-plaintext"});
   ASSERT_TRUE(agent.ok()) << agent.status();
   ASSERT_TRUE((*agent)->WaitForLine("simulating 2 node(s)", absl::Seconds(30)));
+  // Plaintext is allowed only when asked for, and never silently.
+  EXPECT_TRUE((*agent)->WaitForLine("--insecure-plaintext: telemetry goes", absl::Seconds(1)));
   // Several windows from each node, each over its own stream.
   ASSERT_TRUE(collector.WaitForReports({"small-1", "small-2"}, 3)) << (*agent)->Stderr();
   EXPECT_EQ((*agent)->Terminate(), 0) << (*agent)->Stderr();
