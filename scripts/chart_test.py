@@ -14,6 +14,7 @@ exits 1 when any check failed.
 """
 
 import argparse
+import base64
 import json
 import os
 import re
@@ -236,8 +237,12 @@ def second_scheduler_config():
     eq(le["resourceName"], "neighborly-scheduler", "lease name")
     eq(le["resourceNamespace"], NAMESPACE, "lease namespace")
     eq(len(cfg["extenders"]), 1, "number of extenders")
-    url = f"http://{name('extender')}.{NAMESPACE}.svc:8888"
+    url = f"https://{name('extender')}.{NAMESPACE}.svc:8888"
     check_extender_entry(cfg["extenders"][0], url)
+    entry = cfg["extenders"][0]
+    expect(entry["enableHTTPS"] is True, "the scheduler must call the extender over HTTPS")
+    eq(entry["tlsConfig"], {"caFile": "/etc/neighborly-tls/ca.crt", "certFile": "/etc/neighborly-tls/tls.crt",
+                            "keyFile": "/etc/neighborly-tls/tls.key"}, "tlsConfig")
     svc = objs.get("Service", name("extender"))
     eq({p["name"]: p["port"] for p in svc["spec"]["ports"]}, {"http": 8888, "grpc": 9090}, "extender Service ports")
 
@@ -345,6 +350,11 @@ def agent_flags_and_probes():
         "--host-root=/host",
         "--metrics-address=0.0.0.0:9101",
         "--rdt-backend=resctrl",
+        "--tls-ca=/etc/neighborly-tls/ca.crt",
+        "--tls-cert=/etc/neighborly-tls/tls.crt",
+        "--tls-key=/etc/neighborly-tls/tls.key",
+        f"--tls-server-name={name('extender-agents')}.{NAMESPACE}.svc",
+        "--identity-token-file=/var/run/secrets/neighborly/token",
     ]
     eq(c["args"], expected, "agent args")
     env = {e["name"]: e for e in c["env"]}
@@ -385,8 +395,15 @@ def extender_deployment():
     for flag in ("--config=/etc/neighborly/extender.yaml", "--http-address=0.0.0.0:8888",
                  "--grpc-address=0.0.0.0:9090", "--log-level=info"):
         expect(flag in c["args"], f"extender args lack {flag}: {c['args']}")
-    eq(c["livenessProbe"]["httpGet"]["path"], "/healthz", "extender liveness")
-    eq(c["readinessProbe"]["httpGet"]["path"], "/readyz", "extender readiness")
+    # HTTPS with client certificates required: the kubelet cannot present one.
+    eq(c["livenessProbe"]["tcpSocket"], {"port": "http"}, "extender liveness")
+    eq(c["readinessProbe"]["tcpSocket"], {"port": "http"}, "extender readiness")
+    for sets, scheme in ((["tls.requireSchedulerClientCert=false"], "HTTPS"), (["tls.scheduler=false"], "HTTP")):
+        probe_c = container(render(*sets).get("Deployment", name("extender")), "extender")
+        eq(probe_c["livenessProbe"]["httpGet"], {"path": "/healthz", "port": "http", "scheme": scheme},
+           f"extender liveness with {sets}")
+        eq(probe_c["readinessProbe"]["httpGet"], {"path": "/readyz", "port": "http", "scheme": scheme},
+           f"extender readiness with {sets}")
     for r in ("requests", "limits"):
         expect(set(c["resources"].get(r, {})) >= {"cpu", "memory"}, f"extender {r} lack cpu or memory")
     expect(c["securityContext"]["readOnlyRootFilesystem"] is True, "extender root filesystem must be read-only")
@@ -414,7 +431,10 @@ def deploy_extender_config_matches_chart():
     deployed = load_yaml_file(os.path.join(DEPLOY, "extender", "extender.yaml"))
     eq(deployed, [rendered], "deploy/extender/extender.yaml vs the chart's rendering")
     with open(os.path.join(CHART, "values.yaml"), encoding="utf-8") as f:
-        eq(rendered, yaml.safe_load(f)["extender"]["config"], "extender.yaml vs extender.config")
+        values = yaml.safe_load(f)["extender"]["config"]
+    # The chart adds the transport security keys (from `tls` and `extender.identity`).
+    eq({k: v for k, v in rendered.items() if k not in ("grpc", "http")}, values,
+       "extender.yaml vs extender.config")
 
 
 @check
@@ -453,7 +473,7 @@ def wiring_is_consistent():
             for c in spec["containers"]:
                 ports = {p["name"] for p in c.get("ports", [])}
                 for probe in ("livenessProbe", "readinessProbe"):
-                    port = c[probe]["httpGet"]["port"]
+                    port = (c[probe].get("httpGet") or c[probe]["tcpSocket"])["port"]
                     expect(port in ports or isinstance(port, int),
                            f"{w['metadata']['name']}: {probe} names unknown port {port}")
         for svc in objs.of("Service"):
@@ -478,8 +498,14 @@ def helm_test_hook_checks_healthz():
     pod = pods[0]
     eq(pod["metadata"]["annotations"]["helm.sh/hook"], "test", "hook annotation")
     cmd = pod["spec"]["containers"][0]["command"]
-    eq(cmd[-1], f"http://{name('extender')}.{NAMESPACE}.svc:8888/healthz", "test URL")
+    eq(cmd[-1], f"https://{name('extender')}.{NAMESPACE}.svc:8888/healthz", "test URL")
     expect("--fail" in cmd, "the test must fail on an HTTP error")
+    for flag, path in (("--cacert", "ca.crt"), ("--cert", "tls.crt"), ("--key", "tls.key")):
+        eq(cmd[cmd.index(flag) + 1], f"/etc/neighborly-tls/{path}", f"test {flag}")
+    vols = {v["name"]: v for v in pod["spec"]["volumes"]}
+    eq(vols["tls"]["secret"]["secretName"], name("tls-scheduler"), "test pod's client certificate")
+    cmd = render("tls.scheduler=false").of("Pod")[0]["spec"]["containers"][0]["command"]
+    eq(cmd[-1], f"http://{name('extender')}.{NAMESPACE}.svc:8888/healthz", "plain HTTP test URL")
 
 
 @check
@@ -487,7 +513,7 @@ def names_follow_release():
     objs = render(release="prod", namespace="sched")
     expect(objs.has("Deployment", "prod-neighborly-extender"), f"names: {objs.names()}")
     cfg = scheduler_config(objs, release="prod")
-    eq(cfg["extenders"][0]["urlPrefix"], "http://prod-neighborly-extender.sched.svc:8888", "urlPrefix")
+    eq(cfg["extenders"][0]["urlPrefix"], "https://prod-neighborly-extender.sched.svc:8888", "urlPrefix")
     objs = render("fullnameOverride=nb")
     expect(objs.has("DaemonSet", "nb-agent"), f"names: {objs.names()}")
 
@@ -508,7 +534,9 @@ def extender_only_mode():
     snippet = yaml.safe_load(cm["data"]["extenders.yaml"])
     eq(list(snippet), ["extenders"], "snippet keys")
     eq(len(snippet["extenders"]), 1, "snippet extenders")
-    check_extender_entry(snippet["extenders"][0], f"http://{name('extender')}.{NAMESPACE}.svc:8888")
+    check_extender_entry(snippet["extenders"][0], f"https://{name('extender')}.{NAMESPACE}.svc:8888")
+    eq(snippet["extenders"][0]["tlsConfig"]["caFile"], "/etc/kubernetes/neighborly/ca.crt",
+       "the primary scheduler's CA path")
     deployed = load_yaml_file(os.path.join(DEPLOY, "scheduler", "primary-scheduler-extender-snippet.yaml"))[0]
     eq(deployed["kind"], "KubeSchedulerConfiguration", "deploy snippet kind")
     eq(deployed["extenders"], snippet["extenders"], "deploy snippet vs the chart's rendering")
@@ -517,6 +545,144 @@ def extender_only_mode():
     eq(snippet["extenders"][0]["urlPrefix"], "http://10.96.0.50:8888", "overridden urlPrefix")
     objs = render()
     expect(not objs.has("ConfigMap", name("scheduler-snippet")), "second-scheduler mode renders the snippet")
+
+
+# ---------------------------------------------------------------------------
+# Transport security (docs/security.md)
+
+def secret_file(objs, secret, key, tmp):
+    data = objs.get("Secret", secret)["data"][key]
+    path = os.path.join(tmp, f"{secret}-{key}")
+    with open(path, "wb") as f:
+        f.write(base64.b64decode(data))
+    return path
+
+
+def openssl(*args):
+    return subprocess.run(["openssl", *args], check=True, capture_output=True, text=True).stdout
+
+
+def mounts_of(workload, cname):
+    c = container(workload, cname)
+    volumes = {v["name"]: v for v in workload["spec"]["template"]["spec"]["volumes"]}
+    return {m["mountPath"]: volumes[m["name"]] for m in c.get("volumeMounts", [])}
+
+
+def under_secret(mounts, path, secret, what):
+    directory, key = os.path.split(path)
+    expect(directory in mounts, f"{what}: {path} is not under a mounted volume")
+    eq(mounts[directory].get("secret", {}).get("secretName"), secret, f"{what}: Secret mounted at {directory}")
+    expect(key in ("ca.crt", "tls.crt", "tls.key"), f"{what}: {key} is not a kubernetes.io/tls key")
+
+
+@check
+def generated_certificates_chain_and_name_the_services():
+    objs = render()
+    with tempfile.TemporaryDirectory() as tmp:
+        ca = secret_file(objs, name("tls-ca"), "tls.crt", tmp)
+        for component in ("extender", "agent", "scheduler"):
+            secret = objs.get("Secret", name(f"tls-{component}"))
+            eq(secret["type"], "kubernetes.io/tls", f"{component} Secret type")
+            eq(sorted(secret["data"]), ["ca.crt", "tls.crt", "tls.key"], f"{component} Secret keys")
+            cert = secret_file(objs, name(f"tls-{component}"), "tls.crt", tmp)
+            expect("OK" in openssl("verify", "-CAfile", ca, cert), f"{component} certificate does not chain to the CA")
+            key_pub = openssl("pkey", "-in", secret_file(objs, name(f"tls-{component}"), "tls.key", tmp), "-pubout")
+            eq(openssl("x509", "-in", cert, "-noout", "-pubkey"), key_pub, f"{component} key matches its certificate")
+        sans = openssl("x509", "-in", secret_file(objs, name("tls-extender"), "tls.crt", tmp), "-noout", "-ext",
+                       "subjectAltName")
+        for dns in (f"{name('extender')}.{NAMESPACE}.svc", f"{name('extender-agents')}.{NAMESPACE}.svc"):
+            expect(f"DNS:{dns}" in sans, f"extender certificate lacks {dns}: {sans}")
+    keep = objs.get("Secret", name("tls-ca"))["metadata"]["annotations"].get("helm.sh/resource-policy")
+    eq(keep, "keep", "the CA Secret survives uninstall")
+
+
+@check
+def tls_files_are_wired_to_each_component():
+    objs = render()
+    ext = objs.get("Deployment", name("extender"))
+    ext_mounts = mounts_of(ext, "extender")
+    config = yaml.safe_load(objs.get("ConfigMap", name("extender"))["data"]["extender.yaml"])
+    grpc_tls = config["grpc"]["tls"]
+    expect(grpc_tls["requireClientCert"] is True, "telemetry must require client certificates")
+    for key in ("caFile", "certFile", "keyFile"):
+        under_secret(ext_mounts, grpc_tls[key], name("tls-extender"), f"extender grpc.tls.{key}")
+    for key in ("certFile", "keyFile", "clientCaFile"):
+        under_secret(ext_mounts, config["http"]["tls"][key], name("tls-extender"), f"extender http.tls.{key}")
+    expect("insecurePlaintext" not in config["grpc"], "TLS and plaintext at once")
+    agent = objs.get("DaemonSet", name("agent"))
+    args = dict(a[2:].split("=", 1) for a in container(agent, "agent")["args"] if "=" in a)
+    agent_mounts = mounts_of(agent, "agent")
+    for flag in ("tls-ca", "tls-cert", "tls-key"):
+        under_secret(agent_mounts, args[flag], name("tls-agent"), f"agent --{flag}")
+    token_dir, token_file = os.path.split(args["identity-token-file"])
+    projected = agent_mounts[token_dir]["projected"]["sources"]
+    eq(projected, [{"serviceAccountToken": {"audience": "neighborly", "expirationSeconds": 3600,
+                                            "path": token_file}}], "agent identity token volume")
+    sched = objs.get("Deployment", name("scheduler"))
+    entry = scheduler_config(objs)["extenders"][0]
+    for key in ("caFile", "certFile", "keyFile"):
+        under_secret(mounts_of(sched, "kube-scheduler"), entry["tlsConfig"][key], name("tls-scheduler"),
+                     f"scheduler tlsConfig.{key}")
+
+
+@check
+def tls_options():
+    # Plaintext only when asked for, on both sides.
+    objs = render("tls.telemetry=false")
+    config = yaml.safe_load(objs.get("ConfigMap", name("extender"))["data"]["extender.yaml"])
+    eq(config["grpc"], {"insecurePlaintext": True}, "extender grpc with tls.telemetry=false")
+    args = container(objs.get("DaemonSet", name("agent")), "agent")["args"]
+    expect("--insecure-plaintext" in args and not any(a.startswith("--tls-") for a in args),
+           f"agent args with tls.telemetry=false: {args}")
+    # Everything off: plain HTTP for the scheduler, no Secrets at all.
+    objs = render("tls.telemetry=false", "tls.scheduler=false")
+    expect(not objs.of("Secret"), "no TLS, yet Secrets are rendered")
+    entry = scheduler_config(objs)["extenders"][0]
+    expect(entry["enableHTTPS"] is False and "tlsConfig" not in entry, f"plain HTTP entry: {entry}")
+    # HTTPS without client certificates.
+    objs = render("tls.requireSchedulerClientCert=false")
+    config = yaml.safe_load(objs.get("ConfigMap", name("extender"))["data"]["extender.yaml"])
+    expect("clientCaFile" not in config["http"]["tls"], "client CA configured although not required")
+    eq(scheduler_config(objs)["extenders"][0]["tlsConfig"], {"caFile": "/etc/neighborly-tls/ca.crt"},
+       "tlsConfig without a client certificate")
+    # User-supplied Secrets replace the generated ones.
+    objs = render("tls.existingSecrets.extender=my-ext", "tls.existingSecrets.agent=my-agent",
+                  "tls.existingSecrets.scheduler=my-sched")
+    expect(not objs.of("Secret"), "existing Secrets given, yet Secrets are generated")
+    for kind, workload, cname, secret in (("Deployment", "extender", "extender", "my-ext"),
+                                          ("DaemonSet", "agent", "agent", "my-agent"),
+                                          ("Deployment", "scheduler", "kube-scheduler", "my-sched")):
+        eq(mounts_of(objs.get(kind, name(workload)), cname)["/etc/neighborly-tls"]["secret"]["secretName"],
+           secret, f"{workload} TLS Secret")
+    # No identity token when disabled.
+    objs = render("agent.identityToken.enabled=false")
+    args = container(objs.get("DaemonSet", name("agent")), "agent")["args"]
+    expect(not any(a.startswith("--identity-token-file") for a in args), f"agent args: {args}")
+
+
+@check
+def node_identity_wiring():
+    objs = render()
+    config = yaml.safe_load(objs.get("ConfigMap", name("extender"))["data"]["extender.yaml"])
+    expect("identity" not in config["grpc"], "identity configured without an issuer")
+    jwks = '{"keys":[{"kty":"RSA","n":"AQAB","e":"AQAB","kid":"k"}]}'
+    objs = render("extender.identity.issuer=https://kubernetes.default.svc.cluster.local",
+                  f"json:extender.identity.jwks={json.dumps(jwks)}")
+    config = yaml.safe_load(objs.get("ConfigMap", name("extender"))["data"]["extender.yaml"])
+    identity = config["grpc"]["identity"]
+    eq(identity["issuer"], "https://kubernetes.default.svc.cluster.local", "identity issuer")
+    eq(identity["audience"], "neighborly", "identity audience (the agent's projected token)")
+    eq(identity["allowedSubjects"], [f"system:serviceaccount:{NAMESPACE}:{name('agent')}"],
+       "only the agent's service account")
+    expect(objs.has("ServiceAccount", name("agent")), "the agent's ServiceAccount is rendered")
+    directory, key = os.path.split(identity["jwksFile"])
+    mounts = mounts_of(objs.get("Deployment", name("extender")), "extender")
+    cm = mounts[directory]["configMap"]["name"]
+    eq(objs.get("ConfigMap", cm)["data"][key], jwks, "JWKS ConfigMap")
+    result = helm("template", RELEASE, CHART, "--namespace", NAMESPACE, "--set",
+                  "extender.identity.issuer=https://k8s")
+    expect(result.returncode != 0 and "extender.identity.jwks is needed" in result.stderr,
+           f"an issuer without keys must fail the render: {result.stderr[-300:]}")
 
 
 # ---------------------------------------------------------------------------

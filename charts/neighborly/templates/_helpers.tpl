@@ -57,7 +57,7 @@ app.kubernetes.io/component: {{ .component }}
 {{- if .Values.schedulerExtender.urlPrefix -}}
 {{- .Values.schedulerExtender.urlPrefix -}}
 {{- else -}}
-{{- printf "http://%s.%s.svc:%d" (include "neighborly.componentName" (dict "root" . "component" "extender")) .Release.Namespace (int .Values.extender.httpPort) -}}
+{{- printf "%s://%s.%s.svc:%d" (ternary "https" "http" .Values.tls.scheduler) (include "neighborly.componentName" (dict "root" . "component" "extender")) .Release.Namespace (int .Values.extender.httpPort) -}}
 {{- end -}}
 {{- end -}}
 
@@ -72,7 +72,18 @@ app.kubernetes.io/component: {{ .component }}
   filterVerb: filter
   prioritizeVerb: prioritize
   weight: {{ .Values.schedulerExtender.weight }}
-  enableHTTPS: false
+  enableHTTPS: {{ .Values.tls.scheduler }}
+  {{- if .Values.tls.scheduler }}
+  {{- /* second-scheduler: the Secret mounted in the scheduler pod; extender-only:
+         where the admin copies the -tls-scheduler Secret's files on control-plane hosts. */}}
+  {{- $dir := ternary "/etc/neighborly-tls" "/etc/kubernetes/neighborly" (eq .Values.mode "second-scheduler") }}
+  tlsConfig:
+    caFile: {{ $dir }}/ca.crt
+    {{- if .Values.tls.requireSchedulerClientCert }}
+    certFile: {{ $dir }}/tls.crt
+    keyFile: {{ $dir }}/tls.key
+    {{- end }}
+  {{- end }}
   httpTimeout: {{ .Values.schedulerExtender.httpTimeout }}
   nodeCacheCapable: {{ .Values.schedulerExtender.nodeCacheCapable }}
   ignorable: {{ .Values.schedulerExtender.ignorable }}
@@ -93,4 +104,46 @@ prometheus.io/scrape: "true"
 prometheus.io/port: {{ .port | quote }}
 prometheus.io/path: /metrics
 {{- end }}
+{{- end -}}
+
+{{/* Secret holding one component's TLS files (tls.crt, tls.key, ca.crt); component: extender|agent|scheduler. */}}
+{{- define "neighborly.tlsSecret" -}}
+{{- $existing := get .root.Values.tls.existingSecrets .component -}}
+{{- if $existing -}}
+{{- $existing -}}
+{{- else -}}
+{{- include "neighborly.componentName" (dict "root" .root "component" (printf "tls-%s" .component)) -}}
+{{- end -}}
+{{- end -}}
+
+{{/* Whether any TLS is on (the chart then renders or references the Secrets). */}}
+{{- define "neighborly.tlsEnabled" -}}
+{{- if or .Values.tls.telemetry .Values.tls.scheduler -}}true{{- end -}}
+{{- end -}}
+
+{{/* The extender's configuration: extender.config plus the transport security keys. */}}
+{{- define "neighborly.extenderConfig" -}}
+{{- $config := deepCopy .Values.extender.config -}}
+{{- $grpc := dict -}}
+{{- if .Values.tls.telemetry -}}
+{{- $_ := set $grpc "tls" (dict "caFile" "/etc/neighborly-tls/ca.crt" "certFile" "/etc/neighborly-tls/tls.crt" "keyFile" "/etc/neighborly-tls/tls.key" "requireClientCert" true) -}}
+{{- else -}}
+{{- $_ := set $grpc "insecurePlaintext" true -}}
+{{- end -}}
+{{- with .Values.extender.identity.issuer -}}
+{{- $subjects := $.Values.extender.identity.allowedSubjects -}}
+{{- if not $subjects -}}
+{{- $subjects = list (printf "system:serviceaccount:%s:%s" $.Release.Namespace (include "neighborly.componentName" (dict "root" $ "component" "agent"))) -}}
+{{- end -}}
+{{- $_ := set $grpc "identity" (dict "issuer" . "audience" "neighborly" "jwksFile" "/etc/neighborly-identity/jwks.json" "allowedSubjects" $subjects) -}}
+{{- end -}}
+{{- $_ := set $config "grpc" (merge $grpc (default dict $config.grpc)) -}}
+{{- if .Values.tls.scheduler -}}
+{{- $httpTls := dict "certFile" "/etc/neighborly-tls/tls.crt" "keyFile" "/etc/neighborly-tls/tls.key" -}}
+{{- if .Values.tls.requireSchedulerClientCert -}}
+{{- $_ := set $httpTls "clientCaFile" "/etc/neighborly-tls/ca.crt" -}}
+{{- end -}}
+{{- $_ := set $config "http" (merge (dict "tls" $httpTls) (default dict $config.http)) -}}
+{{- end -}}
+{{- toYaml $config -}}
 {{- end -}}
