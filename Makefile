@@ -4,7 +4,7 @@ SHELL := /bin/bash
 PRESET ?= default
 JOBS ?= $(shell nproc)
 
-.PHONY: all setup configure build test demo asan bench chart-test format clean
+.PHONY: all setup configure build test demo asan bench chart-test format clean fuzz fuzz-smoke
 
 all: build
 
@@ -17,8 +17,10 @@ configure: setup
 build: configure
 	@cmake --build --preset $(PRESET) -j $(JOBS)
 
+# The fuzz-labelled tests (fuzz-smoke) run after the rest.
 test: build
-	@ctest --preset $(PRESET)
+	@ctest --preset $(PRESET) -LE fuzz
+	@$(FUZZ_SMOKE)
 	@if [ -x scripts/chart-test.sh ]; then scripts/chart-test.sh; fi
 
 demo: build
@@ -27,6 +29,23 @@ demo: build
 # Same tests under AddressSanitizer + UndefinedBehaviorSanitizer.
 asan:
 	@$(MAKE) test PRESET=asan
+
+# Fuzzing (docs/fuzzing.md). fuzz-smoke replays every fuzz target's seeds and
+# crash regressions once, in this preset's build. fuzz builds the libFuzzer
+# targets with clang (build/fuzz) and runs each in turn, for FUZZ_SECONDS or
+# FUZZ_RUNS inputs, whichever comes first; FUZZ_TARGETS picks some.
+FUZZ_SMOKE = ctest --preset $(PRESET) -L fuzz
+FUZZ_SECONDS ?= 60
+FUZZ_RUNS ?= 10000000
+FUZZ_TARGETS ?=
+
+fuzz-smoke: build
+	@$(FUZZ_SMOKE)
+
+fuzz: setup
+	@cmake --preset fuzz >/dev/null
+	@cmake --build --preset fuzz -j $(JOBS)
+	@fuzz/run_fuzzers.sh build/fuzz $(FUZZ_SECONDS) $(FUZZ_RUNS) $(FUZZ_TARGETS)
 
 bench: build
 	@scripts/bench.sh build/$(PRESET)
