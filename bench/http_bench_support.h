@@ -83,32 +83,38 @@ inline std::string FullNodesBody(int n, int images) {
   return body;
 }
 
-// The real decision core with `nodes` two-socket nodes of fresh telemetry, a
-// few pods each (some of them latency-critical or bandwidth-heavy), so that
-// filter and prioritize do their full work.
+// Node `i` of the synthetic cluster: two sockets, six pods (every third node
+// has a latency-critical pod, every fifth a batch pod), measured load varying
+// with `i`.
+inline telemetry::v1::NodeReport SyntheticReport(int i, uint64_t sequence = 1, int pods = 6) {
+  telemetry::v1::NodeReport r = extender::testing::TwoSocketNode(NodeName(i), sequence);
+  for (int p = 0; p < pods; ++p) {
+    extender::testing::PodSpec pod;
+    pod.uid = absl::StrCat("uid-", i, "-", p);
+    pod.name = absl::StrCat("pod-", i, "-", p);
+    if (p == 0 && i % 3 == 0) pod.annotations = {{"neighborly.io/class", "latency-critical"}};
+    if (p == 1 && i % 5 == 0) pod.labels = {{"workload-type", "batch"}};
+    pod.cpu_request_millicores = 1000;
+    pod.memory_request_bytes = uint64_t{2} << 30;
+    pod.llc_bytes = static_cast<uint64_t>(2 + (i + p) % 6) << 20;
+    pod.membw_bytes_per_second = static_cast<uint64_t>(1 + (i * 7 + p) % 5) * 1'000'000'000;
+    extender::testing::AddPod(r, pod);
+  }
+  extender::testing::SetMeasured(r, 0, static_cast<uint64_t>(8 + i % 12) << 20,
+                                 static_cast<uint64_t>(5 + i % 30) * 1'000'000'000);
+  extender::testing::SetMeasured(r, 1, static_cast<uint64_t>(4 + i % 9) << 20,
+                                 static_cast<uint64_t>(3 + i % 20) * 1'000'000'000);
+  return r;
+}
+
+// The real decision core with `nodes` two-socket nodes of fresh telemetry
+// (SyntheticReport), so that filter and prioritize do their full work.
 struct SyntheticCluster {
   explicit SyntheticCluster(int nodes) {
     core = std::make_unique<extender::ExtenderCore>(extender::ModelConfig(), clock);
     clock.Set(absl::FromUnixSeconds(1'700'000'001));
     for (int i = 0; i < nodes; ++i) {
-      telemetry::v1::NodeReport r = extender::testing::TwoSocketNode(NodeName(i));
-      for (int p = 0; p < 6; ++p) {
-        extender::testing::PodSpec pod;
-        pod.uid = absl::StrCat("uid-", i, "-", p);
-        pod.name = absl::StrCat("pod-", i, "-", p);
-        if (p == 0 && i % 3 == 0) pod.annotations = {{"neighborly.io/class", "latency-critical"}};
-        if (p == 1 && i % 5 == 0) pod.labels = {{"workload-type", "batch"}};
-        pod.cpu_request_millicores = 1000;
-        pod.memory_request_bytes = uint64_t{2} << 30;
-        pod.llc_bytes = static_cast<uint64_t>(2 + (i + p) % 6) << 20;
-        pod.membw_bytes_per_second = static_cast<uint64_t>(1 + (i * 7 + p) % 5) * 1'000'000'000;
-        extender::testing::AddPod(r, pod);
-      }
-      extender::testing::SetMeasured(r, 0, static_cast<uint64_t>(8 + i % 12) << 20,
-                                     static_cast<uint64_t>(5 + i % 30) * 1'000'000'000);
-      extender::testing::SetMeasured(r, 1, static_cast<uint64_t>(4 + i % 9) << 20,
-                                     static_cast<uint64_t>(3 + i % 20) * 1'000'000'000);
-      if (absl::Status s = core->Ingest(r); !s.ok()) {
+      if (absl::Status s = core->Ingest(SyntheticReport(i)); !s.ok()) {
         std::fprintf(stderr, "synthetic report rejected: %s\n", std::string(s.message()).c_str());
         std::abort();
       }

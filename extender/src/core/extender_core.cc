@@ -1,6 +1,7 @@
 #include "extender/src/core/extender_core.h"
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 
 #include "absl/container/flat_hash_map.h"
@@ -100,7 +101,9 @@ absl::Status ExtenderCore::Ingest(const tv1::NodeReport& report) {
   for (const tv1::PodReport& pod : report.pods()) uids.push_back(pod.uid());
   {
     std::lock_guard<std::mutex> lock(entry->ingest_mu);
-    std::shared_ptr<const NodeSnapshot> previous = entry->snapshot.load(std::memory_order_acquire);
+    // Only writers of this entry (serialised by ingest_mu) replace it, so it
+    // stays alive here without a View.
+    const NodeSnapshot* previous = entry->snapshot.load(std::memory_order_acquire);
     if (previous != nullptr && previous->report.boot_id() == report.boot_id() &&
         report.sequence() <= previous->report.sequence()) {
       m.rejected.fetch_add(1, std::memory_order_relaxed);
@@ -115,7 +118,7 @@ absl::Status ExtenderCore::Ingest(const tv1::NodeReport& report) {
     for (size_t i = 0; i < uids.size(); ++i) {
       if (known[i]) known_by_uid.emplace(Av(uids[i]), &*known[i]);
     }
-    auto snapshot = std::make_shared<NodeSnapshot>();
+    auto snapshot = std::make_unique<NodeSnapshot>();
     snapshot->report = report;
     snapshot->profile = BuildNodeProfile(
         snapshot->report, m.config,
@@ -134,7 +137,7 @@ absl::Status ExtenderCore::Ingest(const tv1::NodeReport& report) {
         m.registry.Remember(uids[i], *learn, now);
       }
     }
-    entry->snapshot.store(std::move(snapshot), std::memory_order_release);
+    m.state.PublishSnapshot(*entry, std::move(snapshot));
   }
   m.ledger.Release(uids);
   m.ledger.Expire(now);
@@ -161,20 +164,40 @@ void ExtenderCore::Impl::Decide(std::string_view verb, const IncomingPod& pod,
   const ClusterState::View view = state.view();
   const bool any_bookings = ledger.size() > 0;
   out.resize(nodes.size());
-  for (size_t i = 0; i < nodes.size(); ++i) {
-    const ClusterState::Entry* entry = view.Find(nodes[i]);
-    if (entry == nullptr) {
-      EvaluateNode(req, nullptr, {}, now, config, out[i]);
-      continue;
+  // Candidates are looked up in batches, each level's memory fetched for the
+  // whole batch before it is used (index slot, entry, snapshot), so that the
+  // cache misses of a batch overlap instead of following one another.
+  constexpr size_t kBatch = 16;
+  for (size_t base = 0; base < nodes.size(); base += kBatch) {
+    const size_t count = std::min(kBatch, nodes.size() - base);
+    std::array<uint64_t, kBatch> hashes;
+    for (size_t j = 0; j < count; ++j) {
+      hashes[j] = NodeNameHash(nodes[base + j]);
+      view.PrefetchSlot(hashes[j]);
     }
-    const std::shared_ptr<const NodeSnapshot> snap =
-        entry->snapshot.load(std::memory_order_acquire);
-    // Most requests find no booking anywhere: skip the second atomic load then.
-    const std::shared_ptr<const BookingList> booked =
-        any_bookings ? entry->bookings.load(std::memory_order_acquire) : nullptr;
-    EvaluateNode(req, snap ? &snap->profile : nullptr,
-                 booked ? std::span<const Booking>(*booked) : std::span<const Booking>(), now,
-                 config, out[i]);
+    for (size_t j = 0; j < count; ++j) view.PrefetchEntry(hashes[j]);
+    std::array<const ClusterState::Entry*, kBatch> entries;
+    std::array<const NodeSnapshot*, kBatch> snapshots;
+    for (size_t j = 0; j < count; ++j) {
+      entries[j] = view.Find(nodes[base + j], hashes[j]);
+      // Plain loads: `view` keeps whatever they return alive.
+      snapshots[j] = entries[j] != nullptr ? entries[j]->snapshot.load() : nullptr;
+      if (snapshots[j] != nullptr) {
+        const char* hot = reinterpret_cast<const char*>(&snapshots[j]->profile);
+        for (size_t line = 0; line < sizeof(NodeProfile::numa) + sizeof(NodeProfile::l3) + 64;
+             line += 64) {
+          __builtin_prefetch(hot + line);
+        }
+      }
+    }
+    for (size_t j = 0; j < count; ++j) {
+      // Most requests find no booking anywhere: skip the second load then.
+      const BookingList* booked =
+          any_bookings && entries[j] != nullptr ? entries[j]->bookings.load() : nullptr;
+      EvaluateNode(req, snapshots[j] != nullptr ? &snapshots[j]->profile : nullptr,
+                   booked ? std::span<const Booking>(*booked) : std::span<const Booking>(), now,
+                   config, out[base + j]);
+    }
   }
 
   std::string booked_node;
@@ -189,7 +212,7 @@ void ExtenderCore::Impl::Decide(std::string_view verb, const IncomingPod& pod,
     }
   }
 
-  auto logged = std::make_shared<LoggedDecision>();
+  std::shared_ptr<LoggedDecision> logged = log.NewRecord();
   logged->at = now;
   logged->verb = std::string(verb);
   logged->pod_uid = pod.uid;
@@ -197,8 +220,7 @@ void ExtenderCore::Impl::Decide(std::string_view verb, const IncomingPod& pod,
   logged->pod_name = pod.name;
   logged->contention_class = req.contention_class;
   logged->class_source = req.source;
-  logged->nodes.assign(nodes.begin(), nodes.end());
-  logged->decisions = out;
+  logged->AddNodes(nodes, out);
   logged->booked_node = std::move(booked_node);
   log.Record(std::move(logged));
 }
@@ -300,7 +322,7 @@ NodeSummary ExtenderCore::Impl::Summarize(const ClusterState::Entry& entry,
     for (const auto& [k, v] : pod.unavailable()) ps.unavailable[k] = v;
     s.pods.push_back(std::move(ps));
   }
-  if (std::shared_ptr<const BookingList> booked = entry.bookings.load()) {
+  if (const BookingList* booked = entry.bookings.load()) {  // under the caller's View
     for (const Booking& b : *booked) s.bookings += b.expires_at > now ? 1 : 0;
   }
   return s;
@@ -311,8 +333,8 @@ std::vector<NodeSummary> ExtenderCore::Nodes() const {
   std::vector<NodeSummary> out;
   const ClusterState::View view = impl_->state.view();
   out.reserve(view.entries().size());
-  for (const auto& [name, entry] : view.entries()) {
-    if (std::shared_ptr<const NodeSnapshot> snap = entry->snapshot.load()) {
+  for (const ClusterState::Entry* entry : view.entries()) {
+    if (const NodeSnapshot* snap = entry->snapshot.load()) {
       out.push_back(impl_->Summarize(*entry, *snap, now, /*with_pods=*/false));
     }
   }
@@ -324,9 +346,10 @@ std::vector<NodeSummary> ExtenderCore::Nodes() const {
 }
 
 std::optional<NodeSummary> ExtenderCore::Node(std::string_view name) const {
-  const ClusterState::Entry* entry = impl_->state.view().Find(name);
+  const ClusterState::View view = impl_->state.view();
+  const ClusterState::Entry* entry = view.Find(name);
   if (entry == nullptr) return std::nullopt;
-  std::shared_ptr<const NodeSnapshot> snap = entry->snapshot.load();
+  const NodeSnapshot* snap = entry->snapshot.load();
   if (snap == nullptr) return std::nullopt;
   return impl_->Summarize(*entry, *snap, impl_->clock.Now(), /*with_pods=*/true);
 }
@@ -341,9 +364,9 @@ std::vector<DecisionRecord> ExtenderCore::Decisions(std::string_view pod, size_t
     r.pod = absl::StrCat(d->pod_namespace, "/", d->pod_name);
     r.contention_class = std::string(ContentionClassName(d->contention_class));
     r.class_source = std::string(ClassSourceName(d->class_source));
-    r.nodes.reserve(d->nodes.size());
-    for (size_t i = 0; i < d->nodes.size(); ++i) {
-      r.nodes.push_back({d->nodes[i], d->decisions[i]});
+    r.nodes.reserve(d->node_count());
+    for (size_t i = 0; i < d->node_count(); ++i) {
+      r.nodes.push_back({std::string(d->node(i)), d->decision(i)});
     }
     r.booked_node = d->booked_node;
     out.push_back(std::move(r));
@@ -353,7 +376,8 @@ std::vector<DecisionRecord> ExtenderCore::Decisions(std::string_view pod, size_t
 
 size_t ExtenderCore::node_count() const {
   size_t n = 0;
-  for (const auto& [name, entry] : impl_->state.view().entries()) {
+  const ClusterState::View view = impl_->state.view();
+  for (const ClusterState::Entry* entry : view.entries()) {
     n += entry->snapshot.load() != nullptr ? 1 : 0;
   }
   return n;

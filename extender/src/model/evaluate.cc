@@ -135,14 +135,35 @@ class InFlight {
   std::array<double, kMaxL3Domains> l3_sensitivity_;
 };
 
+// No bookings: what an empty InFlight answers, as constants.
+struct NoInFlight {
+  static constexpr double membw(size_t) { return 0; }
+  static constexpr int32_t cpus(size_t) { return 0; }
+  static constexpr int64_t memory(size_t) { return 0; }
+  static constexpr double numa_sensitivity(size_t) { return 0; }
+  static constexpr double llc(size_t) { return 0; }
+  static constexpr double l3_sensitivity(size_t) { return 0; }
+  static constexpr const Booking* latency_critical() { return nullptr; }
+  static constexpr const Booking* batch() { return nullptr; }
+};
+
 void Reject(NodeDecision& out, std::string reason) {
   out.feasible = false;
   out.score = 0;
   out.reason = std::move(reason);
 }
 
-std::string AndMore(int count) {
-  return count > 1 ? absl::StrCat(" and ", count - 1, " more") : std::string();
+// Copies a reason the profile precomputed (reusing `out.reason`'s storage);
+// formats it only for a profile built by hand without it.
+void RejectCopy(NodeDecision& out, const std::string& precomputed, ContentionClass incoming,
+                std::string_view example, int count) {
+  out.feasible = false;
+  out.score = 0;
+  if (!precomputed.empty()) {
+    out.reason.assign(precomputed);
+  } else {
+    out.reason = IsolationReason(incoming, example, count);
+  }
 }
 
 void Finish(NodeDecision& out, const Harm& harm, double numa_penalty, double incoming_sensitivity,
@@ -158,65 +179,20 @@ void Finish(NodeDecision& out, const Harm& harm, double numa_penalty, double inc
   out.score = static_cast<int>(std::clamp(std::lround(blended), 0L, 10L));
 }
 
-}  // namespace
-
-std::string FormatBytes(double bytes) {
-  constexpr double kKi = 1024.0, kMi = kKi * 1024, kGi = kMi * 1024;
-  if (bytes >= kGi) return absl::StrFormat("%.1f GiB", bytes / kGi);
-  if (bytes >= kMi) return absl::StrFormat("%.1f MiB", bytes / kMi);
-  if (bytes >= kKi) return absl::StrFormat("%.1f KiB", bytes / kKi);
-  return absl::StrFormat("%.0f B", bytes);
-}
-
-Booking MakeBooking(std::string_view pod_uid, const PodRequest& req, const NodeDecision& decision,
-                    absl::Time expires_at) {
-  Booking b;
-  b.pod_uid = std::string(pod_uid);
-  b.pod = req.pod;
-  b.contention_class = req.contention_class;
-  b.numa_node = req.exclusive_cpus ? decision.numa_node : -1;
-  b.l3_domain = req.exclusive_cpus ? decision.l3_domain : -1;
-  b.llc_bytes = req.llc_bytes;
-  b.membw_bytes_per_second = req.membw_bytes_per_second;
-  b.exclusive_cpus = req.exclusive_cpus && decision.numa_node >= 0 ? req.cpus : 0;
-  b.memory_bytes = req.memory_bytes;
-  b.expires_at = expires_at;
-  return b;
-}
-
-double Confidence(const NodeProfile& profile, absl::Time now, const ModelConfig& config) {
-  // fresh_until = received_at + fresh_intervals x window; stale_at = received_at + max_age
-  // (precomputed from `config` by BuildNodeProfile).
-  if (now <= profile.fresh_until) return 1.0;
-  if (now >= profile.stale_at) return 0.0;
-  return absl::FDivDuration(profile.stale_at - now, profile.stale_at - profile.fresh_until);
-}
-
-void EvaluateNode(const PodRequest& pod, const NodeProfile* profile,
-                  std::span<const Booking> bookings, absl::Time now, const ModelConfig& config,
-                  NodeDecision& out) {
-  out.feasible = true;
-  out.reason.clear();
-  out.score = 5;
-  out.cost = 0;
-  out.confidence = 0;
-  out.has_telemetry = profile != nullptr;
-  out.l3_pressure = out.membw_utilisation = out.harm_to_incoming = out.harm_to_residents = 0;
-  out.numa_penalty = 0;
-  out.numa_node = out.l3_domain = -1;
-  if (profile == nullptr) return;  // no telemetry: fail open, neutral
-  const NodeProfile& p = *profile;
-  out.confidence = Confidence(p, now, config);
-  if (out.confidence <= 0 || p.numa.empty()) return;  // stale: fail open, neutral
-
-  const InFlight in_flight(p, bookings, now);
+// The filters and the score for a node with usable telemetry. A template over
+// the bookings' view so that the common case, nothing booked, compiles to code
+// without the in-flight terms (NoInFlight answers 0 everywhere, as an empty
+// InFlight does).
+template <typename InFlightT>
+void EvaluateLoaded(const PodRequest& pod, const NodeProfile& p, const InFlightT& in_flight,
+                    const ModelConfig& config, NodeDecision& out) {
   const bool latency_critical = pod.contention_class == ContentionClass::kLatencyCritical;
 
   // 1. Isolation.
   if (latency_critical && config.isolate_latency_critical) {
     if (p.batch_pods > 0) {
-      return Reject(out, absl::StrCat("isolation: latency-critical pod would run beside ",
-                                      p.batch_example, AndMore(p.batch_pods)));
+      return RejectCopy(out, p.isolation_reason_latency_critical, ContentionClass::kLatencyCritical,
+                        p.batch_example, p.batch_pods);
     }
     if (in_flight.batch() != nullptr) {
       return Reject(out, absl::StrCat("isolation: latency-critical pod would run beside in-flight "
@@ -226,9 +202,8 @@ void EvaluateNode(const PodRequest& pod, const NodeProfile* profile,
   }
   if (pod.contention_class == ContentionClass::kBatch && config.isolate_batch) {
     if (p.latency_critical_pods > 0) {
-      return Reject(
-          out, absl::StrCat("isolation: batch pod would run beside ", p.latency_critical_example,
-                            AndMore(p.latency_critical_pods)));
+      return RejectCopy(out, p.isolation_reason_batch, ContentionClass::kBatch,
+                        p.latency_critical_example, p.latency_critical_pods);
     }
     if (in_flight.latency_critical() != nullptr) {
       return Reject(out, absl::StrCat("isolation: batch pod would run beside in-flight "
@@ -385,6 +360,63 @@ void EvaluateNode(const PodRequest& pod, const NodeProfile* profile,
   // Spread threads reach remote memory; on one NUMA node they cannot.
   const double numa_penalty = max_weight > 0 ? 1.0 - max_weight : 0.0;
   Finish(out, harm, numa_penalty, pod.sensitivity, config);
+}
+
+}  // namespace
+
+std::string FormatBytes(double bytes) {
+  constexpr double kKi = 1024.0, kMi = kKi * 1024, kGi = kMi * 1024;
+  if (bytes >= kGi) return absl::StrFormat("%.1f GiB", bytes / kGi);
+  if (bytes >= kMi) return absl::StrFormat("%.1f MiB", bytes / kMi);
+  if (bytes >= kKi) return absl::StrFormat("%.1f KiB", bytes / kKi);
+  return absl::StrFormat("%.0f B", bytes);
+}
+
+Booking MakeBooking(std::string_view pod_uid, const PodRequest& req, const NodeDecision& decision,
+                    absl::Time expires_at) {
+  Booking b;
+  b.pod_uid = std::string(pod_uid);
+  b.pod = req.pod;
+  b.contention_class = req.contention_class;
+  b.numa_node = req.exclusive_cpus ? decision.numa_node : -1;
+  b.l3_domain = req.exclusive_cpus ? decision.l3_domain : -1;
+  b.llc_bytes = req.llc_bytes;
+  b.membw_bytes_per_second = req.membw_bytes_per_second;
+  b.exclusive_cpus = req.exclusive_cpus && decision.numa_node >= 0 ? req.cpus : 0;
+  b.memory_bytes = req.memory_bytes;
+  b.expires_at = expires_at;
+  return b;
+}
+
+double Confidence(const NodeProfile& profile, absl::Time now, const ModelConfig& config) {
+  // fresh_until = received_at + fresh_intervals x window; stale_at = received_at + max_age
+  // (precomputed from `config` by BuildNodeProfile).
+  if (now <= profile.fresh_until) return 1.0;
+  if (now >= profile.stale_at) return 0.0;
+  return absl::FDivDuration(profile.stale_at - now, profile.stale_at - profile.fresh_until);
+}
+
+void EvaluateNode(const PodRequest& pod, const NodeProfile* profile,
+                  std::span<const Booking> bookings, absl::Time now, const ModelConfig& config,
+                  NodeDecision& out) {
+  out.feasible = true;
+  out.reason.clear();
+  out.score = 5;
+  out.cost = 0;
+  out.confidence = 0;
+  out.has_telemetry = profile != nullptr;
+  out.l3_pressure = out.membw_utilisation = out.harm_to_incoming = out.harm_to_residents = 0;
+  out.numa_penalty = 0;
+  out.numa_node = out.l3_domain = -1;
+  if (profile == nullptr) return;  // no telemetry: fail open, neutral
+  const NodeProfile& p = *profile;
+  out.confidence = Confidence(p, now, config);
+  if (out.confidence <= 0 || p.numa.empty()) return;  // stale: fail open, neutral
+
+  if (bookings.empty()) return EvaluateLoaded(pod, p, NoInFlight(), config, out);
+  const InFlight in_flight(p, bookings, now);
+  if (!in_flight.any()) return EvaluateLoaded(pod, p, NoInFlight(), config, out);
+  EvaluateLoaded(pod, p, in_flight, config, out);
 }
 
 }  // namespace neighborly::extender

@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/cpu_list.h"
+#include "common/strings.h"
 
 namespace neighborly::extender {
 namespace {
@@ -60,6 +61,12 @@ ResidentPod ClassifyResident(const tv1::PodReport& pod, const ModelConfig& confi
     out.source = ClassSource::kRemembered;
   }
   return out;
+}
+
+std::string IsolationReason(ContentionClass incoming, std::string_view example, int count) {
+  return absl::StrCat("isolation: ", Av(ContentionClassName(incoming)), " pod would run beside ",
+                      Av(example),
+                      count > 1 ? absl::StrCat(" and ", count - 1, " more") : std::string());
 }
 
 NodeProfile BuildNodeProfile(const tv1::NodeReport& report, const ModelConfig& config,
@@ -325,6 +332,14 @@ NodeProfile BuildNodeProfile(const tv1::NodeReport& report, const ModelConfig& c
   }
   for (size_t d = 0; d < p.l3.size(); ++d) {
     if (!p.l3[d].occupancy_measured) p.l3[d].occupancy_bytes = pred_l3_occ[d];
+  }
+  if (p.batch_pods > 0) {
+    p.isolation_reason_latency_critical =
+        IsolationReason(ContentionClass::kLatencyCritical, p.batch_example, p.batch_pods);
+  }
+  if (p.latency_critical_pods > 0) {
+    p.isolation_reason_batch = IsolationReason(ContentionClass::kBatch, p.latency_critical_example,
+                                               p.latency_critical_pods);
   }
   return p;
 }

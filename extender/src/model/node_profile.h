@@ -16,6 +16,7 @@
 #include <string_view>
 #include <vector>
 
+#include "absl/container/inlined_vector.h"
 #include "absl/time/time.h"
 #include "extender/src/model/classify.h"
 #include "extender/src/model/model_config.h"
@@ -63,27 +64,38 @@ struct ResidentPod {
 };
 
 struct NodeProfile {
-  std::string name;
-  absl::Time received_at;
-  absl::Duration window;
+  // Evaluation reads the fields up to `l3` for every candidate node on every
+  // request, so they come first and the per-NUMA / per-L3 arrays are stored
+  // inline for up to two NUMA nodes / L3 domains (most servers): one node's
+  // hot data is a few consecutive cache lines of one allocation.
+  //
   // Staleness, precomputed so that evaluation only compares times: confidence
   // is 1 until fresh_until, 0 from stale_at, linear in between.
   absl::Time fresh_until;
   absl::Time stale_at;
-  std::string topology_manager_policy;
-  std::string cpu_manager_policy;
+  int latency_critical_pods = 0;
+  int batch_pods = 0;  // includes measured aggressors
   // topologyManagerPolicy single-numa-node or restricted: the kubelet admits a
   // pinned pod only where one NUMA node can hold it.
   bool single_numa_admission = false;
-  std::vector<NumaProfile> numa;  // in report order
-  std::vector<L3Profile> l3;      // grouped by NUMA node (see NumaProfile::l3_begin)
+  absl::InlinedVector<NumaProfile, 2> numa;  // in report order
+  absl::InlinedVector<L3Profile, 2> l3;      // grouped by NUMA node (see NumaProfile::l3_begin)
+
+  std::string name;
+  absl::Time received_at;
+  absl::Duration window;
+  std::string topology_manager_policy;
+  std::string cpu_manager_policy;
   std::vector<ResidentPod> pods;  // parallel to report.pods()
-  int latency_critical_pods = 0;
-  int batch_pods = 0;  // includes measured aggressors
   int standard_pods = 0;
   int aggressor_pods = 0;
   std::string latency_critical_example;  // "latency-critical pod ns/name", for reasons
   std::string batch_example;             // "batch pod ns/name" or "aggressor pod ns/name (...)"
+  // The isolation rejections, formatted once per report rather than per request:
+  // for an incoming latency-critical pod (when batch_pods > 0) and for an
+  // incoming batch pod (when latency_critical_pods > 0).
+  std::string isolation_reason_latency_critical;
+  std::string isolation_reason_batch;
 };
 
 // Remembered knowledge of a pod UID; nullptr when unknown.
@@ -93,6 +105,11 @@ using RememberedLookup = std::function<const RememberedPod*(std::string_view uid
 // (unparsable CPU lists count as empty).
 NodeProfile BuildNodeProfile(const telemetry::v1::NodeReport& report, const ModelConfig& config,
                              const RememberedLookup& remembered, absl::Time received_at);
+
+// "isolation: latency-critical pod would run beside batch pod ns/x and 2 more":
+// the rejection of an `incoming` pod by a node whose first conflicting resident
+// is `example` ("batch pod ns/x"), of `count`.
+std::string IsolationReason(ContentionClass incoming, std::string_view example, int count);
 
 // Resolves a running pod's class: annotation > label rules > measured aggressor
 // > remembered > standard. `membw_share` and `l3_share` are the pod's measured

@@ -12,10 +12,12 @@ void BookingLedger::PublishLocked(const std::string& node) {
   auto it = by_node_.find(node);
   if (it == by_node_.end() || it->second.empty()) {
     if (it != by_node_.end()) by_node_.erase(it);
-    entry->bookings.store(nullptr, std::memory_order_release);
+    if (entry->bookings.load(std::memory_order_relaxed) != nullptr) {
+      state_.PublishBookings(*entry, nullptr);
+    }
     return;
   }
-  entry->bookings.store(std::make_shared<const BookingList>(it->second), std::memory_order_release);
+  state_.PublishBookings(*entry, std::make_unique<const BookingList>(it->second));
 }
 
 bool BookingLedger::Book(std::string_view node, Booking booking) {

@@ -1,28 +1,107 @@
 #include "extender/src/state/cluster_state.h"
 
-#include "common/strings.h"
+#include <algorithm>
+#include <bit>
+#include <functional>
+#include <thread>
 
 namespace neighborly::extender {
-
 ClusterState::ClusterState(size_t max_nodes)
-    : max_nodes_(max_nodes), index_(std::make_shared<const Index>()) {}
+    : max_nodes_(max_nodes), by_ordinal_(new Entry*[std::max<size_t>(max_nodes, 1)]) {
+  owned_.reserve(max_nodes);
+  const size_t capacity = std::bit_ceil(std::max<size_t>(2 * max_nodes, 16));
+  index_.reset(new IndexSlot[capacity]);
+  index_mask_ = capacity - 1;
+}
 
-ClusterState::Entry* ClusterState::View::Find(std::string_view name) const {
-  auto it = index_->find(Av(name));
-  return it == index_->end() ? nullptr : it->second;
+ClusterState::~ClusterState() {
+  // No View may outlive the state, so everything can go now.
+  for (const Retired& r : retired_) r.destroy(r.object);
+  for (const std::unique_ptr<Entry>& e : owned_) {
+    delete e->snapshot.load();
+    delete e->bookings.load();
+  }
+}
+
+std::span<ClusterState::Entry* const> ClusterState::View::entries() const {
+  return std::span<Entry* const>(state_->by_ordinal_.get(), entry_count_);
+}
+
+ClusterState::View ClusterState::view() const {
+  // Start where this thread usually finds a free slot, so concurrent readers
+  // rarely race for the same one.
+  size_t i = std::hash<std::thread::id>()(std::this_thread::get_id()) % kReaderSlots;
+  for (size_t tries = 0;; ++tries, i = (i + 1) % kReaderSlots) {
+    if (tries > 0 && tries % kReaderSlots == 0) std::this_thread::yield();
+    std::atomic<uint64_t>& slot = readers_[i].epoch;
+    if (slot.load(std::memory_order_relaxed) != 0) continue;
+    uint64_t expected = 0;
+    // seq_cst: the slot is published before any pointer is read, and a writer
+    // that scans after its own seq_cst pointer swap sees either this slot or a
+    // reader that will read the new pointer.
+    if (slot.compare_exchange_strong(expected, epoch_.load(std::memory_order_seq_cst),
+                                     std::memory_order_seq_cst)) {
+      return View(this, &slot, entry_count_.load(std::memory_order_seq_cst));
+    }
+  }
+}
+
+template <typename T>
+void ClusterState::Retire(const T* object) {
+  if (object == nullptr) return;
+  std::lock_guard<std::mutex> lock(retire_mu_);
+  // Readers that entered at an epoch <= this one may still hold `object`.
+  const uint64_t epoch = epoch_.fetch_add(1, std::memory_order_seq_cst);
+  retired_.push_back({epoch, object, [](const void* p) { delete static_cast<const T*>(p); }});
+  // Amortised: scanning the reader slots costs ~kReaderSlots loads.
+  if (retired_.size() >= 64) ReclaimLocked();
+}
+
+void ClusterState::ReclaimLocked() {
+  uint64_t oldest_reader = UINT64_MAX;
+  for (const ReaderSlot& r : readers_) {
+    const uint64_t e = r.epoch.load(std::memory_order_seq_cst);
+    if (e != 0 && e < oldest_reader) oldest_reader = e;
+  }
+  size_t kept = 0;
+  for (const Retired& r : retired_) {
+    if (r.epoch < oldest_reader) {
+      r.destroy(r.object);
+    } else {
+      retired_[kept++] = r;
+    }
+  }
+  retired_.resize(kept);
+}
+
+size_t ClusterState::retired() const {
+  std::lock_guard<std::mutex> lock(retire_mu_);
+  return retired_.size();
+}
+
+void ClusterState::PublishSnapshot(Entry& entry, std::unique_ptr<const NodeSnapshot> snapshot) {
+  Retire(entry.snapshot.exchange(snapshot.release(), std::memory_order_seq_cst));
+}
+
+void ClusterState::PublishBookings(Entry& entry, std::unique_ptr<const BookingList> bookings) {
+  Retire(entry.bookings.exchange(bookings.release(), std::memory_order_seq_cst));
 }
 
 ClusterState::Entry* ClusterState::GetOrCreate(std::string_view name) {
-  if (Entry* e = view().Find(name)) return e;
+  const uint64_t hash = NodeNameHash(name);
+  if (Entry* e = FindEntry(name, hash)) return e;
   std::lock_guard<std::mutex> lock(create_mu_);
-  std::shared_ptr<const Index> current = index_.load(std::memory_order_acquire);
-  if (auto it = current->find(Av(name)); it != current->end()) return it->second;
-  if (entries_.size() >= max_nodes_) return nullptr;
-  entries_.push_back(std::make_unique<Entry>(std::string(name)));
-  Entry* entry = entries_.back().get();
-  auto next = std::make_shared<Index>(*current);
-  next->emplace(absl::string_view(entry->name), entry);
-  index_.store(std::move(next), std::memory_order_release);
+  if (Entry* e = FindEntry(name, hash)) return e;
+  if (owned_.size() >= max_nodes_) return nullptr;
+  const uint64_t ordinal = owned_.size();
+  owned_.push_back(std::make_unique<Entry>(std::string(name), ordinal));
+  Entry* entry = owned_.back().get();
+  size_t i = hash & index_mask_;
+  while (index_[i].entry.load(std::memory_order_relaxed) != nullptr) i = (i + 1) & index_mask_;
+  index_[i].hash.store(hash, std::memory_order_relaxed);
+  index_[i].entry.store(entry, std::memory_order_release);
+  by_ordinal_[ordinal] = entry;
+  entry_count_.store(ordinal + 1, std::memory_order_release);
   return entry;
 }
 

@@ -2,28 +2,39 @@
 //
 // Each node has an Entry that lives as long as the state does; its current
 // snapshot (profile + report) and its in-flight bookings are immutable objects
-// published through std::atomic<std::shared_ptr<const T>>. The name -> Entry
-// index is itself immutable and replaced (copy-on-write) only when a node
-// appears for the first time, so a reader does one atomic load per request and
-// one hash probe plus two atomic loads per node.
+// published through plain atomic pointers. A reader holds a View for the
+// duration of one request: while it is held, nothing it can reach is freed.
+// Writers replace a pointer and *retire* the old object, which is deleted once
+// every View that could have seen it is gone (epoch-based reclamation). Readers
+// never take a lock nor touch a reference count: per request they publish the
+// current epoch in one slot and clear it at the end; per node they do one hash
+// probe and plain loads. Writers never wait for readers either; they only
+// defer frees.
+//
+// The name -> Entry index is itself immutable and replaced (copy-on-write) only
+// when a node appears for the first time.
 //
 //   ClusterState state;
-//   state.GetOrCreate("node-1").snapshot.store(std::make_shared<const NodeSnapshot>(...));
-//   ClusterState::View view = state.view();          // per request
-//   if (const ClusterState::Entry* e = view.Find("node-1")) auto snap = e->snapshot.load();
+//   ClusterState::Entry* e = state.GetOrCreate("node-1");
+//   state.PublishSnapshot(*e, std::make_unique<const NodeSnapshot>(...));   // ingest
+//   ClusterState::View view = state.view();                              // per request
+//   if (const ClusterState::Entry* e = view.Find("node-1")) {
+//     const NodeSnapshot* snap = e->snapshot.load();   // valid while `view` lives
+//   }
 #ifndef NEIGHBORLY_EXTENDER_SRC_STATE_CLUSTER_STATE_H_
 #define NEIGHBORLY_EXTENDER_SRC_STATE_CLUSTER_STATE_H_
 
+#include <array>
 #include <atomic>
-#include <deque>
+#include <cstdint>
+#include <cstring>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
-#include "absl/container/flat_hash_map.h"
-#include "absl/strings/string_view.h"
 #include "extender/src/model/evaluate.h"
 #include "extender/src/model/node_profile.h"
 #include "neighborly/telemetry/v1/telemetry.pb.h"
@@ -38,45 +49,161 @@ struct NodeSnapshot {
 
 using BookingList = std::vector<Booking>;
 
+// Hash of a node name, computed once per name per request: whole 8-byte words
+// multiplied and mixed (names are short, so two overlapping loads usually).
+inline uint64_t NodeNameHash(std::string_view name) {
+  constexpr uint64_t kMul = 0x9E3779B97F4A7C15ull;
+  const char* p = name.data();
+  const size_t n = name.size();
+  uint64_t h = (n + 1) * kMul;
+  auto word = [](const char* q) {
+    uint64_t w;
+    std::memcpy(&w, q, 8);
+    return w;
+  };
+  if (n >= 8) {
+    for (size_t i = 0; i + 8 < n; i += 8) h = ((h ^ word(p + i)) * kMul) ^ (h >> 29);
+    h = (h ^ word(p + n - 8)) * kMul;  // the last 8 bytes (overlapping)
+  } else if (n >= 4) {
+    uint32_t a, b;
+    std::memcpy(&a, p, 4);
+    std::memcpy(&b, p + n - 4, 4);
+    h = (h ^ (uint64_t{a} << 32 | b)) * kMul;
+  } else if (n > 0) {
+    const uint64_t w = uint64_t{static_cast<unsigned char>(p[0])} << 16 |
+                       uint64_t{static_cast<unsigned char>(p[n / 2])} << 8 |
+                       static_cast<unsigned char>(p[n - 1]);
+    h = (h ^ w) * kMul;
+  }
+  h ^= h >> 32;
+  h *= 0xD6E8FEB86659FD93ull;
+  return h ^ (h >> 32);
+}
+
 class ClusterState {
  public:
   struct Entry {
-    explicit Entry(std::string node_name) : name(std::move(node_name)) {}
+    Entry(std::string node_name, uint64_t creation)
+        : name(std::move(node_name)), ordinal(creation) {}
     const std::string name;
-    std::atomic<std::shared_ptr<const NodeSnapshot>> snapshot;  // null until the first report
-    std::atomic<std::shared_ptr<const BookingList>> bookings;   // null when none
+    const uint64_t ordinal;  // creation order: 0, 1, ...
+    // Owned by the state; read them only under a View. Null until the first
+    // report / when nothing is booked.
+    std::atomic<const NodeSnapshot*> snapshot{nullptr};
+    std::atomic<const BookingList*> bookings{nullptr};
     std::mutex ingest_mu;  // serialises writers of `snapshot` (two streams for one node)
   };
-  using Index = absl::flat_hash_map<absl::string_view, Entry*>;  // keys point into Entry::name
 
-  // A consistent set of entries, held for the duration of one request.
+  // What one request reads: the entries that existed when it began, and every
+  // snapshot or booking list loaded through them stays alive until the View
+  // is destroyed.
   class View {
    public:
-    explicit View(std::shared_ptr<const Index> index) : index_(std::move(index)) {}
-    Entry* Find(std::string_view name) const;
-    const Index& entries() const { return *index_; }
+    View(View&& other) noexcept
+        : state_(other.state_), slot_(other.slot_), entry_count_(other.entry_count_) {
+      other.slot_ = nullptr;
+    }
+    View& operator=(View&&) = delete;
+    ~View() {
+      if (slot_ != nullptr) slot_->store(0, std::memory_order_release);
+    }
+    Entry* Find(std::string_view name) const { return Find(name, NodeNameHash(name)); }
+    Entry* Find(std::string_view name, uint64_t hash) const {
+      Entry* e = state_->FindEntry(name, hash);
+      return e != nullptr && e->ordinal < entry_count_ ? e : nullptr;
+    }
+    // Every entry, in creation order.
+    std::span<Entry* const> entries() const;
+
+    // Prefetch hints for looking up many names: the index slot a hash starts
+    // at, then (once that slot is cached) the entry it holds.
+    void PrefetchSlot(uint64_t hash) const {
+      __builtin_prefetch(&state_->index_[hash & state_->index_mask_]);
+    }
+    void PrefetchEntry(uint64_t hash) const {
+      const Entry* e =
+          state_->index_[hash & state_->index_mask_].entry.load(std::memory_order_relaxed);
+      if (e != nullptr) __builtin_prefetch(e);
+    }
 
    private:
-    std::shared_ptr<const Index> index_;
+    friend class ClusterState;
+    View(const ClusterState* state, std::atomic<uint64_t>* slot, uint64_t entry_count)
+        : state_(state), slot_(slot), entry_count_(entry_count) {}
+    const ClusterState* state_;
+    std::atomic<uint64_t>* slot_;
+    uint64_t entry_count_;
   };
 
   explicit ClusterState(size_t max_nodes = 50'000);
+  ~ClusterState();
   ClusterState(const ClusterState&) = delete;
   ClusterState& operator=(const ClusterState&) = delete;
 
-  View view() const { return View(index_.load(std::memory_order_acquire)); }
+  // Never blocks on writers. (With more than kReaderSlots Views alive at once
+  // a new View spins until one ends; the HTTP server's workers are far fewer.)
+  View view() const;
 
   // The entry for `name`, created (and the index republished) when new;
   // nullptr when max_nodes entries already exist.
   Entry* GetOrCreate(std::string_view name);
 
+  // Replace an entry's snapshot / booking list; the old one is freed once no
+  // View can reach it. Callers serialise writers of one entry's field.
+  void PublishSnapshot(Entry& entry, std::unique_ptr<const NodeSnapshot> snapshot);
+  void PublishBookings(Entry& entry, std::unique_ptr<const BookingList> bookings);
+
   size_t max_nodes() const { return max_nodes_; }
+  // Retired objects not yet freed (for tests).
+  size_t retired() const;
+
+  static constexpr size_t kReaderSlots = 128;
 
  private:
+  struct Retired {
+    uint64_t epoch;
+    const void* object;
+    void (*destroy)(const void*);
+  };
+  template <typename T>
+  void Retire(const T* object);
+  void ReclaimLocked();
+
   const size_t max_nodes_;
+  // Reader slots: 0 = free, else the epoch the reader entered at. One cache
+  // line each so readers on different cores do not share lines.
+  struct alignas(64) ReaderSlot {
+    std::atomic<uint64_t> epoch{0};
+  };
+  mutable std::array<ReaderSlot, kReaderSlots> readers_;
+  std::atomic<uint64_t> epoch_{1};
+
+  mutable std::mutex retire_mu_;
+  std::vector<Retired> retired_;
+
+  // The name index: open addressing over (hash, Entry*), sized once for
+  // max_nodes at load factor <= 1/2, filled in place (a slot's hash is written
+  // before its entry is published) and never moved, so readers probe it
+  // without synchronisation beyond one acquire load per slot.
+  struct IndexSlot {
+    std::atomic<uint64_t> hash{0};
+    std::atomic<Entry*> entry{nullptr};
+  };
+  Entry* FindEntry(std::string_view name, uint64_t hash) const {
+    for (size_t i = hash & index_mask_;; i = (i + 1) & index_mask_) {
+      const IndexSlot& slot = index_[i];
+      Entry* e = slot.entry.load(std::memory_order_acquire);
+      if (e == nullptr) return nullptr;
+      if (slot.hash.load(std::memory_order_relaxed) == hash && e->name == name) return e;
+    }
+  }
+
   std::mutex create_mu_;
-  std::deque<std::unique_ptr<Entry>> entries_;  // owned here; never removed
-  std::atomic<std::shared_ptr<const Index>> index_;
+  std::vector<std::unique_ptr<Entry>> owned_;  // reserved for max_nodes: never reallocates
+  std::unique_ptr<Entry*[]> by_ordinal_;       // max_nodes pointers, filled in creation order
+  std::atomic<uint64_t> entry_count_{0};
+  std::unique_ptr<IndexSlot[]> index_;
+  size_t index_mask_ = 0;
 };
 
 }  // namespace neighborly::extender

@@ -1,19 +1,121 @@
 #include "extender/src/state/decision_log.h"
 
+#include <algorithm>
+#include <cstring>
+
 namespace neighborly::extender {
+
+void LoggedDecision::Clear() {
+  at = absl::Time();
+  verb.clear();
+  pod_uid.clear();
+  pod_namespace.clear();
+  pod_name.clear();
+  contention_class = ContentionClass::kStandard;
+  class_source = ClassSource::kDefault;
+  booked_node.clear();
+  names_.clear();
+  reasons_.clear();
+  per_node_.clear();
+}
+
+void LoggedDecision::AddNodes(std::span<const std::string_view> nodes,
+                              std::span<const NodeDecision> decisions) {
+  const size_t n = std::min(nodes.size(), decisions.size());
+  size_t name_bytes = names_.size();
+  for (size_t i = 0; i < n; ++i) name_bytes += nodes[i].size();
+  // One resize and plain stores instead of n appends with capacity checks.
+  size_t name_at = names_.size();
+  names_.resize(name_bytes);
+  const size_t first = per_node_.size();
+  per_node_.resize(first + n);
+  for (size_t i = 0; i < n; ++i) {
+    const NodeDecision& d = decisions[i];
+    std::memcpy(names_.data() + name_at, nodes[i].data(), nodes[i].size());
+    name_at += nodes[i].size();
+    if (!d.feasible) reasons_.append(d.reason);
+    per_node_[first + i] = PerNode{static_cast<uint32_t>(name_at),
+                                   static_cast<uint32_t>(reasons_.size()),
+                                   d.cost,
+                                   d.confidence,
+                                   d.l3_pressure,
+                                   d.membw_utilisation,
+                                   d.harm_to_incoming,
+                                   d.harm_to_residents,
+                                   d.numa_penalty,
+                                   d.numa_node,
+                                   d.l3_domain,
+                                   static_cast<int8_t>(d.score),
+                                   d.feasible,
+                                   d.has_telemetry};
+  }
+}
+
+void LoggedDecision::AddNode(std::string_view node, const NodeDecision& d) {
+  names_.append(node);
+  if (!d.feasible) reasons_.append(d.reason);
+  per_node_.push_back(PerNode{static_cast<uint32_t>(names_.size()),
+                              static_cast<uint32_t>(reasons_.size()), d.cost, d.confidence,
+                              d.l3_pressure, d.membw_utilisation, d.harm_to_incoming,
+                              d.harm_to_residents, d.numa_penalty, d.numa_node, d.l3_domain,
+                              static_cast<int8_t>(d.score), d.feasible, d.has_telemetry});
+}
+
+std::string_view LoggedDecision::node(size_t i) const {
+  const uint32_t begin = i == 0 ? 0 : per_node_[i - 1].name_end;
+  return std::string_view(names_).substr(begin, per_node_[i].name_end - begin);
+}
+
+NodeDecision LoggedDecision::decision(size_t i) const {
+  const PerNode& p = per_node_[i];
+  const uint32_t reason_begin = i == 0 ? 0 : per_node_[i - 1].reason_end;
+  NodeDecision d;
+  d.feasible = p.feasible;
+  d.reason = reasons_.substr(reason_begin, p.reason_end - reason_begin);
+  d.score = p.score;
+  d.cost = p.cost;
+  d.confidence = p.confidence;
+  d.has_telemetry = p.has_telemetry;
+  d.l3_pressure = p.l3_pressure;
+  d.membw_utilisation = p.membw_utilisation;
+  d.harm_to_incoming = p.harm_to_incoming;
+  d.harm_to_residents = p.harm_to_residents;
+  d.numa_penalty = p.numa_penalty;
+  d.numa_node = p.numa_node;
+  d.l3_domain = p.l3_domain;
+  return d;
+}
 
 DecisionLog::DecisionLog(size_t max_records, size_t max_node_entries)
     : max_records_(max_records == 0 ? 1 : max_records), max_node_entries_(max_node_entries) {}
 
+std::shared_ptr<LoggedDecision> DecisionLog::NewRecord() {
+  std::shared_ptr<LoggedDecision> record;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!spare_.empty()) {
+      record = std::move(spare_.back());
+      spare_.pop_back();
+    }
+  }
+  if (record == nullptr) return std::make_shared<LoggedDecision>();
+  record->Clear();
+  return record;
+}
+
 void DecisionLog::Record(std::shared_ptr<const LoggedDecision> decision) {
   if (decision == nullptr) return;
   std::lock_guard<std::mutex> lock(mu_);
-  node_entries_ += decision->nodes.size();
+  node_entries_ += decision->node_count();
   records_.push_back(std::move(decision));
   // Always keep the newest record, even when it alone exceeds the entry budget.
   while (records_.size() > 1 &&
          (records_.size() > max_records_ || node_entries_ > max_node_entries_)) {
-    node_entries_ -= records_.front()->nodes.size();
+    node_entries_ -= records_.front()->node_count();
+    // Reusable when only the log holds it (no Find() result still refers to it).
+    if (records_.front().use_count() == 1 && spare_.size() < kMaxSpare) {
+      spare_.push_back(std::const_pointer_cast<LoggedDecision>(std::move(records_.front())));
+    }
     records_.pop_front();
   }
 }

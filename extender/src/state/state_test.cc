@@ -20,8 +20,8 @@ namespace {
 
 using ::testing::HasSubstr;
 
-std::shared_ptr<const NodeSnapshot> Snapshot(const std::string& node, uint64_t sequence) {
-  auto snap = std::make_shared<NodeSnapshot>();
+std::unique_ptr<const NodeSnapshot> Snapshot(const std::string& node, uint64_t sequence) {
+  auto snap = std::make_unique<NodeSnapshot>();
   snap->report = testing::TwoSocketNode(node, sequence);
   snap->profile = BuildNodeProfile(snap->report, ModelConfig{}, nullptr, absl::UnixEpoch());
   return snap;
@@ -70,7 +70,7 @@ TEST(ClusterStateTest, ReadersSeeWholeSnapshotsWhileIngestPublishes) {
           const std::string name = "node-" + std::to_string(n);
           ClusterState::Entry* e = view.Find(name);
           if (e == nullptr) continue;
-          std::shared_ptr<const NodeSnapshot> snap = e->snapshot.load();
+          const NodeSnapshot* snap = e->snapshot.load();
           if (snap == nullptr) continue;
           // A snapshot is whole: profile and report agree, and never go backwards.
           if (snap->profile.name != name || snap->report.node_name() != name ||
@@ -88,7 +88,7 @@ TEST(ClusterStateTest, ReadersSeeWholeSnapshotsWhileIngestPublishes) {
       const std::string name = "node-" + std::to_string(n);
       ClusterState::Entry* e = state.GetOrCreate(name);
       std::lock_guard<std::mutex> lock(e->ingest_mu);
-      e->snapshot.store(Snapshot(name, seq));
+      state.PublishSnapshot(*e, Snapshot(name, seq));
     }
   }
   // Let readers observe the final state at least once before stopping.
@@ -98,6 +98,40 @@ TEST(ClusterStateTest, ReadersSeeWholeSnapshotsWhileIngestPublishes) {
   for (auto& t : readers) t.join();
   EXPECT_EQ(inconsistencies.load(), 0);
   EXPECT_EQ(state.view().Find("node-3")->snapshot.load()->report.sequence(), kReports);
+}
+
+TEST(ClusterStateTest, ReplacedSnapshotsLiveAsLongAsAViewThatCouldSeeThem) {
+  ClusterState state;
+  ClusterState::Entry* e = state.GetOrCreate("node-1");
+  state.PublishSnapshot(*e, Snapshot("node-1", 1));
+  {
+    ClusterState::View view = state.view();
+    const NodeSnapshot* first = view.Find("node-1")->snapshot.load();
+    for (uint64_t seq = 2; seq <= 100; ++seq) state.PublishSnapshot(*e, Snapshot("node-1", seq));
+    // Nothing retired after `view` began may go, and `first` is still whole.
+    EXPECT_EQ(state.retired(), 99u);
+    EXPECT_EQ(first->report.sequence(), 1u);
+    EXPECT_EQ(view.Find("node-1")->snapshot.load()->report.sequence(), 100u);
+  }
+  // With no reader left, the next retirements free the backlog.
+  for (uint64_t seq = 101; seq <= 164; ++seq) state.PublishSnapshot(*e, Snapshot("node-1", seq));
+  EXPECT_LT(state.retired(), 64u);
+}
+
+TEST(ClusterStateTest, ManyNodesAreFoundAndViewsListThemInCreationOrder) {
+  ClusterState state(5000);
+  for (int i = 0; i < 5000; ++i) ASSERT_NE(state.GetOrCreate("n" + std::to_string(i)), nullptr);
+  EXPECT_EQ(state.GetOrCreate("one-too-many"), nullptr);
+  ClusterState::View view = state.view();
+  ASSERT_EQ(view.entries().size(), 5000u);
+  for (int i = 0; i < 5000; ++i) {
+    const std::string name = "n" + std::to_string(i);
+    ASSERT_NE(view.Find(name), nullptr) << name;
+    EXPECT_EQ(view.Find(name)->name, name);
+    EXPECT_EQ(view.entries()[i]->name, name);
+  }
+  EXPECT_EQ(view.Find("n5000"), nullptr);
+  EXPECT_EQ(view.Find(""), nullptr);
 }
 
 // --- pod registry ---
@@ -202,7 +236,8 @@ TEST(BookingLedgerTest, BookingsArePublishedPerNodeAndReleasedByReport) {
   FakeClock clock;
   ASSERT_TRUE(ledger.Book("node-1", MakeTestBooking("p1", clock.Now() + absl::Seconds(30))));
   ASSERT_TRUE(ledger.Book("node-1", MakeTestBooking("p2", clock.Now() + absl::Seconds(30))));
-  auto bookings = state.view().Find("node-1")->bookings.load();
+  ClusterState::View view = state.view();
+  const BookingList* bookings = view.Find("node-1")->bookings.load();
   ASSERT_NE(bookings, nullptr);
   EXPECT_EQ(bookings->size(), 2u);
   // Rebooking the same pod moves it.
@@ -240,8 +275,7 @@ std::shared_ptr<const LoggedDecision> Logged(const std::string& uid, size_t node
   d->pod_uid = uid;
   d->pod_namespace = "ns";
   d->pod_name = "pod-" + uid;
-  d->nodes.assign(nodes, "n");
-  d->decisions.resize(nodes);
+  for (size_t i = 0; i < nodes; ++i) d->AddNode("n", NodeDecision());
   return d;
 }
 
@@ -252,11 +286,74 @@ TEST(DecisionLogTest, FindsByUidNamespaceNameOrNameNewestFirst) {
   log.Record(Logged("a", 2));
   auto by_uid = log.Find("a", 10);
   ASSERT_EQ(by_uid.size(), 2u);
-  EXPECT_EQ(by_uid[0]->nodes.size(), 2u);  // newest first
+  EXPECT_EQ(by_uid[0]->node_count(), 2u);  // newest first
   EXPECT_EQ(log.Find("ns/pod-b", 10).size(), 1u);
   EXPECT_EQ(log.Find("pod-b", 10).size(), 1u);
   EXPECT_EQ(log.Find("other/pod-b", 10).size(), 0u);
   EXPECT_EQ(log.Find("", 2).size(), 2u);
+}
+
+TEST(DecisionLogTest, CompactRecordsGiveBackNamesAndDecisionsAsDecided) {
+  NodeDecision rejected;
+  rejected.feasible = false;
+  rejected.score = 0;
+  rejected.reason = "membw 84% > 80% on NUMA node 1";
+  rejected.confidence = 1;
+  rejected.has_telemetry = true;
+  NodeDecision scored;
+  scored.score = 7;
+  scored.cost = 0.3125;
+  scored.confidence = 0.5;
+  scored.has_telemetry = true;
+  scored.l3_pressure = 0.25;
+  scored.membw_utilisation = 0.6;
+  scored.harm_to_incoming = 0.1;
+  scored.harm_to_residents = 0.2;
+  scored.numa_penalty = 1;
+  scored.numa_node = 1;
+  scored.l3_domain = 3;
+  const std::vector<std::string_view> names = {"node-a", "", "node-ccc"};
+  const std::vector<NodeDecision> decisions = {rejected, scored, NodeDecision()};
+  LoggedDecision d;
+  d.AddNodes(names, decisions);
+  ASSERT_EQ(d.node_count(), 3u);
+  for (size_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(d.node(i), names[i]);
+    const NodeDecision got = d.decision(i);
+    const NodeDecision& want = decisions[i];
+    EXPECT_EQ(got.feasible, want.feasible);
+    EXPECT_EQ(got.reason, want.reason);
+    EXPECT_EQ(got.score, want.score);
+    EXPECT_EQ(got.cost, want.cost);
+    EXPECT_EQ(got.confidence, want.confidence);
+    EXPECT_EQ(got.has_telemetry, want.has_telemetry);
+    EXPECT_EQ(got.l3_pressure, want.l3_pressure);
+    EXPECT_EQ(got.membw_utilisation, want.membw_utilisation);
+    EXPECT_EQ(got.harm_to_incoming, want.harm_to_incoming);
+    EXPECT_EQ(got.harm_to_residents, want.harm_to_residents);
+    EXPECT_EQ(got.numa_penalty, want.numa_penalty);
+    EXPECT_EQ(got.numa_node, want.numa_node);
+    EXPECT_EQ(got.l3_domain, want.l3_domain);
+  }
+}
+
+TEST(DecisionLogTest, NewRecordReusesEvictedRecordsNobodyHoldsAndClearsThem) {
+  DecisionLog log(1, 1000);
+  std::shared_ptr<LoggedDecision> first = log.NewRecord();
+  first->pod_uid = "a";
+  first->AddNode("node-1", NodeDecision());
+  const LoggedDecision* first_address = first.get();
+  log.Record(std::move(first));
+  std::vector<std::shared_ptr<const LoggedDecision>> held = log.Find("a", 1);
+  log.Record(Logged("b", 1));  // evicts "a", still held by `held`: not reused
+  std::shared_ptr<LoggedDecision> fresh = log.NewRecord();
+  EXPECT_NE(fresh.get(), first_address);
+  EXPECT_EQ(held[0]->pod_uid, "a");
+  EXPECT_EQ(held[0]->node(0), "node-1");
+  log.Record(Logged("c", 1));  // evicts "b", held by nobody: reused
+  std::shared_ptr<LoggedDecision> reused = log.NewRecord();
+  EXPECT_EQ(reused->pod_uid, "");
+  EXPECT_EQ(reused->node_count(), 0u);
 }
 
 TEST(DecisionLogTest, IsBoundedByRecordsAndNodeEntries) {
