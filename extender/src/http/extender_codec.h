@@ -65,12 +65,22 @@ struct ExtenderArgs {
   void Clear();
 };
 
+// The instruction set the On-Demand extraction pass is compiled for. kAvx2
+// needs AVX2, BMI1/2, PCLMUL and LZCNT (x86-64-v3, Haswell and later); a binary
+// built on x86-64 carries both and picks at run time, so it also runs (3-4x
+// slower in that pass) on CPUs without AVX2.
+enum class DecodeKernel { kAuto, kPortable, kAvx2 };
+std::string_view DecodeKernelName(DecodeKernel kernel);  // "avx2" | "portable"
+// kAvx2 where this CPU can run it, else kPortable.
+DecodeKernel BestDecodeKernel();
+
 class ExtenderCodec {
  public:
   // Documents nested deeper than this are refused (Kubernetes objects use < 20).
   static constexpr size_t kMaxDepth = 128;
 
-  ExtenderCodec();
+  // kAuto (and kAvx2 on a CPU without AVX2) use BestDecodeKernel().
+  explicit ExtenderCodec(DecodeKernel kernel = DecodeKernel::kAuto);
   ~ExtenderCodec();
   ExtenderCodec(const ExtenderCodec&) = delete;
   ExtenderCodec& operator=(const ExtenderCodec&) = delete;
@@ -80,6 +90,9 @@ class ExtenderCodec {
   // unknown keys are ignored. Errors are INVALID_ARGUMENT with a message that
   // names the problem (and the JSON path for wrong types).
   absl::Status Decode(const RequestBody& body, ExtenderArgs& out);
+
+  // The kernel in use.
+  DecodeKernel kernel() const;
 
  private:
   struct Impl;

@@ -446,6 +446,68 @@ TEST_F(CodecTest, SurvivesEverySingleByteCorruption) {
   EXPECT_LT(failures, static_cast<int>(original.size() * std::size(replacements)));
 }
 
+// --- the two decode kernels (AVX2 and portable) ---
+
+TEST(DecodeKernelTest, DefaultCodecUsesTheBestKernelThisCpuRuns) {
+  EXPECT_EQ(ExtenderCodec().kernel(), BestDecodeKernel());
+  EXPECT_EQ(ExtenderCodec(DecodeKernel::kPortable).kernel(), DecodeKernel::kPortable);
+  // Asking for AVX2 on a CPU without it falls back instead of crashing later.
+  EXPECT_EQ(ExtenderCodec(DecodeKernel::kAvx2).kernel(), BestDecodeKernel());
+  EXPECT_EQ(DecodeKernelName(DecodeKernel::kAvx2), "avx2");
+  EXPECT_EQ(DecodeKernelName(DecodeKernel::kPortable), "portable");
+}
+
+// Everything the decoder extracts, as text, to compare two decodes.
+std::string Describe(const absl::Status& status, const ExtenderArgs& a) {
+  if (!status.ok()) return "error: " + std::string(status.message());
+  std::ostringstream out;
+  const IncomingPod& p = a.pod;
+  out << p.uid << "|" << p.namespace_name << "|" << p.name << "|" << static_cast<int>(p.qos) << "|"
+      << p.cpu_request_millicores << "|" << p.memory_request_bytes << "|" << p.wants_exclusive_cpus
+      << "|" << a.has_nodes << a.has_node_names;
+  for (const auto& [k, v] : p.labels) out << "|l:" << k << "=" << v;
+  for (const auto& [k, v] : p.annotations) out << "|a:" << k << "=" << v;
+  for (std::string_view n : a.node_names) out << "|n:" << n;
+  for (std::string_view n : a.raw_nodes) out << "|r:" << n.size() << ":" << n;
+  return out.str();
+}
+
+TEST(DecodeKernelTest, BothKernelsDecodeEveryFixtureAndCorruptionAlike) {
+  if (BestDecodeKernel() != DecodeKernel::kAvx2) {
+    GTEST_SKIP() << "this CPU has no AVX2: only the portable kernel can run";
+  }
+  ExtenderCodec avx2(DecodeKernel::kAvx2), portable(DecodeKernel::kPortable);
+  ASSERT_EQ(avx2.kernel(), DecodeKernel::kAvx2);
+  auto both = [&](const std::string& text) {
+    RequestBody body;
+    body.Assign(text);
+    body.Seal();
+    ExtenderArgs a, b;
+    const absl::Status sa = avx2.Decode(body, a);
+    const absl::Status sb = portable.Decode(body, b);
+    return std::make_pair(Describe(sa, a), Describe(sb, b));
+  };
+  int decoded = 0;
+  for (const char* name : {"compat_extender_args.json", "example_a_filter_nodes.json",
+                           "example_a_filter_nodes.pretty.json", "example_b_filter_names.json",
+                           "example_c_prioritize_names.json", "compat_binding_args.json"}) {
+    const auto [a, b] = both(Fixture(name));
+    EXPECT_EQ(a, b) << name;
+    decoded += a.starts_with("error") ? 0 : 1;
+  }
+  EXPECT_GE(decoded, 5);
+  const std::string original = Fixture("example_b_filter_names.json");
+  const char replacements[] = {'{', '}', '"', '\\', ',', ':', 'x', '1', '\0', '\xff'};
+  for (size_t i = 0; i < original.size(); ++i) {
+    for (char c : replacements) {
+      std::string text = original;
+      text[i] = c;
+      const auto [a, b] = both(text);
+      ASSERT_EQ(a, b) << "byte " << i << " replaced by " << static_cast<int>(c);
+    }
+  }
+}
+
 // --- the handler's shape checks ---
 
 TEST(ExtenderHandlerTest, RejectsBothAndNeitherNodeLists) {
