@@ -179,19 +179,20 @@ std::string RenderMetrics(const OperatorSource& source, const ExtenderMetrics& m
     Sample(out, "neighborly_node_contention_score",
            absl::StrCat("node=\"", LabelValue(n.name), "\""), n.contention_score);
   }
-  Family(out, "neighborly_node_l3_pressure", "gauge",
+  Family(out, "neighborly_node_l3_pressure_ratio", "gauge",
          "L3 occupancy over capacity per L3 domain, 0..1 (can exceed 1 when summed from pods).");
   for (const NodeSummary& n : nodes) {
     for (const L3DomainSummary& d : n.l3_domains) {
-      Sample(out, "neighborly_node_l3_pressure",
-             absl::StrCat("node=\"", LabelValue(n.name), "\",domain=\"", d.id, "\""), d.pressure);
+      Sample(out, "neighborly_node_l3_pressure_ratio",
+             absl::StrCat("node=\"", LabelValue(n.name), "\",l3_domain=\"", d.id, "\""),
+             d.pressure);
     }
   }
-  Family(out, "neighborly_node_membw_utilisation", "gauge",
+  Family(out, "neighborly_node_membw_utilisation_ratio", "gauge",
          "Memory bandwidth over peak per NUMA node, 0..1.");
   for (const NodeSummary& n : nodes) {
     for (const NumaNodeSummary& m : n.numa_nodes) {
-      Sample(out, "neighborly_node_membw_utilisation",
+      Sample(out, "neighborly_node_membw_utilisation_ratio",
              absl::StrCat("node=\"", LabelValue(n.name), "\",numa_node=\"", m.id, "\""),
              m.membw_utilisation);
     }

@@ -5,6 +5,9 @@
 
 #include <cstdio>
 #include <fstream>
+#include <regex>
+#include <set>
+#include <sstream>
 
 #include "extender/src/http/http_server.h"
 #include "extender/src/http/testing/fake_decider.h"
@@ -177,9 +180,11 @@ TEST_F(OperatorApiTest, MetricsArePrometheusText) {
   EXPECT_EQ(r->status, 200);
   const std::string& text = r->body;
   EXPECT_THAT(text, HasSubstr(R"(neighborly_node_contention_score{node="node-1"} 0.91)"));
-  EXPECT_THAT(text, HasSubstr(R"(neighborly_node_l3_pressure{node="node-1",domain="0"} 0.84)"));
   EXPECT_THAT(text,
-              HasSubstr(R"(neighborly_node_membw_utilisation{node="node-1",numa_node="0"} 0.9)"));
+              HasSubstr(R"(neighborly_node_l3_pressure_ratio{node="node-1",l3_domain="0"} 0.84)"));
+  EXPECT_THAT(
+      text,
+      HasSubstr(R"(neighborly_node_membw_utilisation_ratio{node="node-1",numa_node="0"} 0.9)"));
   EXPECT_THAT(text, HasSubstr(R"(neighborly_node_telemetry_age_seconds{node="node-1"} 2)"));
   EXPECT_THAT(text, HasSubstr(R"(neighborly_node_pods{node="node-1",class="batch"} 1)"));
   EXPECT_THAT(text, HasSubstr(R"(neighborly_node_contention_score{node="node \"2\""} 0)"));
@@ -187,8 +192,7 @@ TEST_F(OperatorApiTest, MetricsArePrometheusText) {
   EXPECT_THAT(text, HasSubstr(R"(neighborly_extender_requests_total{verb="filter",code="200"} 1)"));
   EXPECT_THAT(
       text,
-      HasSubstr(
-          R"(neighborly_extender_request_duration_seconds_bucket{verb="filter",le="+Inf"} 1)"));
+      HasSubstr(R"(neighborly_http_request_duration_seconds_bucket{verb="filter",le="+Inf"} 1)"));
 
   // promtool, where installed, is the judge of the format.
   const std::string path = std::string(NEIGHBORLY_BINARY_DIR) + "/operator_api_test.metrics";
@@ -204,6 +208,69 @@ TEST_F(OperatorApiTest, MetricsArePrometheusText) {
     EXPECT_EQ(rc, 0) << output;
   }
   std::remove(path.c_str());
+}
+
+std::string ReadSource(const std::string& relative) {
+  std::ifstream in(std::string(NEIGHBORLY_SOURCE_DIR) + "/" + relative);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// Metric family names in `text` (histogram series folded into their family).
+std::set<std::string> MetricNames(const std::string& text) {
+  static const std::regex kName(R"(\bneighborly_[a-z0-9_]+)");
+  static const std::regex kSeries(R"(_(bucket|sum|count)$)");
+  std::set<std::string> names;
+  for (auto it = std::sregex_iterator(text.begin(), text.end(), kName);
+       it != std::sregex_iterator(); ++it) {
+    names.insert(std::regex_replace(it->str(), kSeries, ""));
+  }
+  return names;
+}
+
+// The dashboard, the alert rules (plain and chart copies) and the operations
+// guide name the extender's metrics; /metrics must emit exactly those names,
+// and document every family it emits.
+TEST_F(OperatorApiTest, DashboardAlertsAndDocsUseTheMetricsTheExtenderEmits) {
+  ASSERT_TRUE(client_->Post("/filter", R"({"Pod":{},"NodeNames":["node-1"]})", "application/json"));
+  httplib::Result r = client_->Get("/metrics");
+  ASSERT_TRUE(r);
+  std::set<std::string> emitted;
+  static const std::regex kType(R"(# TYPE (neighborly_[a-z0-9_]+) )");
+  for (auto it = std::sregex_iterator(r->body.begin(), r->body.end(), kType);
+       it != std::sregex_iterator(); ++it) {
+    emitted.insert((*it)[1].str());
+  }
+  ASSERT_FALSE(emitted.empty());
+  // Families of other components: the agent's own, and the ingest refusals
+  // the gRPC server appends.
+  auto extenders = [](const std::set<std::string>& names) {
+    std::set<std::string> out;
+    for (const std::string& n : names) {
+      if (n.starts_with("neighborly_agent_") || n.starts_with("neighborly_pod_") ||
+          n == "neighborly_ingest_refused_total" || n == "neighborly_node_l3_occupancy_bytes" ||
+          n == "neighborly_node_membw_bytes_per_second") {
+        continue;
+      }
+      out.insert(n);
+    }
+    return out;
+  };
+  for (const char* file :
+       {"deploy/grafana/neighborly-dashboard.json", "deploy/alerts/neighborly-rules.yaml",
+        "deploy/alerts/neighborly-prometheusrule.yaml",
+        "charts/neighborly/files/neighborly-rules.yaml", "docs/operations.md"}) {
+    const std::string text = ReadSource(file);
+    ASSERT_FALSE(text.empty()) << file;
+    for (const std::string& name : extenders(MetricNames(text))) {
+      EXPECT_TRUE(emitted.count(name)) << file << " uses " << name << ", which /metrics lacks";
+    }
+  }
+  const std::set<std::string> documented = MetricNames(ReadSource("docs/operations.md"));
+  for (const std::string& name : emitted) {
+    EXPECT_TRUE(documented.count(name)) << name << " is emitted but not in docs/operations.md";
+  }
 }
 
 }  // namespace

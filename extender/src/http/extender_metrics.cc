@@ -10,24 +10,32 @@ std::string_view VerbName(Verb verb) { return verb == Verb::kFilter ? "filter" :
 
 std::string_view OutcomeName(Outcome outcome) {
   switch (outcome) {
-    case Outcome::kPass:
-      return "pass";
+    case Outcome::kAccepted:
+      return "accepted";
     case Outcome::kRejectIsolation:
-      return "reject_isolation";
     case Outcome::kRejectMembw:
-      return "reject_membw";
     case Outcome::kRejectNuma:
-      return "reject_numa";
     case Outcome::kRejectOther:
-      return "reject_other";
+      return "rejected";
     case Outcome::kScored:
       return "scored";
-    case Outcome::kNoTelemetry:
-      return "no_telemetry";
     case Outcome::kCount:
       break;
   }
-  return "unknown";
+  return "error";
+}
+
+std::string_view ReasonName(Outcome outcome) {
+  switch (outcome) {
+    case Outcome::kRejectIsolation:
+      return "isolation";
+    case Outcome::kRejectMembw:
+      return "membw-headroom";
+    case Outcome::kRejectNuma:
+      return "numa-admission";
+    default:
+      return "none";
+  }
 }
 
 Outcome ClassifyRejection(std::string_view reason) {
@@ -51,37 +59,41 @@ void ExtenderMetrics::RecordRequest(Verb verb, int http_status, absl::Duration l
     if (kCodes[i] == http_status) code = i;
   }
   v.codes[code].fetch_add(1, std::memory_order_relaxed);
+  if (http_status != 200) v.errors.fetch_add(1, std::memory_order_relaxed);
 }
 
 void ExtenderMetrics::RecordDecisions(Verb verb, std::span<const NodeDecision> decisions) {
   std::array<uint64_t, static_cast<size_t>(Outcome::kCount)> counts{};
+  uint64_t no_telemetry = 0;
   for (const NodeDecision& d : decisions) {
     Outcome o;
     if (verb == Verb::kPrioritize) {
-      o = d.has_telemetry ? Outcome::kScored : Outcome::kNoTelemetry;
+      o = Outcome::kScored;
     } else {
-      o = d.feasible ? Outcome::kPass : ClassifyRejection(d.reason);
+      o = d.feasible ? Outcome::kAccepted : ClassifyRejection(d.reason);
     }
     ++counts[static_cast<size_t>(o)];
+    no_telemetry += d.has_telemetry && d.confidence > 0 ? 0 : 1;
   }
   PerVerb& v = verbs_[static_cast<size_t>(verb)];
   for (size_t i = 0; i < counts.size(); ++i) {
     if (counts[i] > 0) v.outcomes[i].fetch_add(counts[i], std::memory_order_relaxed);
   }
+  if (no_telemetry > 0) v.no_telemetry.fetch_add(no_telemetry, std::memory_order_relaxed);
 }
 
 void ExtenderMetrics::AppendPrometheus(std::string& out) const {
   out +=
-      "# HELP neighborly_extender_request_duration_seconds Server-side latency of scheduler "
+      "# HELP neighborly_http_request_duration_seconds Server-side latency of scheduler "
       "requests, from the end of the headers to the encoded reply.\n"
-      "# TYPE neighborly_extender_request_duration_seconds histogram\n";
+      "# TYPE neighborly_http_request_duration_seconds histogram\n";
   for (size_t vi = 0; vi < kVerbs; ++vi) {
     const PerVerb& v = verbs_[vi];
     const std::string_view verb = VerbName(static_cast<Verb>(vi));
     uint64_t cumulative = 0;
     for (size_t b = 0; b <= kBucketsSeconds.size(); ++b) {
       cumulative += v.buckets[b].load(std::memory_order_relaxed);
-      absl::StrAppend(&out, "neighborly_extender_request_duration_seconds_bucket{verb=\"", Av(verb),
+      absl::StrAppend(&out, "neighborly_http_request_duration_seconds_bucket{verb=\"", Av(verb),
                       "\",le=\"");
       if (b < kBucketsSeconds.size()) {
         AppendDouble(kBucketsSeconds[b], out);
@@ -90,10 +102,9 @@ void ExtenderMetrics::AppendPrometheus(std::string& out) const {
       }
       absl::StrAppend(&out, "\"} ", cumulative, "\n");
     }
-    absl::StrAppend(&out, "neighborly_extender_request_duration_seconds_sum{verb=\"", Av(verb),
-                    "\"} ");
+    absl::StrAppend(&out, "neighborly_http_request_duration_seconds_sum{verb=\"", Av(verb), "\"} ");
     AppendDouble(static_cast<double>(v.sum_ns.load(std::memory_order_relaxed)) / 1e9, out);
-    absl::StrAppend(&out, "\nneighborly_extender_request_duration_seconds_count{verb=\"", Av(verb),
+    absl::StrAppend(&out, "\nneighborly_http_request_duration_seconds_count{verb=\"", Av(verb),
                     "\"} ", cumulative, "\n");
   }
   out +=
@@ -108,18 +119,32 @@ void ExtenderMetrics::AppendPrometheus(std::string& out) const {
     }
   }
   out +=
-      "# HELP neighborly_extender_decisions_total Per-node decisions by verb and outcome.\n"
-      "# TYPE neighborly_extender_decisions_total counter\n";
+      "# HELP neighborly_decisions_total Per-node verdicts by verb, outcome (accepted, "
+      "rejected, scored; error: a request answered with an error, counted once) and the "
+      "rejection's reason.\n"
+      "# TYPE neighborly_decisions_total counter\n";
   for (size_t vi = 0; vi < kVerbs; ++vi) {
     const Verb verb = static_cast<Verb>(vi);
     for (size_t o = 0; o < static_cast<size_t>(Outcome::kCount); ++o) {
       const Outcome outcome = static_cast<Outcome>(o);
-      const bool filter_outcome = outcome != Outcome::kScored && outcome != Outcome::kNoTelemetry;
-      if (filter_outcome != (verb == Verb::kFilter)) continue;
-      absl::StrAppend(&out, "neighborly_extender_decisions_total{verb=\"", Av(VerbName(verb)),
-                      "\",outcome=\"", Av(OutcomeName(outcome)), "\"} ",
+      if ((outcome == Outcome::kScored) != (verb == Verb::kPrioritize)) continue;
+      absl::StrAppend(&out, "neighborly_decisions_total{verb=\"", Av(VerbName(verb)),
+                      "\",outcome=\"", Av(OutcomeName(outcome)), "\",reason=\"",
+                      Av(ReasonName(outcome)), "\"} ",
                       verbs_[vi].outcomes[o].load(std::memory_order_relaxed), "\n");
     }
+    absl::StrAppend(&out, "neighborly_decisions_total{verb=\"", Av(VerbName(verb)),
+                    "\",outcome=\"error\",reason=\"none\"} ",
+                    verbs_[vi].errors.load(std::memory_order_relaxed), "\n");
+  }
+  out +=
+      "# HELP neighborly_decisions_without_telemetry_total Per-node verdicts given without "
+      "usable telemetry (no report, or a stale one): passed with the neutral score 5.\n"
+      "# TYPE neighborly_decisions_without_telemetry_total counter\n";
+  for (size_t vi = 0; vi < kVerbs; ++vi) {
+    absl::StrAppend(&out, "neighborly_decisions_without_telemetry_total{verb=\"",
+                    Av(VerbName(static_cast<Verb>(vi))), "\"} ",
+                    verbs_[vi].no_telemetry.load(std::memory_order_relaxed), "\n");
   }
   absl::StrAppend(&out,
                   "# HELP neighborly_extender_rejected_connections_total Connections refused "

@@ -24,18 +24,18 @@ enum class Verb { kFilter = 0, kPrioritize = 1 };
 std::string_view VerbName(Verb verb);
 
 // Outcome of one node in one decision, as counted in
-// neighborly_extender_decisions_total{verb,outcome}.
+// neighborly_decisions_total{verb,outcome,reason} (docs/operations.md).
 enum class Outcome {
-  kPass = 0,         // filter: node kept
-  kRejectIsolation,  // filter: "isolation: ..."
-  kRejectMembw,      // filter: "membw ..."
-  kRejectNuma,       // filter: "NUMA admission ..."
-  kRejectOther,      // filter: any other reason
-  kScored,           // prioritize: scored from telemetry
-  kNoTelemetry,      // prioritize: neutral score, no usable telemetry
+  kAccepted = 0,     // filter: node kept                          outcome="accepted",reason="none"
+  kRejectIsolation,  // filter: "isolation: ..." outcome="rejected",reason="isolation"
+  kRejectMembw,      // filter: "membw ..."                        reason="membw-headroom"
+  kRejectNuma,       // filter: "NUMA admission ..."               reason="numa-admission"
+  kRejectOther,      // filter: any other reason (none today)      reason="none"
+  kScored,           // prioritize: every node                     outcome="scored",reason="none"
   kCount
 };
-std::string_view OutcomeName(Outcome outcome);
+std::string_view OutcomeName(Outcome outcome);  // "accepted" | "rejected" | "scored"
+std::string_view ReasonName(Outcome outcome);   // "isolation" | ... | "none"
 Outcome ClassifyRejection(std::string_view reason);
 
 class ExtenderMetrics {
@@ -52,8 +52,11 @@ class ExtenderMetrics {
   // Connections refused because max_connections was reached.
   void RecordRejectedConnection() { rejected_connections_.fetch_add(1, std::memory_order_relaxed); }
 
-  // neighborly_extender_request_duration_seconds, _requests_total,
-  // _decisions_total, _rejected_connections_total, with HELP and TYPE lines.
+  // neighborly_http_request_duration_seconds{verb}, neighborly_decisions_total
+  // {verb,outcome,reason} (a request answered with an error counts once as
+  // outcome="error"), neighborly_decisions_without_telemetry_total{verb},
+  // neighborly_extender_requests_total{verb,code},
+  // neighborly_extender_rejected_connections_total; with HELP and TYPE lines.
   void AppendPrometheus(std::string& out) const;
 
  private:
@@ -64,6 +67,8 @@ class ExtenderMetrics {
     std::atomic<uint64_t> sum_ns{0};
     std::array<std::atomic<uint64_t>, kCodes.size() + 1> codes{};
     std::array<std::atomic<uint64_t>, static_cast<size_t>(Outcome::kCount)> outcomes{};
+    std::atomic<uint64_t> errors{0};        // requests answered with a non-200 status
+    std::atomic<uint64_t> no_telemetry{0};  // nodes answered neutrally (no usable telemetry)
   };
   std::array<PerVerb, kVerbs> verbs_{};
   std::atomic<uint64_t> rejected_connections_{0};

@@ -293,13 +293,19 @@ TEST_F(HttpServerTest, MetricsCountRequestsAndDecisions) {
   metrics_.AppendPrometheus(text);
   EXPECT_THAT(text, HasSubstr(R"(neighborly_extender_requests_total{verb="filter",code="200"} 1)"));
   EXPECT_THAT(text, HasSubstr(R"(neighborly_extender_requests_total{verb="filter",code="400"} 1)"));
+  EXPECT_THAT(text, HasSubstr(R"(neighborly_decisions_total{verb="filter",outcome="accepted",)"
+                              R"(reason="none"} 1)"));
+  EXPECT_THAT(text, HasSubstr(R"(neighborly_decisions_total{verb="filter",outcome="rejected",)"
+                              R"(reason="numa-admission"} 1)"));
+  EXPECT_THAT(text, HasSubstr(R"(neighborly_decisions_total{verb="filter",outcome="rejected",)"
+                              R"(reason="isolation"} 0)"));
+  // The request with malformed JSON counts once as an error.
+  EXPECT_THAT(text, HasSubstr(R"(neighborly_decisions_total{verb="filter",outcome="error",)"
+                              R"(reason="none"} 1)"));
+  EXPECT_THAT(text, HasSubstr(R"(neighborly_decisions_total{verb="prioritize",outcome="scored",)"
+                              R"(reason="none"} 0)"));
   EXPECT_THAT(text,
-              HasSubstr(R"(neighborly_extender_decisions_total{verb="filter",outcome="pass"} 1)"));
-  EXPECT_THAT(
-      text,
-      HasSubstr(R"(neighborly_extender_decisions_total{verb="filter",outcome="reject_numa"} 1)"));
-  EXPECT_THAT(text,
-              HasSubstr(R"(neighborly_extender_request_duration_seconds_count{verb="filter"} 2)"));
+              HasSubstr(R"(neighborly_http_request_duration_seconds_count{verb="filter"} 2)"));
 }
 
 TEST_F(HttpServerTest, StopFinishesAndRefusesNewConnections) {
