@@ -61,6 +61,10 @@ struct Options {
   double pods_per_second = 200;
   int candidates = 500;
   int channels = 8;
+  // The scheduler's pods declare classes (annotation or label), so the
+  // extender remembers each new UID; --undeclared-pods sends plain pods, to
+  // tell the pod registry's growth (bounded by its capacity) from the rest.
+  bool declared_pods = true;
   absl::Duration duration = absl::Seconds(20);
   absl::Duration print_every = absl::Seconds(10);
 };
@@ -95,7 +99,7 @@ Options ParseFlags(int argc, char** argv) {
     if (const size_t eq = flag.find('='); eq != std::string::npos) {
       value = flag.substr(eq + 1);
       flag = flag.substr(0, eq);
-    } else if (flag != "--help") {
+    } else if (flag != "--help" && flag != "--undeclared-pods") {
       if (i + 1 >= argc) Die(absl::StrCat(flag, " needs a value"));
       value = argv[++i];
     }
@@ -106,8 +110,10 @@ Options ParseFlags(int argc, char** argv) {
           "                 [--http H:P --grpc H:P --pid PID]\n"
           "                 [--nodes 5000] [--pods-per-node 50] [--report-hz 1]\n"
           "                 [--pods-per-second 200] [--candidates 500] [--channels 8]\n"
-          "                 [--duration 20s] [--print-every 10s]\n");
+          "                 [--duration 20s] [--print-every 10s] [--undeclared-pods]\n");
       std::exit(0);
+    } else if (flag == "--undeclared-pods") {
+      o.declared_pods = false;
     } else if (flag == "--extender") {
       o.extender = value;
     } else if (flag == "--config") {
@@ -354,8 +360,9 @@ std::string Summary(std::vector<double> v) {
                          q(0.99), q(0.999), v.back() / 1e3);
 }
 
-std::string PodBody(uint64_t k, int nodes, int candidates, std::mt19937& random) {
-  const char* cls = k % 3 == 0   ? R"("annotations":{"neighborly.io/class":"latency-critical"},)"
+std::string PodBody(uint64_t k, int nodes, int candidates, bool declared, std::mt19937& random) {
+  const char* cls = !declared    ? ""
+                    : k % 3 == 0 ? R"("annotations":{"neighborly.io/class":"latency-critical"},)"
                     : k % 3 == 1 ? R"("labels":{"workload-type":"batch"},)"
                                  : "";
   std::string body = absl::StrFormat(
@@ -450,7 +457,7 @@ int Run(int argc, char** argv) {
       } else if (now - due > absl::Milliseconds(5)) {
         late.fetch_add(1, std::memory_order_relaxed);
       }
-      const std::string body = PodBody(k, o.nodes, o.candidates, random);
+      const std::string body = PodBody(k, o.nodes, o.candidates, o.declared_pods, random);
       for (Latencies* verb : {&filter, &prioritize}) {
         const auto t0 = std::chrono::steady_clock::now();
         httplib::Result r =
