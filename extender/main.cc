@@ -21,7 +21,9 @@
 #include "extender/src/config/extender_config.h"
 #include "extender/src/core/extender_core.h"
 #include "extender/src/http/http_server.h"
+#include "extender/src/ingest/node_identity.h"
 #include "extender/src/ingest/telemetry_server.h"
+#include "extender/src/ingest/transport_security.h"
 #include "spdlog/spdlog.h"
 
 namespace neighborly::extender {
@@ -67,16 +69,70 @@ int Run(int argc, char** argv) {
   }
   const absl::StatusOr<HostPort> http_address = ParseHostPort(config->http_address);
   if (!http_address.ok()) return Fail(2, Sv(http_address.status().message()));
+  if (absl::Status s = CheckTransportSecurity(*config); !s.ok()) return Fail(2, Sv(s.message()));
+
+  // Transport security and identity, all checked before anything listens (docs/security.md).
+  TelemetryServer::Options telemetry_options;
+  telemetry_options.address = config->grpc_address;
+  telemetry_options.max_receive_message_bytes = static_cast<int>(config->grpc_max_report_bytes);
+  telemetry_options.policy.max_reports_per_second = config->grpc_max_reports_per_second;
+  telemetry_options.policy.report_burst = config->grpc_report_burst;
+  if (config->grpc_insecure_plaintext) {
+    spdlog::warn(
+        "grpc.insecurePlaintext: telemetry is accepted without TLS; anyone who can reach {} can "
+        "read and forge node reports",
+        config->grpc_address);
+  } else {
+    absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> credentials =
+        MakeServerCredentials({.ca_file = config->grpc_tls_ca_file,
+                               .cert_file = config->grpc_tls_cert_file,
+                               .key_file = config->grpc_tls_key_file,
+                               .require_client_cert = config->grpc_tls_require_client_cert,
+                               .reload_interval = config->grpc_tls_reload_interval});
+    if (!credentials.ok())
+      return Fail(2, absl::StrCat("grpc.tls: ", credentials.status().message()));
+    telemetry_options.credentials = *credentials;
+  }
+  RealClock clock;
+  std::unique_ptr<TokenVerifier> identity;
+  if (!config->identity_issuer.empty()) {
+    absl::StatusOr<std::unique_ptr<TokenVerifier>> verifier =
+        TokenVerifier::Create({.issuer = config->identity_issuer,
+                               .audience = config->identity_audience,
+                               .jwks_file = config->identity_jwks_file,
+                               .public_key_files = config->identity_public_key_files,
+                               .allowed_subjects = config->identity_allowed_subjects,
+                               .leeway = config->identity_leeway},
+                              clock);
+    if (!verifier.ok())
+      return Fail(2, absl::StrCat("grpc.identity: ", verifier.status().message()));
+    identity = std::move(*verifier);
+    telemetry_options.policy.identity = identity.get();
+    if (config->grpc_insecure_plaintext) {
+      spdlog::warn("grpc.identity over plaintext: tokens can be read on the wire and replayed");
+    }
+    spdlog::info("node identity: streams bound to the node of their {} token ({} issuer keys)",
+                 config->identity_audience, identity->key_count());
+  }
+  if (!config->http_tls_cert_file.empty()) {
+    if (absl::Status s = CheckTlsFiles(config->http_tls_client_ca_file, config->http_tls_cert_file,
+                                       config->http_tls_key_file);
+        !s.ok()) {
+      return Fail(2, absl::StrCat("http.tls: ", s.message()));
+    }
+  }
 
   // Signals are taken synchronously by this thread (sigtimedwait below); block
   // them before any other thread exists so that every thread inherits the mask.
+  // A peer that closes mid-reply must cost that connection, not the process
+  // (OpenSSL writes with write(2), which raises SIGPIPE).
+  signal(SIGPIPE, SIG_IGN);
   sigset_t signals;
   sigemptyset(&signals);
   sigaddset(&signals, SIGTERM);
   sigaddset(&signals, SIGINT);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
-  RealClock clock;
   ExtenderCore core(config->model, clock);
   if (!config->state_file.empty()) {
     if (std::filesystem::exists(config->state_file)) {
@@ -90,8 +146,6 @@ int Run(int argc, char** argv) {
     }
   }
 
-  TelemetryServer::Options telemetry_options;
-  telemetry_options.address = config->grpc_address;
   absl::StatusOr<std::unique_ptr<TelemetryServer>> telemetry =
       TelemetryServer::Start(core, telemetry_options);
   if (!telemetry.ok()) return Fail(1, Sv(telemetry.status().message()));
@@ -106,11 +160,22 @@ int Run(int argc, char** argv) {
   http_options.request_timeout = config->request_timeout;
   http_options.worker_threads = config->worker_threads;
   http_options.max_connections = config->max_connections;
+  http_options.tls_cert_file = config->http_tls_cert_file;
+  http_options.tls_key_file = config->http_tls_key_file;
+  http_options.tls_client_ca_file = config->http_tls_client_ca_file;
   ExtenderMetrics metrics;
   HttpServer http(http_options, core, metrics);
   TelemetryServer& ingest = **telemetry;
   CoreOperatorSource source(core, [&ingest] { return ingest.stats(); });
   std::atomic<bool> stopping{false};
+  // /metrics is the operator API's page plus the ingest refusals by reason; routes
+  // match in registration order, so this one answers.
+  http.server().Get("/metrics",
+                    [&source, &metrics, &ingest](const httplib::Request&, httplib::Response& res) {
+                      std::string body = RenderMetrics(source, metrics);
+                      AppendIngestRefusals(ingest.counters(), body);
+                      res.set_content(body, "text/plain; version=0.0.4; charset=utf-8");
+                    });
   RegisterOperatorApi(http.server(), source, metrics, [&stopping]() -> std::string {
     return stopping.load() ? "shutting down" : "";
   });
@@ -118,6 +183,10 @@ int Run(int argc, char** argv) {
   if (!http_port.ok()) return Fail(1, Sv(http_port.status().message()));
 
   const std::string http_listen = JoinHostPort(http_address->host, *http_port);
+  if (http.tls()) {
+    spdlog::info("HTTPS on {}{}", http_listen,
+                 config->http_tls_client_ca_file.empty() ? "" : " (client certificates required)");
+  }
   // The parseable line, on stdout for scripts and on stderr beside the logs.
   const std::string listening =
       absl::StrCat("listening http=", http_listen, " grpc=", ingest.address(), "\n");

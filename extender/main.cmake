@@ -7,7 +7,8 @@ target_link_libraries(neighborly-extender PRIVATE
 
 neighborly_add_test(extender_main_test
   SOURCES ${CMAKE_CURRENT_LIST_DIR}/main_test.cc
-  LIBS neighborly_test_support nlohmann_json::nlohmann_json PkgConfig::HTTPLIB absl::strings)
+  LIBS neighborly_test_support neighborly_test_pki nlohmann_json::nlohmann_json PkgConfig::HTTPLIB
+       absl::strings)
 add_dependencies(extender_main_test neighborly-extender)
 target_compile_definitions(extender_main_test PRIVATE
   NEIGHBORLY_EXTENDER_BINARY="$<TARGET_FILE:neighborly-extender>")

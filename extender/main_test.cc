@@ -3,6 +3,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <httplib.h>
+#include <signal.h>
 
 #include <filesystem>
 #include <fstream>
@@ -11,12 +12,14 @@
 #include <sstream>
 
 #include "test/support/subprocess.h"
+#include "test/support/test_pki.h"
 
 namespace neighborly {
 namespace {
 
 using ::testing::HasSubstr;
 using testing::Subprocess;
+using testing::TestPki;
 
 std::unique_ptr<Subprocess> Start(std::vector<std::string> args) {
   args.insert(args.begin(), NEIGHBORLY_EXTENDER_BINARY);
@@ -64,7 +67,7 @@ TEST(ExtenderMainTest, ServesAndShutsDownCleanlyOnSigterm) {
   std::ofstream(dir + "/extender.yaml")
       << "state:\n  file: " << state << "\n  saveInterval: 1s\nlog:\n  level: info\n";
   auto p = Start({"--config", dir + "/extender.yaml", "--http-address", "127.0.0.1:0",
-                  "--grpc-address", "127.0.0.1:0"});
+                  "--grpc-address", "127.0.0.1:0", "--grpc-insecure-plaintext"});
   ASSERT_NE(p, nullptr);
   std::optional<std::string> line = p->WaitForLine("listening http=", absl::Seconds(30));
   ASSERT_TRUE(line.has_value()) << p->Stderr();
@@ -97,6 +100,77 @@ TEST(ExtenderMainTest, ServesAndShutsDownCleanlyOnSigterm) {
 
   EXPECT_EQ(p->Terminate(absl::Seconds(30)), 0) << p->Stderr();
   EXPECT_TRUE(std::filesystem::exists(state));
+}
+
+TEST(ExtenderMainTest, RefusesPlaintextTelemetryUnlessAskedFor) {
+  auto p = Start({"--http-address", "127.0.0.1:0", "--grpc-address", "127.0.0.1:0"});
+  ASSERT_NE(p, nullptr);
+  EXPECT_EQ(p->Wait(absl::Seconds(20)), 2);
+  EXPECT_EQ(p->Stderr(),
+            "neighborly-extender: telemetry needs TLS (grpc.tls.certFile, keyFile and caFile) or "
+            "an explicit grpc.insecurePlaintext: true / --grpc-insecure-plaintext\n");
+  const std::string dir = TempDir("identity_without_keys");
+  std::ofstream(dir + "/extender.yaml")
+      << "grpc:\n  insecurePlaintext: true\n  identity:\n    issuer: https://k8s\n"
+      << "    jwksFile: " << dir << "/missing.json\n";
+  auto identity = Start({"--config", dir + "/extender.yaml"});
+  ASSERT_NE(identity, nullptr);
+  EXPECT_EQ(identity->Wait(absl::Seconds(20)), 2);
+  EXPECT_THAT(identity->Stderr(),
+              HasSubstr("grpc.identity: " + dir + "/missing.json: cannot read"));
+}
+
+// Both ports with TLS: telemetry over mutual TLS, kube-scheduler's verbs over
+// HTTPS with a client certificate required.
+TEST(ExtenderMainTest, ServesHttpsAndMutualTlsFromConfiguredFiles) {
+  // A refused TLS handshake makes the client's next write raise SIGPIPE.
+  signal(SIGPIPE, SIG_IGN);
+  const std::string dir = TempDir("tls");
+  TestPki pki(dir);
+  ASSERT_TRUE(pki.MakeCa("ca").ok());
+  ASSERT_TRUE(pki.Issue("ca", "server", "neighborly-extender").ok());
+  ASSERT_TRUE(pki.Issue("ca", "scheduler", "kube-scheduler").ok());
+  std::ofstream(dir + "/extender.yaml")
+      << "http:\n  address: 127.0.0.1:0\n  tls:\n    certFile: " << pki.Path("server.crt")
+      << "\n    keyFile: " << pki.Path("server.key") << "\n    clientCaFile: " << pki.Path("ca.crt")
+      << "\ngrpc:\n  address: 127.0.0.1:0\n  tls:\n    caFile: " << pki.Path("ca.crt")
+      << "\n    certFile: " << pki.Path("server.crt") << "\n    keyFile: " << pki.Path("server.key")
+      << "\n";
+  auto p = Start({"--config", dir + "/extender.yaml"});
+  ASSERT_NE(p, nullptr);
+  std::optional<std::string> line = p->WaitForLine("listening http=", absl::Seconds(30));
+  ASSERT_TRUE(line.has_value()) << p->Stderr();
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(*line, m, std::regex(R"(http=127\.0\.0\.1:(\d+))"))) << *line;
+  const int port = std::stoi(m[1]);
+
+  httplib::SSLClient scheduler("localhost", port, pki.Path("scheduler.crt"),
+                               pki.Path("scheduler.key"));
+  scheduler.set_ca_cert_path(pki.Path("ca.crt").c_str());
+  scheduler.enable_server_certificate_verification(true);
+  scheduler.set_read_timeout(20, 0);
+  httplib::Result healthz = scheduler.Get("/healthz");
+  ASSERT_TRUE(healthz) << httplib::to_string(healthz.error());
+  EXPECT_EQ(healthz->status, 200);
+  httplib::Result metrics = scheduler.Get("/metrics");
+  ASSERT_TRUE(metrics);
+  EXPECT_THAT(metrics->body,
+              HasSubstr("neighborly_ingest_refused_total{reason=\"rate_limited\"} 0"));
+  EXPECT_THAT(metrics->body, HasSubstr("neighborly_ingest_reports_total"));
+
+  // Without a client certificate the handshake fails.
+  httplib::SSLClient anonymous("localhost", port);
+  anonymous.set_ca_cert_path(pki.Path("ca.crt").c_str());
+  anonymous.enable_server_certificate_verification(true);
+  anonymous.set_read_timeout(20, 0);
+  EXPECT_FALSE(anonymous.Get("/healthz"));
+  // Plain HTTP gets no answer from the HTTPS port.
+  httplib::Client plain("127.0.0.1", port);
+  plain.set_read_timeout(20, 0);
+  httplib::Result plain_result = plain.Get("/healthz");
+  EXPECT_TRUE(!plain_result || plain_result->status != 200);
+
+  EXPECT_EQ(p->Terminate(absl::Seconds(30)), 0) << p->Stderr();
 }
 
 }  // namespace

@@ -15,8 +15,9 @@ cleanup() {
 }
 trap cleanup EXIT
 
+# Plaintext telemetry, explicitly: everything stays on loopback (docs/security.md).
 "$build/extender/neighborly-extender" --http-address 127.0.0.1:0 --grpc-address 127.0.0.1:0 \
-  --log-level warn 2>"$logdir/extender.log" &
+  --grpc-insecure-plaintext --log-level warn 2>"$logdir/extender.log" &
 pids+=($!)
 
 # Wait for the line "listening http=HOST:PORT grpc=HOST:PORT".
@@ -33,7 +34,7 @@ http=$(sed -E 's/.*http=([^ ]+).*/\1/' <<<"$line")
 grpc=$(sed -E 's/.*grpc=([^ ]+).*/\1/' <<<"$line")
 
 "$build/node-agent/neighborly-agent" --simulate "$scenario" --extender "$grpc" --interval 1s \
-  --log-level warn 2>"$logdir/agent.log" &
+  --insecure-plaintext --log-level warn 2>"$logdir/agent.log" &
 pids+=($!)
 
 echo "Neighborly demo: the content platform ($scenario)"

@@ -40,7 +40,8 @@ class AgentHostTest : public ::testing::Test {
  protected:
   void SetUp() override {
     auto p = Subprocess::Start({BinaryPath("extender/neighborly-extender"), "--http-address",
-                                "127.0.0.1:0", "--grpc-address", "127.0.0.1:0"});
+                                "127.0.0.1:0", "--grpc-address", "127.0.0.1:0",
+                                "--grpc-insecure-plaintext"});
     ASSERT_TRUE(p.ok()) << p.status();
     extender_ = std::move(*p);
     std::optional<std::string> line = extender_->WaitForLine("listening", absl::Seconds(20));
@@ -65,7 +66,7 @@ class AgentHostTest : public ::testing::Test {
   void StartAgent(const std::string& host_root, const std::string& node) {
     auto p = Subprocess::Start({BinaryPath("node-agent/neighborly-agent"), "--host-root", host_root,
                                 "--node-name", node, "--extender", grpc_, "--interval", "200ms",
-                                "--metrics-address", "127.0.0.1:0"});
+                                "--metrics-address", "127.0.0.1:0", "--insecure-plaintext"});
     ASSERT_TRUE(p.ok()) << p.status();
     agent_ = std::move(*p);
   }

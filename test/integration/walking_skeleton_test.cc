@@ -58,7 +58,8 @@ class WalkingSkeletonTest : public ::testing::Test {
  protected:
   void StartExtender() {
     auto p = Subprocess::Start({BinaryPath("extender/neighborly-extender"), "--http-address",
-                                "127.0.0.1:0", "--grpc-address", "127.0.0.1:0"});
+                                "127.0.0.1:0", "--grpc-address", "127.0.0.1:0",
+                                "--grpc-insecure-plaintext"});
     ASSERT_TRUE(p.ok()) << p.status();
     extender_ = std::move(*p);
     std::optional<std::string> line = extender_->WaitForLine("listening", absl::Seconds(20));
@@ -72,7 +73,8 @@ class WalkingSkeletonTest : public ::testing::Test {
 
   void StartFleet() {
     auto p = Subprocess::Start({BinaryPath("node-agent/neighborly-agent"), "--simulate", kScenario,
-                                "--extender", addresses_.grpc, "--interval", "1s"});
+                                "--extender", addresses_.grpc, "--interval", "1s",
+                                "--insecure-plaintext"});
     ASSERT_TRUE(p.ok()) << p.status();
     agent_ = std::move(*p);
     // Wait (with a deadline) until every scenario node is known to the extender.
@@ -212,7 +214,8 @@ TEST_F(WalkingSkeletonTest, AgentReconnectsAfterExtenderRestart) {
   ASSERT_EQ(extender_->Terminate(), 0) << extender_->Stderr();
   // Same gRPC port, new process: the fleet must come back on its own.
   auto p = Subprocess::Start({BinaryPath("extender/neighborly-extender"), "--http-address",
-                              "127.0.0.1:0", "--grpc-address", grpc});
+                              "127.0.0.1:0", "--grpc-address", grpc,
+                              "--grpc-insecure-plaintext"});
   ASSERT_TRUE(p.ok()) << p.status();
   extender_ = std::move(*p);
   std::optional<std::string> line = extender_->WaitForLine("listening", absl::Seconds(20));

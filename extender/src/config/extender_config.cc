@@ -162,6 +162,25 @@ class Parser {
     };
   }
 
+  Setter Strings(std::vector<std::string>& out) const {
+    return [this, &out](const YAML::Node& v, const std::string& path) -> absl::Status {
+      if (v.IsNull()) {
+        out.clear();
+        return absl::OkStatus();
+      }
+      if (!v.IsSequence()) return Error(v, absl::StrCat(path, ": expected a list of strings"));
+      std::vector<std::string> values;
+      for (size_t i = 0; i < v.size(); ++i) {
+        absl::StatusOr<std::string> value =
+            Scalar(v[i], absl::StrCat(path, "[", i, "]"), "a string");
+        if (!value.ok()) return value.status();
+        values.push_back(*value);
+      }
+      out = std::move(values);
+      return absl::OkStatus();
+    };
+  }
+
   Setter FootprintOf(Footprint& out) const {
     return [this, &out](const YAML::Node& v, const std::string& path) {
       return Map(v, path,
@@ -263,11 +282,42 @@ absl::StatusOr<ExtenderConfig> ParseExtenderConfig(std::string_view yaml, std::s
               {"keepAliveTimeout", p.Duration(config.keep_alive_timeout, absl::Seconds(1))},
               {"requestTimeout", p.Duration(config.request_timeout, absl::Milliseconds(1))},
               {"workerThreads", p.Integer(config.worker_threads, 1, 4096)},
-              {"maxConnections", p.Integer(config.max_connections, 1, 65536)}});
+              {"maxConnections", p.Integer(config.max_connections, 1, 65536)},
+              {"tls", [&](const YAML::Node& t, const std::string& tpath) {
+                 return p.Map(t, tpath,
+                              {{"certFile", p.String(config.http_tls_cert_file)},
+                               {"keyFile", p.String(config.http_tls_key_file)},
+                               {"clientCaFile", p.String(config.http_tls_client_ca_file)}});
+               }}});
        }},
       {"grpc",
        [&](const YAML::Node& v, const std::string& path) {
-         return p.Map(v, path, {{"address", p.String(config.grpc_address)}});
+         return p.Map(
+             v, path,
+             {{"address", p.String(config.grpc_address)},
+              {"insecurePlaintext", p.Bool(config.grpc_insecure_plaintext)},
+              {"maxReportBytes", p.Bytes(config.grpc_max_report_bytes, 4096)},
+              {"maxReportsPerSecond", p.Double(config.grpc_max_reports_per_second, 0, 1e6)},
+              {"reportBurst", p.Double(config.grpc_report_burst, 1, 1e6)},
+              {"tls",
+               [&](const YAML::Node& t, const std::string& tpath) {
+                 return p.Map(t, tpath,
+                              {{"caFile", p.String(config.grpc_tls_ca_file)},
+                               {"certFile", p.String(config.grpc_tls_cert_file)},
+                               {"keyFile", p.String(config.grpc_tls_key_file)},
+                               {"requireClientCert", p.Bool(config.grpc_tls_require_client_cert)},
+                               {"reloadInterval",
+                                p.Duration(config.grpc_tls_reload_interval, absl::Seconds(1))}});
+               }},
+              {"identity", [&](const YAML::Node& i, const std::string& ipath) {
+                 return p.Map(i, ipath,
+                              {{"issuer", p.String(config.identity_issuer)},
+                               {"audience", p.String(config.identity_audience)},
+                               {"jwksFile", p.String(config.identity_jwks_file)},
+                               {"publicKeyFiles", p.Strings(config.identity_public_key_files)},
+                               {"allowedSubjects", p.Strings(config.identity_allowed_subjects)},
+                               {"leeway", p.Duration(config.identity_leeway, absl::Seconds(0))}});
+               }}});
        }},
       {"state",
        [&](const YAML::Node& v, const std::string& path) {
@@ -326,10 +376,57 @@ absl::Status ValidateExtenderConfig(const ExtenderConfig& config) {
     return absl::InvalidArgumentError(absl::StrCat(
         "log level \"", config.log_level, "\" is not one of trace, debug, info, warn, error, off"));
   }
+  if (config.grpc_max_report_bytes > (1 << 30)) {
+    return absl::InvalidArgumentError("grpc.maxReportBytes must be at most 1Gi");
+  }
+  if (config.grpc_tls_cert_file.empty() != config.grpc_tls_key_file.empty()) {
+    return absl::InvalidArgumentError("grpc.tls: certFile and keyFile go together");
+  }
+  if (!config.grpc_tls_ca_file.empty() && config.grpc_tls_cert_file.empty()) {
+    return absl::InvalidArgumentError("grpc.tls.caFile needs grpc.tls.certFile and keyFile");
+  }
+  if (!config.grpc_tls_cert_file.empty() && config.grpc_tls_require_client_cert &&
+      config.grpc_tls_ca_file.empty()) {
+    return absl::InvalidArgumentError(
+        "grpc.tls.requireClientCert needs grpc.tls.caFile (the CA of the agents' certificates)");
+  }
+  if (!config.grpc_tls_cert_file.empty() && config.grpc_insecure_plaintext) {
+    return absl::InvalidArgumentError("grpc.insecurePlaintext contradicts grpc.tls (choose one)");
+  }
+  const bool identity_keys = !config.identity_jwks_file.empty() ||
+                             !config.identity_public_key_files.empty() ||
+                             !config.identity_allowed_subjects.empty();
+  if (identity_keys && config.identity_issuer.empty()) {
+    return absl::InvalidArgumentError(
+        "grpc.identity needs issuer (the cluster's service-account issuer URL)");
+  }
+  if (!config.identity_issuer.empty() && config.identity_jwks_file.empty() &&
+      config.identity_public_key_files.empty()) {
+    return absl::InvalidArgumentError(
+        "grpc.identity needs jwksFile or publicKeyFiles (the issuer's public keys)");
+  }
+  if (!config.identity_issuer.empty() && config.identity_audience.empty()) {
+    return absl::InvalidArgumentError("grpc.identity.audience is empty");
+  }
+  if (config.http_tls_cert_file.empty() != config.http_tls_key_file.empty()) {
+    return absl::InvalidArgumentError("http.tls: certFile and keyFile go together");
+  }
+  if (!config.http_tls_client_ca_file.empty() && config.http_tls_cert_file.empty()) {
+    return absl::InvalidArgumentError("http.tls.clientCaFile needs http.tls.certFile and keyFile");
+  }
   if (config.max_connections < config.worker_threads) {
     return absl::InvalidArgumentError(absl::StrCat("http.maxConnections (", config.max_connections,
                                                    ") must be at least http.workerThreads (",
                                                    config.worker_threads, ")"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckTransportSecurity(const ExtenderConfig& config) {
+  if (config.grpc_tls_cert_file.empty() && !config.grpc_insecure_plaintext) {
+    return absl::FailedPreconditionError(
+        "telemetry needs TLS (grpc.tls.certFile, keyFile and caFile) or an explicit "
+        "grpc.insecurePlaintext: true / --grpc-insecure-plaintext");
   }
   return absl::OkStatus();
 }
@@ -344,6 +441,10 @@ absl::StatusOr<CommandLine> ParseCommandLine(int argc, const char* const* argv) 
     }
     if (arg == "--version") {
       out.version = true;
+      continue;
+    }
+    if (arg == "--grpc-insecure-plaintext") {
+      out.grpc_insecure_plaintext = true;
       continue;
     }
     std::string_view name = arg;
@@ -399,6 +500,7 @@ absl::StatusOr<ExtenderConfig> LoadExtenderConfig(const CommandLine& command_lin
   if (command_line.http_address) config.http_address = *command_line.http_address;
   if (command_line.grpc_address) config.grpc_address = *command_line.grpc_address;
   if (command_line.log_level) config.log_level = *command_line.log_level;
+  if (command_line.grpc_insecure_plaintext) config.grpc_insecure_plaintext = true;
   if (absl::Status s = ValidateExtenderConfig(config); !s.ok()) return s;
   return config;
 }
@@ -415,9 +517,12 @@ std::string ExtenderUsage() {
          "                            port 0 picks a free port)\n"
          "  --grpc-address HOST:PORT  telemetry ingest (default 0.0.0.0:9090)\n"
          "  --log-level LEVEL         trace|debug|info|warn|error|off (default info)\n"
+         "  --grpc-insecure-plaintext  accept telemetry without TLS (tests and demos only;\n"
+         "                            same as grpc.insecurePlaintext: true)\n"
          "  --help                    this text\n"
          "  --version                 print the version\n"
          "\n"
+         "Telemetry needs TLS (grpc.tls in the config) or --grpc-insecure-plaintext.\n"
          "Prints \"listening http=HOST:PORT grpc=HOST:PORT\" once both servers accept.\n";
 }
 

@@ -12,6 +12,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
@@ -29,8 +30,33 @@ struct ExtenderConfig {
   absl::Duration request_timeout = absl::Seconds(10);
   int worker_threads = 64;
   int max_connections = 64;
+  // http.tls: HTTPS for kube-scheduler when cert and key are set; with a client
+  // CA, a client certificate signed by it is required.
+  std::string http_tls_cert_file;
+  std::string http_tls_key_file;
+  std::string http_tls_client_ca_file;
   // grpc: telemetry ingest from the agents.
   std::string grpc_address = "0.0.0.0:9090";
+  // grpc.tls: (mutual) TLS for the agents' streams. Without it the extender
+  // starts only with grpc_insecure_plaintext (CheckTransportSecurity).
+  std::string grpc_tls_ca_file;
+  std::string grpc_tls_cert_file;
+  std::string grpc_tls_key_file;
+  bool grpc_tls_require_client_cert = true;
+  absl::Duration grpc_tls_reload_interval = absl::Seconds(10);
+  bool grpc_insecure_plaintext = false;
+  // Limits per stream (docs/security.md).
+  int64_t grpc_max_report_bytes = 8 << 20;
+  double grpc_max_reports_per_second = 5;
+  double grpc_report_burst = 10;
+  // grpc.identity: bind each stream to the node of the agent's ServiceAccount
+  // token. Enabled when issuer is set.
+  std::string identity_issuer;
+  std::string identity_audience = "neighborly";
+  std::string identity_jwks_file;
+  std::vector<std::string> identity_public_key_files;
+  std::vector<std::string> identity_allowed_subjects;
+  absl::Duration identity_leeway = absl::Seconds(30);
   // state: learned knowledge that survives restarts. Empty file: not persisted.
   std::string state_file;
   absl::Duration state_save_interval = absl::Seconds(60);
@@ -49,6 +75,7 @@ struct CommandLine {
   std::optional<std::string> http_address;
   std::optional<std::string> grpc_address;
   std::optional<std::string> log_level;
+  bool grpc_insecure_plaintext = false;  // --grpc-insecure-plaintext
   bool help = false;
   bool version = false;
 };
@@ -60,8 +87,14 @@ absl::StatusOr<CommandLine> ParseCommandLine(int argc, const char* const* argv);
 // Reads the file (if any), applies the flag overrides, validates the result.
 absl::StatusOr<ExtenderConfig> LoadExtenderConfig(const CommandLine& command_line);
 
-// Checks values that depend on each other or on formats (addresses, log level).
+// Checks values that depend on each other or on formats (addresses, log level,
+// TLS files given in pairs, identity settings complete).
 absl::Status ValidateExtenderConfig(const ExtenderConfig& config);
+
+// The telemetry port is either TLS (grpc.tls) or explicitly plaintext
+// (grpc.insecurePlaintext / --grpc-insecure-plaintext); never plaintext by
+// omission. main refuses to start otherwise.
+absl::Status CheckTransportSecurity(const ExtenderConfig& config);
 
 std::string ExtenderUsage();
 

@@ -217,5 +217,94 @@ TEST(CommandLineTest, FlagsOverrideTheFileAndAreValidated) {
   std::remove(path.c_str());
 }
 
+TEST(ExtenderConfigTest, ReadsTransportSecurityAndLimits) {
+  absl::StatusOr<ExtenderConfig> c = ParseExtenderConfig(R"(
+http:
+  tls:
+    certFile: /tls/http.crt
+    keyFile: /tls/http.key
+    clientCaFile: /tls/scheduler-ca.crt
+grpc:
+  maxReportBytes: 4Mi
+  maxReportsPerSecond: 2.5
+  reportBurst: 6
+  tls:
+    caFile: /tls/ca.crt
+    certFile: /tls/tls.crt
+    keyFile: /tls/tls.key
+    requireClientCert: false
+    reloadInterval: 30s
+  identity:
+    issuer: https://kubernetes.default.svc.cluster.local
+    audience: neighborly-test
+    jwksFile: /keys/jwks.json
+    publicKeyFiles: [/keys/sa.pub, /keys/sa2.pub]
+    allowedSubjects: ["system:serviceaccount:neighborly:neighborly-agent"]
+    leeway: 10s
+)",
+                                                         "x.yaml");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->http_tls_cert_file, "/tls/http.crt");
+  EXPECT_EQ(c->http_tls_key_file, "/tls/http.key");
+  EXPECT_EQ(c->http_tls_client_ca_file, "/tls/scheduler-ca.crt");
+  EXPECT_EQ(c->grpc_max_report_bytes, 4 << 20);
+  EXPECT_DOUBLE_EQ(c->grpc_max_reports_per_second, 2.5);
+  EXPECT_DOUBLE_EQ(c->grpc_report_burst, 6);
+  EXPECT_EQ(c->grpc_tls_ca_file, "/tls/ca.crt");
+  EXPECT_EQ(c->grpc_tls_cert_file, "/tls/tls.crt");
+  EXPECT_EQ(c->grpc_tls_key_file, "/tls/tls.key");
+  EXPECT_FALSE(c->grpc_tls_require_client_cert);
+  EXPECT_EQ(c->grpc_tls_reload_interval, absl::Seconds(30));
+  EXPECT_EQ(c->identity_issuer, "https://kubernetes.default.svc.cluster.local");
+  EXPECT_EQ(c->identity_audience, "neighborly-test");
+  EXPECT_EQ(c->identity_jwks_file, "/keys/jwks.json");
+  EXPECT_EQ(c->identity_public_key_files,
+            (std::vector<std::string>{"/keys/sa.pub", "/keys/sa2.pub"}));
+  EXPECT_EQ(c->identity_allowed_subjects,
+            (std::vector<std::string>{"system:serviceaccount:neighborly:neighborly-agent"}));
+  EXPECT_EQ(c->identity_leeway, absl::Seconds(10));
+  EXPECT_TRUE(ValidateExtenderConfig(*c).ok());
+  EXPECT_TRUE(CheckTransportSecurity(*c).ok());
+}
+
+TEST(ExtenderConfigTest, TelemetryIsNeverPlaintextByOmission) {
+  ExtenderConfig c;
+  absl::Status s = CheckTransportSecurity(c);
+  EXPECT_THAT(std::string(s.message()), HasSubstr("telemetry needs TLS"));
+  c.grpc_insecure_plaintext = true;
+  EXPECT_TRUE(CheckTransportSecurity(c).ok());
+  const char* argv[] = {"neighborly-extender", "--grpc-insecure-plaintext"};
+  absl::StatusOr<CommandLine> cl = ParseCommandLine(2, argv);
+  ASSERT_TRUE(cl.ok()) << cl.status();
+  absl::StatusOr<ExtenderConfig> loaded = LoadExtenderConfig(*cl);
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  EXPECT_TRUE(loaded->grpc_insecure_plaintext);
+}
+
+TEST(ExtenderConfigTest, InconsistentSecuritySettingsAreNamed) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"grpc:\n  tls:\n    certFile: /a\n", "certFile and keyFile go together"},
+      {"grpc:\n  tls:\n    caFile: /ca\n", "caFile needs grpc.tls.certFile"},
+      {"grpc:\n  tls:\n    certFile: /a\n    keyFile: /b\n", "requireClientCert needs"},
+      {"grpc:\n  insecurePlaintext: true\n  tls:\n    caFile: /c\n    certFile: /a\n    keyFile: "
+       "/b\n",
+       "contradicts"},
+      {"grpc:\n  identity:\n    jwksFile: /k\n", "needs issuer"},
+      {"grpc:\n  identity:\n    issuer: https://k8s\n", "needs jwksFile or publicKeyFiles"},
+      {"http:\n  tls:\n    keyFile: /b\n", "http.tls: certFile and keyFile"},
+      {"http:\n  tls:\n    clientCaFile: /c\n", "clientCaFile needs"},
+  };
+  for (const auto& [yaml, message] : cases) {
+    absl::StatusOr<ExtenderConfig> c = ParseExtenderConfig(yaml, "x.yaml");
+    ASSERT_TRUE(c.ok()) << c.status();
+    EXPECT_THAT(std::string(ValidateExtenderConfig(*c).message()), HasSubstr(message)) << yaml;
+  }
+  EXPECT_THAT(ErrorOf("grpc:\n  identity:\n    publicKeyFiles: /one.pub\n"),
+              HasSubstr("grpc.identity.publicKeyFiles: expected a list of strings"));
+  EXPECT_THAT(ErrorOf("grpc:\n  tls:\n    requireClientCert: maybe\n"),
+              HasSubstr("expected true or false"));
+  EXPECT_THAT(ErrorOf("grpc:\n  maxReportBytes: 10\n"), HasSubstr("at least 4096"));
+}
+
 }  // namespace
 }  // namespace neighborly::extender

@@ -112,41 +112,49 @@ std::pair<time_t, time_t> SecUsec(absl::Duration d) {
 
 HttpServer::HttpServer(HttpServerOptions options, Decider& decider, ExtenderMetrics& metrics)
     : options_(std::move(options)), metrics_(metrics), handler_(decider, &metrics) {
+  if (options_.tls_cert_file.empty()) {
+    server_ = std::make_unique<httplib::Server>();
+  } else {
+    server_ = std::make_unique<httplib::SSLServer>(
+        options_.tls_cert_file.c_str(), options_.tls_key_file.c_str(),
+        options_.tls_client_ca_file.empty() ? nullptr : options_.tls_client_ca_file.c_str());
+  }
+  httplib::Server& server = *server_;  // configured alike with or without TLS
   const size_t workers = static_cast<size_t>(std::max(1, options_.worker_threads));
   const size_t max_connections = static_cast<size_t>(std::max(1, options_.max_connections));
-  server_.new_task_queue = [workers, max_connections, &metrics] {
+  server.new_task_queue = [workers, max_connections, &metrics] {
     return new ConnectionQueue(workers, max_connections, metrics);
   };
   const auto [read_s, read_us] = SecUsec(options_.read_timeout);
-  server_.set_read_timeout(read_s, read_us);
+  server.set_read_timeout(read_s, read_us);
   const auto [write_s, write_us] = SecUsec(options_.write_timeout);
-  server_.set_write_timeout(write_s, write_us);
-  server_.set_keep_alive_timeout(static_cast<time_t>(std::max<int64_t>(
+  server.set_write_timeout(write_s, write_us);
+  server.set_keep_alive_timeout(static_cast<time_t>(std::max<int64_t>(
       1, absl::ToInt64Seconds(absl::Ceil(options_.keep_alive_timeout, absl::Seconds(1))))));
-  server_.set_keep_alive_max_count(1'000'000);
-  server_.set_payload_max_length(options_.body_limit_bytes);
-  server_.set_tcp_nodelay(true);
+  server.set_keep_alive_max_count(1'000'000);
+  server.set_payload_max_length(options_.body_limit_bytes);
+  server.set_tcp_nodelay(true);
 
-  server_.set_pre_routing_handler(
+  server.set_pre_routing_handler(
       [this](const httplib::Request& req, httplib::Response& res) { return PreRoute(req, res); });
-  server_.set_expect_100_continue_handler(
+  server.set_expect_100_continue_handler(
       [this](const httplib::Request& req, httplib::Response& res) {
         const int status = CheckDeclaredLength(req, res);
         return status == 0 ? 100 : status;
       });
-  server_.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
+  server.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
     if (!res.body.empty()) return;
     std::string message = res.status == 404
                               ? absl::StrCat("no route for ", req.method, " ", req.path)
                               : absl::StrCat("request failed with HTTP status ", res.status);
     SetJsonError(res, res.status, message);
   });
-  server_.Post("/filter", [this](const httplib::Request& req, httplib::Response& res,
-                                 const httplib::ContentReader& reader) {
+  server.Post("/filter", [this](const httplib::Request& req, httplib::Response& res,
+                                const httplib::ContentReader& reader) {
     HandleScheduler(Verb::kFilter, req, res, reader);
   });
-  server_.Post("/prioritize", [this](const httplib::Request& req, httplib::Response& res,
-                                     const httplib::ContentReader& reader) {
+  server.Post("/prioritize", [this](const httplib::Request& req, httplib::Response& res,
+                                    const httplib::ContentReader& reader) {
     HandleScheduler(Verb::kPrioritize, req, res, reader);
   });
 }
@@ -248,12 +256,21 @@ void HttpServer::HandleScheduler(Verb verb, const httplib::Request& req, httplib
 
 absl::StatusOr<int> HttpServer::Start() {
   if (started_) return absl::FailedPreconditionError("HTTP server already started");
+  if (!server_->is_valid()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("cannot serve HTTPS with certificate ", options_.tls_cert_file, " and key ",
+                     options_.tls_key_file,
+                     options_.tls_client_ca_file.empty()
+                         ? ""
+                         : absl::StrCat(" and client CA ", options_.tls_client_ca_file),
+                     " (unreadable, not PEM, or not a pair)"));
+  }
   int port;
   if (options_.port == 0) {
-    port = server_.bind_to_any_port(options_.host);
+    port = server_->bind_to_any_port(options_.host);
     if (port < 0) port = -1;
   } else {
-    port = server_.bind_to_port(options_.host, options_.port) ? options_.port : -1;
+    port = server_->bind_to_port(options_.host, options_.port) ? options_.port : -1;
   }
   if (port <= 0) {
     return absl::UnavailableError(
@@ -262,7 +279,7 @@ absl::StatusOr<int> HttpServer::Start() {
   port_ = port;
   started_ = true;
   thread_ = std::thread([this] {
-    if (!server_.listen_after_bind()) spdlog::error("HTTP server stopped with an error");
+    if (!server_->listen_after_bind()) spdlog::error("HTTP server stopped with an error");
   });
   return port_;
 }
@@ -270,7 +287,7 @@ absl::StatusOr<int> HttpServer::Start() {
 void HttpServer::Stop() {
   if (!started_) return;
   started_ = false;
-  server_.stop();
+  server_->stop();
   if (thread_.joinable()) thread_.join();
 }
 

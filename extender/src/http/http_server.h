@@ -44,6 +44,11 @@ struct HttpServerOptions {
   absl::Duration request_timeout = absl::Seconds(10);
   int worker_threads = 64;
   int max_connections = 64;
+  // HTTPS when both are set (PEM files, read at construction); with
+  // tls_client_ca_file, clients must present a certificate signed by that CA.
+  std::string tls_cert_file;
+  std::string tls_key_file;
+  std::string tls_client_ca_file;
 };
 
 class HttpServer {
@@ -54,7 +59,8 @@ class HttpServer {
   HttpServer& operator=(const HttpServer&) = delete;
 
   // For registering more routes; only before Start().
-  httplib::Server& server() { return server_; }
+  httplib::Server& server() { return *server_; }
+  bool tls() const { return !options_.tls_cert_file.empty(); }
 
   // Binds and starts serving on a background thread; returns the bound port.
   absl::StatusOr<int> Start();
@@ -72,7 +78,7 @@ class HttpServer {
   const HttpServerOptions options_;
   ExtenderMetrics& metrics_;
   ExtenderHandler handler_;
-  httplib::Server server_;
+  std::unique_ptr<httplib::Server> server_;  // an httplib::SSLServer with TLS
   std::thread thread_;
   int port_ = 0;
   bool started_ = false;
