@@ -47,6 +47,16 @@ absl::Status CheckDouble(std::string_view field, bool present, double value,
   return absl::OkStatus();
 }
 
+// A byte or byte-per-second quantity (found by fuzz/report_mutation_fuzzer: a
+// bandwidth of 2^64-1 made the model's double sums overflow uint64 on the way back).
+absl::Status CheckBytes(std::string_view field, bool present, uint64_t value,
+                        const ReportLimits& limits) {
+  if (present && value > limits.max_bytes) {
+    return Bad(field, absl::StrCat(value, " exceeds ", limits.max_bytes, " (no host has that)"));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status CheckCapability(std::string_view field, const tv1::Capability& c,
                              const ReportLimits& limits) {
   return CheckLength(absl::StrCat(Av(field), ".reason"), c.reason(), limits.max_string_bytes);
@@ -110,6 +120,24 @@ absl::Status ValidatePod(const tv1::PodReport& pod, const std::string& field,
   if (pod.has_cpu_usage_millicores() && pod.cpu_usage_millicores() < 0) {
     return Bad(field + ".cpu_usage_millicores", "negative");
   }
+  if (pod.cpu_request_millicores() > limits.max_millicores) {
+    return Bad(field + ".cpu_request_millicores",
+               absl::StrCat(pod.cpu_request_millicores(), " exceeds ", limits.max_millicores));
+  }
+  if (pod.cpu_usage_millicores() > limits.max_millicores) {
+    return Bad(field + ".cpu_usage_millicores",
+               absl::StrCat(pod.cpu_usage_millicores(), " exceeds ", limits.max_millicores));
+  }
+  NB_RETURN_IF_ERROR(CheckBytes(field + ".memory_request_bytes", pod.has_memory_request_bytes(),
+                                pod.memory_request_bytes(), limits));
+  NB_RETURN_IF_ERROR(CheckBytes(field + ".llc_occupancy_bytes", pod.has_llc_occupancy_bytes(),
+                                pod.llc_occupancy_bytes(), limits));
+  NB_RETURN_IF_ERROR(CheckBytes(field + ".membw_total_bytes_per_second",
+                                pod.has_membw_total_bytes_per_second(),
+                                pod.membw_total_bytes_per_second(), limits));
+  NB_RETURN_IF_ERROR(CheckBytes(field + ".membw_local_bytes_per_second",
+                                pod.has_membw_local_bytes_per_second(),
+                                pod.membw_local_bytes_per_second(), limits));
   absl::StatusOr<CpuSet> cpus = CheckCpus(field + ".exclusive_cpus", pod.exclusive_cpus());
   if (!cpus.ok()) return cpus.status();
   for (uint32_t cpu : *cpus) {
@@ -136,6 +164,8 @@ absl::Status ValidatePod(const tv1::PodReport& pod, const std::string& field,
       return Bad(absl::StrCat(field, ".memory_bytes_by_numa[", id, "]"),
                  "no such NUMA node in the topology");
     }
+    NB_RETURN_IF_ERROR(
+        CheckBytes(absl::StrCat(field, ".memory_bytes_by_numa[", id, "]"), true, bytes, limits));
   }
   if (static_cast<size_t>(pod.unavailable_size()) > limits.max_map_entries) {
     return Bad(field + ".unavailable", "too many entries");
@@ -246,6 +276,12 @@ absl::Status ValidateReport(const tv1::NodeReport& r, const ReportLimits& limits
     if (n.has_peak_membw_bytes_per_second() && n.peak_membw_bytes_per_second() == 0) {
       return Bad(field + ".peak_membw_bytes_per_second", "zero (omit it when unknown)");
     }
+    NB_RETURN_IF_ERROR(CheckBytes(field + ".memory_bytes", true, n.memory_bytes(), limits));
+    NB_RETURN_IF_ERROR(CheckBytes(field + ".peak_membw_bytes_per_second",
+                                  n.has_peak_membw_bytes_per_second(),
+                                  n.peak_membw_bytes_per_second(), limits));
+    NB_RETURN_IF_ERROR(CheckBytes(field + ".membw_bytes_per_second", n.has_membw_bytes_per_second(),
+                                  n.membw_bytes_per_second(), limits));
     NB_RETURN_IF_ERROR(
         CheckLength(field + ".peak_membw_source", n.peak_membw_source(), limits.max_string_bytes));
   }
@@ -266,6 +302,15 @@ absl::Status ValidateReport(const tv1::NodeReport& r, const ReportLimits& limits
       return Bad(field + ".numa_node",
                  absl::StrCat("no NUMA node ", d.numa_node(), " in the topology"));
     }
+    NB_RETURN_IF_ERROR(CheckBytes(field + ".size_bytes", true, d.size_bytes(), limits));
+    NB_RETURN_IF_ERROR(CheckBytes(field + ".occupancy_bytes", d.has_occupancy_bytes(),
+                                  d.occupancy_bytes(), limits));
+    NB_RETURN_IF_ERROR(CheckBytes(field + ".membw_total_bytes_per_second",
+                                  d.has_membw_total_bytes_per_second(),
+                                  d.membw_total_bytes_per_second(), limits));
+    NB_RETURN_IF_ERROR(CheckBytes(field + ".membw_local_bytes_per_second",
+                                  d.has_membw_local_bytes_per_second(),
+                                  d.membw_local_bytes_per_second(), limits));
     // size_bytes 0 is "unknown": hosts without cache information in sysfs report
     // one domain per package without a size; the model skips L3 terms there.
   }

@@ -8,6 +8,7 @@
 #define NEIGHBORLY_EXTENDER_SRC_CORE_REPORT_VALIDATION_H_
 
 #include <cstddef>
+#include <cstdint>
 #include <string_view>
 
 #include "absl/status/status.h"
@@ -27,6 +28,11 @@ struct ReportLimits {
   size_t max_annotations_total_bytes = 256 * 1024;  // Kubernetes' own limit per object
   size_t max_string_bytes = 1024;                   // versions, reasons, notes, policy names
   size_t max_map_entries = 1024;                    // unavailable metrics, unmonitored pods
+  // Every byte and byte-per-second quantity (memory, cache, occupancy,
+  // bandwidth): 1 PiB, far above any host, and low enough that the model's sums
+  // over max_pods pods stay exact in int64 and convert back from double.
+  uint64_t max_bytes = uint64_t{1} << 50;
+  int64_t max_millicores = int64_t{1} << 40;  // CPU requests and usage
 };
 
 // True for a DNS-1123 subdomain (what Kubernetes accepts as a node name).

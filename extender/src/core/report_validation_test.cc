@@ -164,8 +164,44 @@ INSTANTIATE_TEST_SUITE_P(
              [](auto& r) {
                r.mutable_capabilities()->mutable_psi()->set_reason(std::string(2000, 'r'));
              },
-             "capabilities.psi.reason"}),
+             "capabilities.psi.reason"},
+        // Found by fuzz/report_mutation_fuzzer: 2^64-1 bytes/s on a NUMA node
+        // passed validation, and the operator view converted the model's
+        // double back to uint64 out of range (undefined behaviour).
+        Case{"ImpossibleNumaBandwidth",
+             [](auto& r) {
+               r.mutable_topology()->mutable_numa_nodes(0)->set_membw_bytes_per_second(
+                   std::numeric_limits<uint64_t>::max());
+             },
+             "topology.numa_nodes[0].membw_bytes_per_second: 18446744073709551615 exceeds"},
+        Case{"ImpossibleL3Occupancy",
+             [](auto& r) {
+               r.mutable_topology()->mutable_l3_domains(1)->set_occupancy_bytes(uint64_t{1} << 60);
+             },
+             "topology.l3_domains[1].occupancy_bytes"},
+        Case{"ImpossiblePodBandwidth",
+             [](auto& r) { r.mutable_pods(0)->set_membw_total_bytes_per_second(uint64_t{1} << 63); },
+             "pods[0].membw_total_bytes_per_second"},
+        Case{"ImpossiblePodMemory",
+             [](auto& r) {
+               (*r.mutable_pods(0)->mutable_memory_bytes_by_numa())[0] = uint64_t{1} << 62;
+             },
+             "pods[0].memory_bytes_by_numa[0]"},
+        Case{"ImpossibleCpuRequest",
+             [](auto& r) {
+               r.mutable_pods(0)->set_cpu_request_millicores(std::numeric_limits<int64_t>::max());
+             },
+             "pods[0].cpu_request_millicores"}),
     [](const ::testing::TestParamInfo<Case>& p) { return p.param.name; });
+
+// The largest quantities a real host could report still pass.
+TEST(ReportValidationTest, AcceptsLargeRealQuantities) {
+  tv1::NodeReport r = Valid();
+  r.mutable_topology()->mutable_numa_nodes(0)->set_memory_bytes(uint64_t{64} << 40);  // 64 TiB
+  r.mutable_topology()->mutable_numa_nodes(0)->set_membw_bytes_per_second(uint64_t{4} << 40);
+  r.mutable_pods(0)->set_cpu_request_millicores(1'000'000);
+  EXPECT_TRUE(ValidateReport(r).ok()) << ValidateReport(r);
+}
 
 }  // namespace
 }  // namespace neighborly::extender
