@@ -26,10 +26,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "nlohmann/json.hpp"
-#include "test/support/subprocess.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+#include "test/support/subprocess.h"
 
 namespace neighborly {
 namespace {
@@ -42,10 +42,8 @@ using ::testing::Eq;
 using ::testing::HasSubstr;
 using testing::Subprocess;
 
-const char kScenario[] =
-    NEIGHBORLY_SOURCE_DIR "/deploy/examples/content-platform.yaml";
-const char kIncoming[] =
-    NEIGHBORLY_SOURCE_DIR "/deploy/examples/content-platform-incoming.json";
+const char kScenario[] = NEIGHBORLY_SOURCE_DIR "/deploy/examples/content-platform.yaml";
+const char kIncoming[] = NEIGHBORLY_SOURCE_DIR "/deploy/examples/content-platform-incoming.json";
 constexpr size_t kScenarioNodes = 6;
 
 struct Addresses {
@@ -53,76 +51,69 @@ struct Addresses {
   std::string grpc;
 };
 
-std::optional<Addresses> ParseListening(const std::string &line) {
+std::optional<Addresses> ParseListening(const std::string& line) {
   const size_t h = line.find("http=");
   const size_t g = line.find("grpc=");
-  if (h == std::string::npos || g == std::string::npos)
-    return std::nullopt;
+  if (h == std::string::npos || g == std::string::npos) return std::nullopt;
   auto word = [&](size_t at) {
     const size_t end = line.find_first_of(" \t\r\n", at);
-    return line.substr(at,
-                       end == std::string::npos ? std::string::npos : end - at);
+    return line.substr(at, end == std::string::npos ? std::string::npos : end - at);
   };
   return Addresses{word(h + 5), word(g + 5)};
 }
 
-int PortOf(const std::string &host_port) {
+int PortOf(const std::string& host_port) {
   return std::atoi(host_port.substr(host_port.rfind(':') + 1).c_str());
 }
 
 json LoadIncoming(std::string_view name_prefix) {
   std::ifstream in(kIncoming);
   const json all = json::parse(in);
-  for (const json &pod : all["pods"]) {
-    if (pod["metadata"]["name"].get<std::string>().starts_with(name_prefix))
-      return pod;
+  for (const json& pod : all["pods"]) {
+    if (pod["metadata"]["name"].get<std::string>().starts_with(name_prefix)) return pod;
   }
   ADD_FAILURE() << "no incoming pod " << name_prefix;
   return json::object();
 }
 
 // A small pod with its own uid; `annotations` may declare a class and hints.
-json MakePod(const std::string &uid, const json &annotations) {
-  return {{"metadata",
-           {{"name", "fault-" + uid},
-            {"namespace", "faults"},
-            {"uid", uid},
-            {"annotations", annotations}}},
-          {"spec",
-           {{"containers",
-             json::array(
-                 {{{"name", "c"},
-                   {"resources",
-                    {{"requests", {{"cpu", "500m"}, {"memory", "1Gi"}}}}}}})}}},
-          {"status", {{"qosClass", "Burstable"}}}};
+json MakePod(const std::string& uid, const json& annotations) {
+  return {
+      {"metadata",
+       {{"name", "fault-" + uid},
+        {"namespace", "faults"},
+        {"uid", uid},
+        {"annotations", annotations}}},
+      {"spec",
+       {{"containers",
+         json::array({{{"name", "c"},
+                       {"resources", {{"requests", {{"cpu", "500m"}, {"memory", "1Gi"}}}}}}})}}},
+      {"status", {{"qosClass", "Burstable"}}}};
 }
 
-std::string RequestBody(const json &pod,
-                        const std::vector<std::string> &names) {
+std::string RequestBody(const json& pod, const std::vector<std::string>& names) {
   return json{{"Pod", pod}, {"Nodes", nullptr}, {"NodeNames", names}}.dump();
 }
 
 // A fresh directory under the build tree, removed at the end of the test.
 class TempDir {
-public:
+ public:
   TempDir() {
-    std::string tmpl =
-        (fs::path(NEIGHBORLY_BINARY_DIR) / "faults-XXXXXX").string();
+    std::string tmpl = (fs::path(NEIGHBORLY_BINARY_DIR) / "faults-XXXXXX").string();
     path_ = ::mkdtemp(tmpl.data()) ? tmpl : "";
   }
   ~TempDir() {
     std::error_code ec;
-    if (!path_.empty())
-      fs::remove_all(path_, ec);
+    if (!path_.empty()) fs::remove_all(path_, ec);
   }
-  const std::string &path() const { return path_; }
-  std::string Write(const std::string &name, const std::string &text) const {
+  const std::string& path() const { return path_; }
+  std::string Write(const std::string& name, const std::string& text) const {
     const std::string p = (fs::path(path_) / name).string();
     std::ofstream(p) << text;
     return p;
   }
 
-private:
+ private:
   std::string path_;
 };
 
@@ -130,13 +121,12 @@ private:
 
 int Connect(int port) {
   const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0)
-    return -1;
+  if (fd < 0) return -1;
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_port = htons(static_cast<uint16_t>(port));
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (::connect(fd, reinterpret_cast<sockaddr *>(&addr), sizeof(addr)) != 0) {
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
     ::close(fd);
     return -1;
   }
@@ -146,8 +136,7 @@ int Connect(int port) {
 bool SendAll(int fd, std::string_view data) {
   while (!data.empty()) {
     const ssize_t n = ::send(fd, data.data(), data.size(), MSG_NOSIGNAL);
-    if (n <= 0)
-      return false;
+    if (n <= 0) return false;
     data.remove_prefix(static_cast<size_t>(n));
   }
   return true;
@@ -160,14 +149,11 @@ std::pair<std::string, bool> ReadUntilClosed(int fd, absl::Duration timeout) {
   const absl::Time deadline = absl::Now() + timeout;
   while (absl::Now() < deadline) {
     pollfd p{fd, POLLIN, 0};
-    const int ms =
-        static_cast<int>(absl::ToInt64Milliseconds(deadline - absl::Now()));
-    if (::poll(&p, 1, std::max(ms, 1)) <= 0)
-      continue;
+    const int ms = static_cast<int>(absl::ToInt64Milliseconds(deadline - absl::Now()));
+    if (::poll(&p, 1, std::max(ms, 1)) <= 0) continue;
     char buf[4096];
     const ssize_t n = ::recv(fd, buf, sizeof(buf), 0);
-    if (n <= 0)
-      return {out, true};
+    if (n <= 0) return {out, true};
     out.append(buf, static_cast<size_t>(n));
   }
   return {out, false};
@@ -187,35 +173,30 @@ std::string ReadOneResponse(int fd, absl::Duration timeout) {
       }
     }
     pollfd p{fd, POLLIN, 0};
-    if (::poll(&p, 1, 50) <= 0)
-      continue;
+    if (::poll(&p, 1, 50) <= 0) continue;
     char buf[65536];
     const ssize_t n = ::recv(fd, buf, sizeof(buf), 0);
-    if (n <= 0)
-      break;
+    if (n <= 0) break;
     out.append(buf, static_cast<size_t>(n));
   }
   return out;
 }
 
-int StatusOf(const std::string &response) {
+int StatusOf(const std::string& response) {
   // "HTTP/1.1 408 Request Timeout"
-  if (!response.starts_with("HTTP/1."))
-    return 0;
+  if (!response.starts_with("HTTP/1.")) return 0;
   return std::atoi(response.substr(9, 3).c_str());
 }
 
 // --- the binaries ---
 
 class FaultsTest : public ::testing::Test {
-protected:
+ protected:
   // Starts the extender with `config` (may be empty) on port 0 for HTTP and
   // `grpc` (default: port 0) for telemetry.
-  void StartExtender(const std::string &config,
-                     const std::string &grpc = "127.0.0.1:0") {
-    std::vector<std::string> argv = {BinaryPath("extender/neighborly-extender"),
-                                     "--http-address", "127.0.0.1:0",
-                                     "--grpc-address", grpc};
+  void StartExtender(const std::string& config, const std::string& grpc = "127.0.0.1:0") {
+    std::vector<std::string> argv = {BinaryPath("extender/neighborly-extender"), "--http-address",
+                                     "127.0.0.1:0", "--grpc-address", grpc};
     if (!config.empty()) {
       argv.push_back("--config");
       argv.push_back(config);
@@ -223,26 +204,22 @@ protected:
     auto p = Subprocess::Start(argv);
     ASSERT_TRUE(p.ok()) << p.status();
     extender_ = std::move(*p);
-    std::optional<std::string> line =
-        extender_->WaitForLine("listening", absl::Seconds(60));
+    std::optional<std::string> line = extender_->WaitForLine("listening", absl::Seconds(60));
     ASSERT_TRUE(line.has_value()) << extender_->Stderr();
     std::optional<Addresses> addresses = ParseListening(*line);
     ASSERT_TRUE(addresses.has_value()) << *line;
     addresses_ = *addresses;
-    client_ = std::make_unique<httplib::Client>(
-        absl::StrCat("http://", addresses_.http));
+    client_ = std::make_unique<httplib::Client>(absl::StrCat("http://", addresses_.http));
     client_->set_read_timeout(10);
   }
 
   void StartFleet() {
-    auto p = Subprocess::Start({BinaryPath("node-agent/neighborly-agent"),
-                                "--simulate", kScenario, "--extender",
-                                addresses_.grpc, "--interval", "1s",
+    auto p = Subprocess::Start({BinaryPath("node-agent/neighborly-agent"), "--simulate", kScenario,
+                                "--extender", addresses_.grpc, "--interval", "1s",
                                 "--insecure-plaintext"});
     ASSERT_TRUE(p.ok()) << p.status();
     agent_ = std::move(*p);
-    ASSERT_TRUE(WaitFor([&] { return Nodes().size() == kScenarioNodes; },
-                        absl::Seconds(30)))
+    ASSERT_TRUE(WaitFor([&] { return Nodes().size() == kScenarioNodes; }, absl::Seconds(30)))
         << "fleet did not appear in /v1/nodes\n"
         << agent_->Stderr() << extender_->Stderr();
   }
@@ -253,8 +230,7 @@ protected:
                       absl::Duration every = absl::Milliseconds(50)) {
     const absl::Time deadline = absl::Now() + timeout;
     while (absl::Now() < deadline) {
-      if (condition())
-        return true;
+      if (condition()) return true;
       std::this_thread::sleep_for(absl::ToChronoMicroseconds(every));
     }
     return condition();
@@ -262,36 +238,29 @@ protected:
 
   json Nodes() {
     httplib::Result r = client_->Get("/v1/nodes");
-    if (!r || r->status != 200)
-      return json::array();
+    if (!r || r->status != 200) return json::array();
     return json::parse(r->body);
   }
 
   std::vector<std::string> AllNames() {
     std::vector<std::string> names;
-    for (const json &n : Nodes())
-      names.push_back(n["name"].get<std::string>());
+    for (const json& n : Nodes()) names.push_back(n["name"].get<std::string>());
     std::sort(names.begin(), names.end());
     return names;
   }
 
-  json Call(const std::string &verb, const json &pod,
-            const std::vector<std::string> &names) {
-    httplib::Result r =
-        client_->Post("/" + verb, RequestBody(pod, names), "application/json");
+  json Call(const std::string& verb, const json& pod, const std::vector<std::string>& names) {
+    httplib::Result r = client_->Post("/" + verb, RequestBody(pod, names), "application/json");
     EXPECT_TRUE(r) << verb;
-    if (!r)
-      return json();
+    if (!r) return json();
     EXPECT_EQ(r->status, 200) << r->body;
     return json::parse(r->body, nullptr, false);
   }
 
   // The newest decision recorded for `uid`.
-  json LatestDecision(const std::string &uid) {
-    httplib::Result r =
-        client_->Get(absl::StrCat("/v1/decisions?pod=", uid, "&limit=1"));
-    if (!r || r->status != 200)
-      return json::object();
+  json LatestDecision(const std::string& uid) {
+    httplib::Result r = client_->Get(absl::StrCat("/v1/decisions?pod=", uid, "&limit=1"));
+    if (!r || r->status != 200) return json::object();
     const json all = json::parse(r->body);
     return all.empty() ? json::object() : all[0];
   }
@@ -303,32 +272,29 @@ protected:
 };
 
 // The uids in a state file, or nullopt when it is not a valid version-1 file.
-std::optional<std::set<std::string>> StateUids(const std::string &path) {
+std::optional<std::set<std::string>> StateUids(const std::string& path) {
   std::ifstream in(path);
-  if (!in)
-    return std::nullopt;
+  if (!in) return std::nullopt;
   const json doc = json::parse(in, nullptr, /*allow_exceptions=*/false);
   if (doc.is_discarded() || !doc.is_object() || doc.value("version", 0) != 1 ||
       !doc.contains("pods") || !doc["pods"].is_array()) {
     return std::nullopt;
   }
   std::set<std::string> uids;
-  for (const json &p : doc["pods"]) {
-    if (!p.is_object() || !p.contains("uid") || !p["uid"].is_string())
-      return std::nullopt;
+  for (const json& p : doc["pods"]) {
+    if (!p.is_object() || !p.contains("uid") || !p["uid"].is_string()) return std::nullopt;
     uids.insert(p["uid"].get<std::string>());
   }
   return uids;
 }
 
-std::vector<std::string> TempFilesOf(const std::string &state_file) {
+std::vector<std::string> TempFilesOf(const std::string& state_file) {
   std::vector<std::string> out;
   const std::string prefix = fs::path(state_file).filename().string() + ".tmp.";
   std::error_code ec;
-  for (const fs::directory_entry &e :
+  for (const fs::directory_entry& e :
        fs::directory_iterator(fs::path(state_file).parent_path(), ec)) {
-    if (e.path().filename().string().starts_with(prefix))
-      out.push_back(e.path().string());
+    if (e.path().filename().string().starts_with(prefix)) out.push_back(e.path().string());
   }
   return out;
 }
@@ -340,8 +306,7 @@ TEST_F(FaultsTest, ExtenderRestartWhileAgentsStream) {
   TempDir dir;
   const std::string state = (fs::path(dir.path()) / "state.json").string();
   const std::string config =
-      dir.Write("extender.yaml", absl::StrCat("state:\n  file: ", state,
-                                              "\n  saveInterval: 1s\n"));
+      dir.Write("extender.yaml", absl::StrCat("state:\n  file: ", state, "\n  saveInterval: 1s\n"));
   StartExtender(config);
   StartFleet();
   const std::vector<std::string> names = AllNames();
@@ -350,8 +315,8 @@ TEST_F(FaultsTest, ExtenderRestartWhileAgentsStream) {
   // seen before, which (without learned state) is standard by default.
   const std::string learned_uid = "fault-restart-learned";
   Call("filter",
-       MakePod(learned_uid, {{"neighborly.io/class", "latency-critical"},
-                             {"neighborly.io/llc-bytes", "12Mi"}}),
+       MakePod(learned_uid,
+               {{"neighborly.io/class", "latency-critical"}, {"neighborly.io/llc-bytes", "12Mi"}}),
        names);
   ASSERT_TRUE(WaitFor(
       [&] {
@@ -368,17 +333,14 @@ TEST_F(FaultsTest, ExtenderRestartWhileAgentsStream) {
   const absl::Time restarted = absl::Now();
   StartExtender(config, grpc);
 
-  // Every node fresh again: confidence 1 and a young report, without touching
-  // the agent.
+  // Every node fresh again: confidence 1 and a young report, without touching the agent.
   json last;
   const bool fresh = WaitFor(
       [&] {
         last = Nodes();
-        if (last.size() != kScenarioNodes)
-          return false;
-        for (const json &n : last) {
-          if (!n["telemetryAgeSeconds"].is_number() || n["confidence"] != 1.0)
-            return false;
+        if (last.size() != kScenarioNodes) return false;
+        for (const json& n : last) {
+          if (!n["telemetryAgeSeconds"].is_number() || n["confidence"] != 1.0) return false;
         }
         return true;
       },
@@ -391,10 +353,8 @@ TEST_F(FaultsTest, ExtenderRestartWhileAgentsStream) {
   // latency-critical ("remembered"); a never-seen uid is standard ("default").
   Call("filter", MakePod(learned_uid, json::object()), names);
   const json remembered = LatestDecision(learned_uid);
-  EXPECT_EQ(remembered.value("contentionClass", ""), "latency-critical")
-      << remembered.dump();
-  EXPECT_EQ(remembered.value("classSource", ""), "remembered")
-      << remembered.dump();
+  EXPECT_EQ(remembered.value("contentionClass", ""), "latency-critical") << remembered.dump();
+  EXPECT_EQ(remembered.value("classSource", ""), "remembered") << remembered.dump();
   Call("filter", MakePod("fault-restart-never-seen", json::object()), names);
   const json control = LatestDecision("fault-restart-never-seen");
   EXPECT_EQ(control.value("contentionClass", ""), "standard") << control.dump();
@@ -414,24 +374,21 @@ TEST_F(FaultsTest, KillNineWhileSavingNeverCorruptsState) {
   {
     json pods = json::array();
     for (int i = 0; i < 60'000; ++i) {
-      pods.push_back(
-          {{"uid", absl::StrFormat("seed-%06d-8f2c-4e1a-9b7d-3c5e6f708192", i)},
-           {"class", i % 3 == 0 ? "batch" : "latency-critical"},
-           {"source", "annotation"},
-           {"last_seen_unix_ns", int64_t{1'700'000'000'000'000'000} + i},
-           {"llc_bytes", 1 << 20}});
+      pods.push_back({{"uid", absl::StrFormat("seed-%06d-8f2c-4e1a-9b7d-3c5e6f708192", i)},
+                      {"class", i % 3 == 0 ? "batch" : "latency-critical"},
+                      {"source", "annotation"},
+                      {"last_seen_unix_ns", int64_t{1'700'000'000'000'000'000} + i},
+                      {"llc_bytes", 1 << 20}});
     }
     std::ofstream(state) << json{{"version", 1}, {"pods", pods}}.dump() << "\n";
   }
   const std::string config =
-      dir.Write("extender.yaml", absl::StrCat("state:\n  file: ", state,
-                                              "\n  saveInterval: 1s\n"));
+      dir.Write("extender.yaml", absl::StrCat("state:\n  file: ", state, "\n  saveInterval: 1s\n"));
   std::optional<std::set<std::string>> previous = StateUids(state);
   ASSERT_TRUE(previous.has_value());
 
   std::mt19937 random(20261129);
-  absl::Duration write_time =
-      absl::Milliseconds(50); // refined from what we observe
+  absl::Duration write_time = absl::Milliseconds(50);  // refined from what we observe
   int killed_mid_write = 0;
   constexpr int kRounds = 16;
   for (int round = 0; round < kRounds; ++round) {
@@ -439,32 +396,27 @@ TEST_F(FaultsTest, KillNineWhileSavingNeverCorruptsState) {
     StartExtender(config);
     ASSERT_NE(extender_, nullptr);
     // Every earlier killed writer's temporary is gone once the state is loaded.
-    for (const std::string &tmp : TempFilesOf(state)) {
+    for (const std::string& tmp : TempFilesOf(state)) {
       EXPECT_THAT(tmp, HasSubstr(absl::StrCat(".tmp.", extender_->pid())))
           << "temporary of a killed writer left behind";
     }
     const std::string uid = absl::StrCat("round-", round);
-    Call("filter", MakePod(uid, {{"neighborly.io/class", "batch"}}),
-         {"node-1"});
+    Call("filter", MakePod(uid, {{"neighborly.io/class", "batch"}}), {"node-1"});
 
     const std::string tmp = absl::StrCat(state, ".tmp.", extender_->pid());
     if (round % 2 == 0) {
       // Aim inside a write: wait until the temporary exists, then kill at a
       // random point of the time a write has been seen to take.
       const absl::Duration poll = absl::Microseconds(200);
-      ASSERT_TRUE(
-          WaitFor([&] { return fs::exists(tmp); }, absl::Seconds(10), poll));
+      ASSERT_TRUE(WaitFor([&] { return fs::exists(tmp); }, absl::Seconds(10), poll));
       if (round == 0) {
         // Calibrate: watch one complete write.
         const absl::Time appeared = absl::Now();
-        ASSERT_TRUE(
-            WaitFor([&] { return !fs::exists(tmp); }, absl::Seconds(10), poll));
+        ASSERT_TRUE(WaitFor([&] { return !fs::exists(tmp); }, absl::Seconds(10), poll));
         write_time = std::max(absl::Milliseconds(1), absl::Now() - appeared);
-        ASSERT_TRUE(
-            WaitFor([&] { return fs::exists(tmp); }, absl::Seconds(10), poll));
+        ASSERT_TRUE(WaitFor([&] { return fs::exists(tmp); }, absl::Seconds(10), poll));
       }
-      std::uniform_int_distribution<int64_t> us(
-          0, absl::ToInt64Microseconds(write_time));
+      std::uniform_int_distribution<int64_t> us(0, absl::ToInt64Microseconds(write_time));
       std::this_thread::sleep_for(std::chrono::microseconds(us(random)));
     } else {
       // Anywhere: before, between or inside saves.
@@ -473,19 +425,15 @@ TEST_F(FaultsTest, KillNineWhileSavingNeverCorruptsState) {
     }
     extender_->Signal(SIGKILL);
     ASSERT_TRUE(extender_->Wait(absl::Seconds(10)).has_value());
-    if (fs::exists(tmp))
-      ++killed_mid_write;
+    if (fs::exists(tmp)) ++killed_mid_write;
 
     std::optional<std::set<std::string>> now = StateUids(state);
     ASSERT_TRUE(now.has_value()) << "state file corrupt after kill -9";
-    EXPECT_TRUE(std::includes(now->begin(), now->end(), previous->begin(),
-                              previous->end()))
-        << "a restart lost learned pods: " << previous->size() << " -> "
-        << now->size();
+    EXPECT_TRUE(std::includes(now->begin(), now->end(), previous->begin(), previous->end()))
+        << "a restart lost learned pods: " << previous->size() << " -> " << now->size();
     previous = now;
   }
-  std::printf("%d of %d kills landed inside a write (write time ~%s)\n",
-              killed_mid_write, kRounds,
+  std::printf("%d of %d kills landed inside a write (write time ~%s)\n", killed_mid_write, kRounds,
               absl::FormatDuration(write_time).c_str());
   // Without a kill inside a write this test would prove nothing.
   EXPECT_GE(killed_mid_write, 1);
@@ -494,11 +442,8 @@ TEST_F(FaultsTest, KillNineWhileSavingNeverCorruptsState) {
   StartExtender(config);
   EXPECT_TRUE(TempFilesOf(state).empty() ||
               (TempFilesOf(state).size() == 1 &&
-               TempFilesOf(state)[0] ==
-                   absl::StrCat(state, ".tmp.", extender_->pid())));
-  Call("filter",
-       MakePod("seed-000000-8f2c-4e1a-9b7d-3c5e6f708192", json::object()),
-       {"node-1"});
+               TempFilesOf(state)[0] == absl::StrCat(state, ".tmp.", extender_->pid())));
+  Call("filter", MakePod("seed-000000-8f2c-4e1a-9b7d-3c5e6f708192", json::object()), {"node-1"});
   const json d = LatestDecision("seed-000000-8f2c-4e1a-9b7d-3c5e6f708192");
   EXPECT_EQ(d.value("classSource", ""), "remembered") << d.dump();
   EXPECT_EQ(d.value("contentionClass", ""), "batch") << d.dump();
@@ -511,10 +456,8 @@ TEST_F(FaultsTest, KillNineWhileSavingNeverCorruptsState) {
 TEST_F(FaultsTest, AgentDeathFadesToNeutralAndNeverFilters) {
   TempDir dir;
   constexpr double kMaxAgeSeconds = 6;
-  constexpr double kFreshSeconds =
-      3; // freshIntervals 3 x the agent's 1 s window
-  const std::string config =
-      dir.Write("extender.yaml", "model:\n  maxAge: 6s\n");
+  constexpr double kFreshSeconds = 3;  // freshIntervals 3 x the agent's 1 s window
+  const std::string config = dir.Write("extender.yaml", "model:\n  maxAge: 6s\n");
   StartExtender(config);
   StartFleet();
   const std::vector<std::string> names = AllNames();
@@ -522,8 +465,7 @@ TEST_F(FaultsTest, AgentDeathFadesToNeutralAndNeverFilters) {
   const json article = LoadIncoming("article-service");
   const json fresh_filter = Call("filter", article, names);
   ASSERT_FALSE(fresh_filter["FailedNodes"].empty())
-      << "the scenario must reject some node while fresh, or this test proves "
-         "nothing";
+      << "the scenario must reject some node while fresh, or this test proves nothing";
   const std::string victim = fresh_filter["FailedNodes"].begin().key();
 
   agent_->Signal(SIGKILL);
@@ -536,26 +478,21 @@ TEST_F(FaultsTest, AgentDeathFadesToNeutralAndNeverFilters) {
   json sample;
   const bool neutral = WaitFor(
       [&] {
-        for (const json &n : Nodes()) {
-          if (n["name"] != victim)
-            continue;
+        for (const json& n : Nodes()) {
+          if (n["name"] != victim) continue;
           sample = n;
           const double age = n["telemetryAgeSeconds"].get<double>();
           const double confidence = n["confidence"].get<double>();
-          EXPECT_LE(confidence, last_confidence + 1e-9)
-              << "confidence rose: " << n.dump();
+          EXPECT_LE(confidence, last_confidence + 1e-9) << "confidence rose: " << n.dump();
           last_confidence = confidence;
           if (age < kFreshSeconds - 0.05) {
             EXPECT_EQ(confidence, 1.0) << n.dump();
           } else if (age > kMaxAgeSeconds + 0.05) {
             EXPECT_EQ(confidence, 0.0) << n.dump();
-          } else if (age > kFreshSeconds + 0.05 &&
-                     age < kMaxAgeSeconds - 0.05) {
-            const double expected =
-                (kMaxAgeSeconds - age) / (kMaxAgeSeconds - kFreshSeconds);
+          } else if (age > kFreshSeconds + 0.05 && age < kMaxAgeSeconds - 0.05) {
+            const double expected = (kMaxAgeSeconds - age) / (kMaxAgeSeconds - kFreshSeconds);
             EXPECT_NEAR(confidence, expected, 0.05) << n.dump();
-            if (confidence > 0 && confidence < 1)
-              saw_graded = true;
+            if (confidence > 0 && confidence < 1) saw_graded = true;
           }
           return confidence == 0.0;
         }
@@ -571,8 +508,7 @@ TEST_F(FaultsTest, AgentDeathFadesToNeutralAndNeverFilters) {
   EXPECT_EQ(stale_filter["NodeNames"], json(names));
   const json scores = Call("prioritize", article, names);
   ASSERT_EQ(scores.size(), names.size());
-  for (const json &s : scores)
-    EXPECT_EQ(s["Score"], 5) << s.dump();
+  for (const json& s : scores) EXPECT_EQ(s["Score"], 5) << s.dump();
   EXPECT_EQ(extender_->Terminate(), 0) << extender_->Stderr();
 }
 
@@ -580,17 +516,14 @@ TEST_F(FaultsTest, AgentDeathFadesToNeutralAndNeverFilters) {
 // deadlines and never keep other requests from being answered.
 TEST_F(FaultsTest, StalledClientsGetDeadlinesAndOthersProceed) {
   TempDir dir;
-  const std::string config =
-      dir.Write("extender.yaml", "http:\n  readTimeout: 1s\n  requestTimeout: "
-                                 "2s\n  keepAliveTimeout: 1s\n");
+  const std::string config = dir.Write(
+      "extender.yaml", "http:\n  readTimeout: 1s\n  requestTimeout: 2s\n  keepAliveTimeout: 1s\n");
   StartExtender(config);
   const int port = PortOf(addresses_.http);
-  const std::string body =
-      RequestBody(MakePod("fault-slow", json::object()), {"node-1"});
-  const std::string headers =
-      absl::StrCat("POST /filter HTTP/1.1\r\nHost: x\r\nContent-Type: "
-                   "application/json\r\nContent-Length: ",
-                   body.size(), "\r\n\r\n");
+  const std::string body = RequestBody(MakePod("fault-slow", json::object()), {"node-1"});
+  const std::string headers = absl::StrCat(
+      "POST /filter HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ",
+      body.size(), "\r\n\r\n");
 
   // (a) Headers, then silence in the middle of the body.
   const int stalled_body = Connect(port);
@@ -599,26 +532,22 @@ TEST_F(FaultsTest, StalledClientsGetDeadlinesAndOthersProceed) {
   // (b) Half a header block, then silence.
   const int stalled_headers = Connect(port);
   ASSERT_GE(stalled_headers, 0);
-  ASSERT_TRUE(SendAll(stalled_headers,
-                      "POST /filter HTTP/1.1\r\nHost: x\r\nContent-Le"));
+  ASSERT_TRUE(SendAll(stalled_headers, "POST /filter HTTP/1.1\r\nHost: x\r\nContent-Le"));
 
   // Meanwhile kube-scheduler's requests are answered.
   for (int i = 0; i < 20; ++i) {
-    const json reply =
-        Call("filter", MakePod("fault-normal", json::object()), {"node-1"});
+    const json reply = Call("filter", MakePod("fault-normal", json::object()), {"node-1"});
     EXPECT_EQ(reply["NodeNames"], json({"node-1"}));
   }
 
   // The stalled ones are ended by the server (1 s read timeout), long before
   // the client would give up (20 s).
-  auto [body_reply, body_closed] =
-      ReadUntilClosed(stalled_body, absl::Seconds(20));
+  auto [body_reply, body_closed] = ReadUntilClosed(stalled_body, absl::Seconds(20));
   EXPECT_TRUE(body_closed);
   EXPECT_THAT(StatusOf(body_reply), AnyOf(Eq(400), Eq(408))) << body_reply;
   EXPECT_THAT(body_reply, HasSubstr("Connection: close"));
   ::close(stalled_body);
-  auto [header_reply, header_closed] =
-      ReadUntilClosed(stalled_headers, absl::Seconds(20));
+  auto [header_reply, header_closed] = ReadUntilClosed(stalled_headers, absl::Seconds(20));
   EXPECT_TRUE(header_closed) << header_reply;
   ::close(stalled_headers);
 
@@ -631,14 +560,11 @@ TEST_F(FaultsTest, StalledClientsGetDeadlinesAndOthersProceed) {
   std::string trickle_reply;
   size_t sent = 0;
   for (; sent < body.size() && trickle_reply.empty(); ++sent) {
-    if (!SendAll(trickle, body.substr(sent, 1)))
-      break;
+    if (!SendAll(trickle, body.substr(sent, 1))) break;
     pollfd p{trickle, POLLIN, 0};
-    if (::poll(&p, 1, 300) > 0)
-      trickle_reply = ReadUntilClosed(trickle, absl::Seconds(5)).first;
+    if (::poll(&p, 1, 300) > 0) trickle_reply = ReadUntilClosed(trickle, absl::Seconds(5)).first;
   }
-  if (trickle_reply.empty())
-    trickle_reply = ReadUntilClosed(trickle, absl::Seconds(5)).first;
+  if (trickle_reply.empty()) trickle_reply = ReadUntilClosed(trickle, absl::Seconds(5)).first;
   ::close(trickle);
   EXPECT_EQ(StatusOf(trickle_reply), 408) << trickle_reply;
   EXPECT_THAT(trickle_reply, HasSubstr("request_timeout"));
@@ -655,23 +581,20 @@ TEST_F(FaultsTest, SigtermDrainsInFlightRequestsAndExitsZero) {
   TempDir dir;
   const std::string state = (fs::path(dir.path()) / "state.json").string();
   // A save interval of an hour: only the SIGTERM save can write the file.
-  const std::string config = dir.Write(
-      "extender.yaml",
-      absl::StrCat("state:\n  file: ", state, "\n  saveInterval: 1h\n",
-                   "http:\n  keepAliveTimeout: 2s\n"));
+  const std::string config =
+      dir.Write("extender.yaml", absl::StrCat("state:\n  file: ", state, "\n  saveInterval: 1h\n",
+                                              "http:\n  keepAliveTimeout: 2s\n"));
   StartExtender(config);
   StartFleet();
   const std::vector<std::string> names = AllNames();
-  Call("filter",
-       MakePod("fault-drain-learned", {{"neighborly.io/class", "batch"}}),
-       names);
+  Call("filter", MakePod("fault-drain-learned", {{"neighborly.io/class", "batch"}}), names);
   ASSERT_FALSE(fs::exists(state));
 
   const int port = PortOf(addresses_.http);
   const std::string body = RequestBody(LoadIncoming("article-service"), names);
-  const std::string headers = absl::StrCat(
-      "POST /filter HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n",
-      "Content-Length: ", body.size(), "\r\n\r\n");
+  const std::string headers =
+      absl::StrCat("POST /filter HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n",
+                   "Content-Length: ", body.size(), "\r\n\r\n");
   const int in_flight = Connect(port);
   ASSERT_GE(in_flight, 0);
   // A first request on the keep-alive connection proves a worker serves it;
@@ -692,8 +615,7 @@ TEST_F(FaultsTest, SigtermDrainsInFlightRequestsAndExitsZero) {
   EXPECT_TRUE(WaitFor(
       [&] {
         const int fd = Connect(port);
-        if (fd < 0)
-          return true;
+        if (fd < 0) return true;
         ::close(fd);
         return false;
       },
@@ -705,22 +627,18 @@ TEST_F(FaultsTest, SigtermDrainsInFlightRequestsAndExitsZero) {
   EXPECT_EQ(StatusOf(reply), 200) << reply;
   EXPECT_THAT(reply, HasSubstr("\"NodeNames\""));
   EXPECT_TRUE(closed) << "the drained connection was left open";
-  EXPECT_TRUE(ReadUntilClosed(idle, absl::Seconds(5)).second)
-      << "idle connection not closed";
+  EXPECT_TRUE(ReadUntilClosed(idle, absl::Seconds(5)).second) << "idle connection not closed";
   ::close(idle);
 
-  const std::optional<int> code =
-      extender_->Wait(absl::Seconds(5) - (absl::Now() - term));
-  ASSERT_TRUE(code.has_value()) << "still running 5 s after SIGTERM\n"
-                                << extender_->Stderr();
+  const std::optional<int> code = extender_->Wait(absl::Seconds(5) - (absl::Now() - term));
+  ASSERT_TRUE(code.has_value()) << "still running 5 s after SIGTERM\n" << extender_->Stderr();
   EXPECT_EQ(*code, 0) << extender_->Stderr();
-  std::printf("exited %.2f s after SIGTERM\n",
-              absl::ToDoubleSeconds(absl::Now() - term));
+  std::printf("exited %.2f s after SIGTERM\n", absl::ToDoubleSeconds(absl::Now() - term));
   std::optional<std::set<std::string>> uids = StateUids(state);
   ASSERT_TRUE(uids.has_value()) << "no state saved on SIGTERM";
   EXPECT_EQ(uids->count("fault-drain-learned"), 1u);
   EXPECT_EQ(agent_->Terminate(), 0) << agent_->Stderr();
 }
 
-} // namespace
-} // namespace neighborly
+}  // namespace
+}  // namespace neighborly
