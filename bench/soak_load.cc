@@ -379,6 +379,46 @@ std::string PodBody(uint64_t k, int nodes, int candidates, bool declared, std::m
   return body;
 }
 
+// Server-side latency from the extender's own histogram (whatever its name
+// prefix, "..._request_duration_seconds_bucket{verb=...,le=...}"): the bucket
+// bounds that hold the median and the 99th percentile.
+void PrintServerSide(const std::string& http) {
+  const size_t colon = http.rfind(':');
+  httplib::Client client(http.substr(0, colon), std::atoi(http.c_str() + colon + 1));
+  client.set_read_timeout(10);
+  httplib::Result r = client.Get("/metrics");
+  if (!r || r->status != 200) {
+    std::printf("server side: /metrics unavailable\n");
+    return;
+  }
+  for (const std::string verb : {"filter", "prioritize"}) {
+    std::vector<std::pair<std::string, double>> buckets;  // (le, cumulative count)
+    std::istringstream lines(r->body);
+    const std::string key = absl::StrCat("verb=\"", verb, "\"");
+    for (std::string line; std::getline(lines, line);) {
+      if (line.find("request_duration_seconds_bucket{") == std::string::npos ||
+          line.find(key) == std::string::npos) {
+        continue;
+      }
+      const size_t le = line.find("le=\"");
+      const size_t le_end = line.find('"', le + 4);
+      if (le == std::string::npos || le_end == std::string::npos) continue;
+      buckets.emplace_back(line.substr(le + 4, le_end - le - 4),
+                           std::atof(line.substr(line.rfind(' ') + 1).c_str()));
+    }
+    if (buckets.empty() || buckets.back().second <= 0) continue;
+    const double total = buckets.back().second;
+    auto bound = [&](double q) {
+      for (const auto& [le, count] : buckets) {
+        if (count >= q * total) return le;
+      }
+      return std::string("+Inf");
+    };
+    std::printf("server side %-10s n=%.0f p50<=%ss p99<=%ss (histogram bucket bounds)\n",
+                verb.c_str(), total, bound(0.5).c_str(), bound(0.99).c_str());
+  }
+}
+
 int Run(int argc, char** argv) {
   Options o = ParseFlags(argc, argv);
   pid_t pid = o.pid;
@@ -531,6 +571,8 @@ int Run(int argc, char** argv) {
   for (const RssPoint& r : curve) std::printf(" %.0f:%.1f", r.t, r.rss_mib);
   std::printf("\n");
   std::fflush(stdout);
+
+  PrintServerSide(o.http);
 
   for (auto& s : streams) s->Cancel();
   const absl::Time cancel_deadline = absl::Now() + absl::Seconds(10);
