@@ -5,3 +5,8 @@ if(TARGET neighborly_core)
   target_link_libraries(model_bench PRIVATE neighborly_core benchmark::benchmark
     absl::str_format neighborly_warnings)
 endif()
+if(TARGET neighborly_ingest)
+  add_executable(ingest_bench ${CMAKE_CURRENT_LIST_DIR}/ingest_bench.cc)
+  target_link_libraries(ingest_bench PRIVATE neighborly_ingest neighborly_core
+    benchmark::benchmark absl::str_format neighborly_warnings)
+endif()

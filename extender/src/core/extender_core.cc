@@ -62,6 +62,7 @@ std::optional<RememberedPod> Learnable(ContentionClass c, ClassSource source,
 struct ExtenderCore::Impl {
   Impl(ModelConfig c, const Clock& clk) : config(std::move(c)), clock(clk), ledger(state) {}
 
+  absl::Status Apply(std::unique_ptr<NodeSnapshot> snapshot);  // a validated report
   void Decide(std::string_view verb, const IncomingPod& pod,
               std::span<const std::string_view> nodes, std::vector<NodeDecision>& out, bool book);
   NodeSummary Summarize(const ClusterState::Entry& entry, const NodeSnapshot& snap, absl::Time now,
@@ -83,46 +84,63 @@ ExtenderCore::ExtenderCore(ModelConfig config, const Clock& clock)
 ExtenderCore::~ExtenderCore() = default;
 
 absl::Status ExtenderCore::Ingest(const tv1::NodeReport& report) {
-  Impl& m = *impl_;
   if (absl::Status s = ValidateReport(report); !s.ok()) {
-    m.rejected.fetch_add(1, std::memory_order_relaxed);
+    impl_->rejected.fetch_add(1, std::memory_order_relaxed);
     return s;
   }
-  ClusterState::Entry* entry = m.state.GetOrCreate(report.node_name());
+  auto snapshot = std::make_unique<NodeSnapshot>();
+  snapshot->report = report;
+  return impl_->Apply(std::move(snapshot));
+}
+
+absl::Status ExtenderCore::Ingest(tv1::NodeReport&& report) {
+  if (absl::Status s = ValidateReport(report); !s.ok()) {
+    impl_->rejected.fetch_add(1, std::memory_order_relaxed);
+    return s;
+  }
+  auto snapshot = std::make_unique<NodeSnapshot>();
+  snapshot->report = std::move(report);  // same (no) arena: a swap, not a copy
+  return impl_->Apply(std::move(snapshot));
+}
+
+absl::Status ExtenderCore::Impl::Apply(std::unique_ptr<NodeSnapshot> snapshot) {
+  // `report` lives in the snapshot; the View keeps it alive after publication,
+  // even if another stream for the same node replaces it meanwhile.
+  const tv1::NodeReport& report = snapshot->report;
+  const ClusterState::View view = state.view();
+  ClusterState::Entry* entry = state.GetOrCreate(report.node_name());
   if (entry == nullptr) {
-    m.rejected.fetch_add(1, std::memory_order_relaxed);
+    rejected.fetch_add(1, std::memory_order_relaxed);
     return absl::ResourceExhaustedError(absl::StrCat("NodeReport.node_name: cannot track node ",
                                                      report.node_name(), ": already tracking ",
-                                                     m.state.max_nodes(), " nodes"));
+                                                     state.max_nodes(), " nodes"));
   }
-  const absl::Time now = m.clock.Now();
+  const absl::Time now = clock.Now();
   std::vector<std::string_view> uids;
   uids.reserve(report.pods_size());
   for (const tv1::PodReport& pod : report.pods()) uids.push_back(pod.uid());
   {
     std::lock_guard<std::mutex> lock(entry->ingest_mu);
-    // Only writers of this entry (serialised by ingest_mu) replace it, so it
-    // stays alive here without a View.
+    // Only writers of this entry (serialised by ingest_mu) replace it.
     const NodeSnapshot* previous = entry->snapshot.load(std::memory_order_acquire);
     if (previous != nullptr && previous->report.boot_id() == report.boot_id() &&
         report.sequence() <= previous->report.sequence()) {
-      m.rejected.fetch_add(1, std::memory_order_relaxed);
+      rejected.fetch_add(1, std::memory_order_relaxed);
       return absl::InvalidArgumentError(
           absl::StrCat("NodeReport.sequence: ", report.sequence(), " is not after ",
                        previous->report.sequence(), ", the last accepted from boot_id \"",
                        report.boot_id(), "\" (replayed or out-of-order report)"));
     }
     std::vector<std::optional<RememberedPod>> known;
-    m.registry.LookupMany(uids, known);
+    registry.LookupMany(uids, known);
     absl::flat_hash_map<absl::string_view, const RememberedPod*> known_by_uid;
     for (size_t i = 0; i < uids.size(); ++i) {
       if (known[i]) known_by_uid.emplace(Av(uids[i]), &*known[i]);
     }
-    auto snapshot = std::make_unique<NodeSnapshot>();
-    snapshot->report = report;
     snapshot->profile = BuildNodeProfile(
-        snapshot->report, m.config,
+        report, config,
         [&](std::string_view uid) -> const RememberedPod* {
+          if (known_by_uid.empty()) return nullptr;
           auto it = known_by_uid.find(Av(uid));
           return it == known_by_uid.end() ? nullptr : it->second;
         },
@@ -134,14 +152,14 @@ absl::Status ExtenderCore::Ingest(const tv1::NodeReport& report) {
           Learnable(resident.contention_class, resident.source,
                     HintsFromAnnotations(report.pods(i).annotations()));
       if (learn && (!known[i] || !SameKnowledge(*known[i], *learn))) {
-        m.registry.Remember(uids[i], *learn, now);
+        registry.Remember(uids[i], *learn, now);
       }
     }
-    m.state.PublishSnapshot(*entry, std::move(snapshot));
+    state.PublishSnapshot(*entry, std::move(snapshot));
   }
-  m.ledger.Release(uids);
-  m.ledger.Expire(now);
-  m.accepted.fetch_add(1, std::memory_order_relaxed);
+  ledger.Release(uids);
+  ledger.Expire(now);
+  accepted.fetch_add(1, std::memory_order_relaxed);
   return absl::OkStatus();
 }
 

@@ -117,6 +117,9 @@ class ExtenderCore : public Decider {
   // return INVALID_ARGUMENT naming the problem and change no state. Releases
   // bookings of pods the report shows running.
   absl::Status Ingest(const telemetry::v1::NodeReport& report);
+  // The same, taking the report over instead of copying it (the gRPC path:
+  // a 50-pod report's copy is a quarter of its ingest cost).
+  absl::Status Ingest(telemetry::v1::NodeReport&& report);
 
   // Decider.
   void Filter(const IncomingPod& pod, std::span<const std::string_view> nodes,

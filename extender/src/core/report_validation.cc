@@ -6,6 +6,7 @@
 #include <set>
 #include <string>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "common/cpu_list.h"
 #include "common/strings.h"
@@ -15,8 +16,20 @@ namespace {
 
 namespace tv1 = ::neighborly::telemetry::v1;
 
-absl::Status Bad(std::string_view field, std::string_view problem) {
-  return absl::InvalidArgumentError(absl::StrCat("NodeReport.", Av(field), ": ", Av(problem)));
+// A field's path, put together only when a problem is reported: a valid
+// report (the common case, thousands per second) formats no paths at all.
+struct Path {
+  Path(const char* s) : a(s) {}         // NOLINT: implicit on purpose
+  Path(std::string_view s) : a(s) {}    // NOLINT
+  Path(const std::string& s) : a(s) {}  // NOLINT
+  Path(std::string_view x, std::string_view y, std::string_view z = {}, std::string_view w = {})
+      : a(x), b(y), c(z), d(w) {}
+  std::string Str() const { return absl::StrCat(Av(a), Av(b), Av(c), Av(d)); }
+  std::string_view a, b, c, d;
+};
+
+absl::Status Bad(const Path& field, std::string_view problem) {
+  return absl::InvalidArgumentError(absl::StrCat("NodeReport.", field.Str(), ": ", Av(problem)));
 }
 
 #define NB_RETURN_IF_ERROR(expr) \
@@ -25,20 +38,20 @@ absl::Status Bad(std::string_view field, std::string_view problem) {
     if (!_s.ok()) return _s;     \
   } while (false)
 
-absl::Status CheckLength(std::string_view field, std::string_view value, size_t max) {
+absl::Status CheckLength(const Path& field, std::string_view value, size_t max) {
   if (value.size() > max) {
     return Bad(field, absl::StrCat("too long (", value.size(), " bytes, at most ", max, ")"));
   }
   return absl::OkStatus();
 }
 
-absl::StatusOr<CpuSet> CheckCpus(std::string_view field, std::string_view text) {
+absl::StatusOr<CpuSet> CheckCpus(const Path& field, std::string_view text) {
   absl::StatusOr<CpuSet> cpus = ParseCpuList(text);
   if (!cpus.ok()) return Bad(field, Sv(cpus.status().message()));
   return cpus;
 }
 
-absl::Status CheckDouble(std::string_view field, bool present, double value,
+absl::Status CheckDouble(const Path& field, bool present, double value,
                          std::optional<double> max = std::nullopt) {
   if (!present) return absl::OkStatus();
   if (!std::isfinite(value)) return Bad(field, "not a finite number");
@@ -49,7 +62,7 @@ absl::Status CheckDouble(std::string_view field, bool present, double value,
 
 // A byte or byte-per-second quantity (found by fuzz/report_mutation_fuzzer: a
 // bandwidth of 2^64-1 made the model's double sums overflow uint64 on the way back).
-absl::Status CheckBytes(std::string_view field, bool present, uint64_t value,
+absl::Status CheckBytes(const Path& field, bool present, uint64_t value,
                         const ReportLimits& limits) {
   if (present && value > limits.max_bytes) {
     return Bad(field, absl::StrCat(value, " exceeds ", limits.max_bytes, " (no host has that)"));
@@ -59,7 +72,7 @@ absl::Status CheckBytes(std::string_view field, bool present, uint64_t value,
 
 absl::Status CheckCapability(std::string_view field, const tv1::Capability& c,
                              const ReportLimits& limits) {
-  return CheckLength(absl::StrCat(Av(field), ".reason"), c.reason(), limits.max_string_bytes);
+  return CheckLength(Path(field, ".reason"), c.reason(), limits.max_string_bytes);
 }
 
 absl::Status CheckOneOf(std::string_view field, const std::string& value,
@@ -77,103 +90,110 @@ absl::Status CheckOneOf(std::string_view field, const std::string& value,
 absl::Status ValidatePod(const tv1::PodReport& pod, const std::string& field,
                          const std::set<uint32_t>& numa_ids, const CpuSet& all_cpus,
                          const ReportLimits& limits) {
-  if (pod.uid().empty()) return Bad(field + ".uid", "empty");
-  NB_RETURN_IF_ERROR(CheckLength(field + ".uid", pod.uid(), 128));
-  if (pod.namespace_().empty()) return Bad(field + ".namespace", "empty");
-  NB_RETURN_IF_ERROR(CheckLength(field + ".namespace", pod.namespace_(), 253));
-  if (pod.name().empty()) return Bad(field + ".name", "empty");
-  NB_RETURN_IF_ERROR(CheckLength(field + ".name", pod.name(), 253));
+  if (pod.uid().empty()) return Bad(Path(field, ".uid"), "empty");
+  NB_RETURN_IF_ERROR(CheckLength(Path(field, ".uid"), pod.uid(), 128));
+  if (pod.namespace_().empty()) return Bad(Path(field, ".namespace"), "empty");
+  NB_RETURN_IF_ERROR(CheckLength(Path(field, ".namespace"), pod.namespace_(), 253));
+  if (pod.name().empty()) return Bad(Path(field, ".name"), "empty");
+  NB_RETURN_IF_ERROR(CheckLength(Path(field, ".name"), pod.name(), 253));
   if (!tv1::QosClass_IsValid(pod.qos_class())) {
-    return Bad(field + ".qos_class", absl::StrCat("unknown value ", pod.qos_class()));
+    return Bad(Path(field, ".qos_class"), absl::StrCat("unknown value ", pod.qos_class()));
   }
   if (static_cast<size_t>(pod.labels_size()) > limits.max_labels) {
-    return Bad(field + ".labels",
+    return Bad(Path(field, ".labels"),
                absl::StrCat(pod.labels_size(), " entries, at most ", limits.max_labels));
   }
   for (const auto& [k, v] : pod.labels()) {
-    if (k.empty()) return Bad(field + ".labels", "empty key");
-    NB_RETURN_IF_ERROR(CheckLength(absl::StrCat(field, ".labels[", k.substr(0, 64), "] key"), k,
-                                   limits.max_key_bytes));
+    if (k.empty()) return Bad(Path(field, ".labels"), "empty key");
     NB_RETURN_IF_ERROR(
-        CheckLength(absl::StrCat(field, ".labels[", k, "]"), v, limits.max_label_value_bytes));
+        CheckLength(Path(field, ".labels[", std::string_view(k).substr(0, 64), "] key"), k,
+                    limits.max_key_bytes));
+    NB_RETURN_IF_ERROR(
+        CheckLength(Path(field, ".labels[", k, "]"), v, limits.max_label_value_bytes));
   }
   if (static_cast<size_t>(pod.annotations_size()) > limits.max_annotations) {
-    return Bad(field + ".annotations",
+    return Bad(Path(field, ".annotations"),
                absl::StrCat(pod.annotations_size(), " entries, at most ", limits.max_annotations));
   }
   size_t total = 0;
   for (const auto& [k, v] : pod.annotations()) {
-    if (k.empty()) return Bad(field + ".annotations", "empty key");
-    NB_RETURN_IF_ERROR(CheckLength(absl::StrCat(field, ".annotations[", k.substr(0, 64), "] key"),
-                                   k, limits.max_key_bytes));
-    NB_RETURN_IF_ERROR(CheckLength(absl::StrCat(field, ".annotations[", k, "]"), v,
-                                   limits.max_annotation_value_bytes));
+    if (k.empty()) return Bad(Path(field, ".annotations"), "empty key");
+    NB_RETURN_IF_ERROR(
+        CheckLength(Path(field, ".annotations[", std::string_view(k).substr(0, 64), "] key"), k,
+                    limits.max_key_bytes));
+    NB_RETURN_IF_ERROR(
+        CheckLength(Path(field, ".annotations[", k, "]"), v, limits.max_annotation_value_bytes));
     total += k.size() + v.size();
   }
   if (total > limits.max_annotations_total_bytes) {
-    return Bad(field + ".annotations", absl::StrCat("total size ", total, " bytes exceeds ",
-                                                    limits.max_annotations_total_bytes));
+    return Bad(Path(field, ".annotations"), absl::StrCat("total size ", total, " bytes exceeds ",
+                                                         limits.max_annotations_total_bytes));
   }
   if (pod.has_cpu_request_millicores() && pod.cpu_request_millicores() < 0) {
-    return Bad(field + ".cpu_request_millicores", "negative");
+    return Bad(Path(field, ".cpu_request_millicores"), "negative");
   }
   if (pod.has_cpu_usage_millicores() && pod.cpu_usage_millicores() < 0) {
-    return Bad(field + ".cpu_usage_millicores", "negative");
+    return Bad(Path(field, ".cpu_usage_millicores"), "negative");
   }
   if (pod.cpu_request_millicores() > limits.max_millicores) {
-    return Bad(field + ".cpu_request_millicores",
+    return Bad(Path(field, ".cpu_request_millicores"),
                absl::StrCat(pod.cpu_request_millicores(), " exceeds ", limits.max_millicores));
   }
   if (pod.cpu_usage_millicores() > limits.max_millicores) {
-    return Bad(field + ".cpu_usage_millicores",
+    return Bad(Path(field, ".cpu_usage_millicores"),
                absl::StrCat(pod.cpu_usage_millicores(), " exceeds ", limits.max_millicores));
   }
-  NB_RETURN_IF_ERROR(CheckBytes(field + ".memory_request_bytes", pod.has_memory_request_bytes(),
-                                pod.memory_request_bytes(), limits));
-  NB_RETURN_IF_ERROR(CheckBytes(field + ".llc_occupancy_bytes", pod.has_llc_occupancy_bytes(),
+  NB_RETURN_IF_ERROR(CheckBytes(Path(field, ".memory_request_bytes"),
+                                pod.has_memory_request_bytes(), pod.memory_request_bytes(),
+                                limits));
+  NB_RETURN_IF_ERROR(CheckBytes(Path(field, ".llc_occupancy_bytes"), pod.has_llc_occupancy_bytes(),
                                 pod.llc_occupancy_bytes(), limits));
-  NB_RETURN_IF_ERROR(CheckBytes(field + ".membw_total_bytes_per_second",
+  NB_RETURN_IF_ERROR(CheckBytes(Path(field, ".membw_total_bytes_per_second"),
                                 pod.has_membw_total_bytes_per_second(),
                                 pod.membw_total_bytes_per_second(), limits));
-  NB_RETURN_IF_ERROR(CheckBytes(field + ".membw_local_bytes_per_second",
+  NB_RETURN_IF_ERROR(CheckBytes(Path(field, ".membw_local_bytes_per_second"),
                                 pod.has_membw_local_bytes_per_second(),
                                 pod.membw_local_bytes_per_second(), limits));
-  absl::StatusOr<CpuSet> cpus = CheckCpus(field + ".exclusive_cpus", pod.exclusive_cpus());
+  absl::StatusOr<CpuSet> cpus = CheckCpus(Path(field, ".exclusive_cpus"), pod.exclusive_cpus());
   if (!cpus.ok()) return cpus.status();
   for (uint32_t cpu : *cpus) {
     if (!std::binary_search(all_cpus.begin(), all_cpus.end(), cpu)) {
-      return Bad(field + ".exclusive_cpus",
+      return Bad(Path(field, ".exclusive_cpus"),
                  absl::StrCat("CPU ", cpu, " is not in any NUMA node of the topology"));
     }
   }
-  NB_RETURN_IF_ERROR(CheckDouble(field + ".ipc", pod.has_ipc(), pod.ipc()));
-  NB_RETURN_IF_ERROR(CheckDouble(field + ".llc_misses_per_kilo_instructions",
+  NB_RETURN_IF_ERROR(CheckDouble(Path(field, ".ipc"), pod.has_ipc(), pod.ipc()));
+  NB_RETURN_IF_ERROR(CheckDouble(Path(field, ".llc_misses_per_kilo_instructions"),
                                  pod.has_llc_misses_per_kilo_instructions(),
                                  pod.llc_misses_per_kilo_instructions()));
-  NB_RETURN_IF_ERROR(CheckDouble(field + ".psi_cpu_some_avg10", pod.has_psi_cpu_some_avg10(),
+  NB_RETURN_IF_ERROR(CheckDouble(Path(field, ".psi_cpu_some_avg10"), pod.has_psi_cpu_some_avg10(),
                                  pod.psi_cpu_some_avg10(), 100.0));
-  NB_RETURN_IF_ERROR(CheckDouble(field + ".psi_memory_some_avg10", pod.has_psi_memory_some_avg10(),
-                                 pod.psi_memory_some_avg10(), 100.0));
-  NB_RETURN_IF_ERROR(CheckDouble(field + ".psi_memory_full_avg10", pod.has_psi_memory_full_avg10(),
-                                 pod.psi_memory_full_avg10(), 100.0));
+  NB_RETURN_IF_ERROR(CheckDouble(Path(field, ".psi_memory_some_avg10"),
+                                 pod.has_psi_memory_some_avg10(), pod.psi_memory_some_avg10(),
+                                 100.0));
+  NB_RETURN_IF_ERROR(CheckDouble(Path(field, ".psi_memory_full_avg10"),
+                                 pod.has_psi_memory_full_avg10(), pod.psi_memory_full_avg10(),
+                                 100.0));
   if (static_cast<size_t>(pod.memory_bytes_by_numa_size()) > limits.max_numa_nodes) {
-    return Bad(field + ".memory_bytes_by_numa", "more entries than NUMA nodes allowed");
+    return Bad(Path(field, ".memory_bytes_by_numa"), "more entries than NUMA nodes allowed");
   }
   for (const auto& [id, bytes] : pod.memory_bytes_by_numa()) {
     if (!numa_ids.contains(id)) {
       return Bad(absl::StrCat(field, ".memory_bytes_by_numa[", id, "]"),
                  "no such NUMA node in the topology");
     }
-    NB_RETURN_IF_ERROR(
-        CheckBytes(absl::StrCat(field, ".memory_bytes_by_numa[", id, "]"), true, bytes, limits));
+    if (bytes > limits.max_bytes) {
+      return CheckBytes(absl::StrCat(field, ".memory_bytes_by_numa[", id, "]"), true, bytes,
+                        limits);
+    }
   }
   if (static_cast<size_t>(pod.unavailable_size()) > limits.max_map_entries) {
-    return Bad(field + ".unavailable", "too many entries");
+    return Bad(Path(field, ".unavailable"), "too many entries");
   }
   for (const auto& [k, v] : pod.unavailable()) {
-    NB_RETURN_IF_ERROR(CheckLength(field + ".unavailable key", k, limits.max_string_bytes));
+    NB_RETURN_IF_ERROR(CheckLength(Path(field, ".unavailable key"), k, limits.max_string_bytes));
     NB_RETURN_IF_ERROR(
-        CheckLength(absl::StrCat(field, ".unavailable[", k, "]"), v, limits.max_string_bytes));
+        CheckLength(Path(field, ".unavailable[", k, "]"), v, limits.max_string_bytes));
   }
   return absl::OkStatus();
 }
@@ -260,30 +280,31 @@ absl::Status ValidateReport(const tv1::NodeReport& r, const ReportLimits& limits
     const tv1::NumaNode& n = topo.numa_nodes(i);
     const std::string field = absl::StrCat("topology.numa_nodes[", i, "]");
     if (!numa_ids.insert(n.id()).second) {
-      return Bad(field + ".id", absl::StrCat("duplicate NUMA node id ", n.id()));
+      return Bad(Path(field, ".id"), absl::StrCat("duplicate NUMA node id ", n.id()));
     }
-    absl::StatusOr<CpuSet> cpus = CheckCpus(field + ".cpus", n.cpus());
+    absl::StatusOr<CpuSet> cpus = CheckCpus(Path(field, ".cpus"), n.cpus());
     if (!cpus.ok()) return cpus.status();
     if (IntersectionSize(*cpus, all_cpus) != 0) {
-      return Bad(field + ".cpus", "overlaps the CPUs of another NUMA node");
+      return Bad(Path(field, ".cpus"), "overlaps the CPUs of another NUMA node");
     }
     all_cpus.insert(all_cpus.end(), cpus->begin(), cpus->end());
     std::sort(all_cpus.begin(), all_cpus.end());
     if (n.distances_size() != 0 && n.distances_size() != topo.numa_nodes_size()) {
-      return Bad(field + ".distances", absl::StrCat(n.distances_size(), " entries for ",
-                                                    topo.numa_nodes_size(), " NUMA nodes"));
+      return Bad(Path(field, ".distances"), absl::StrCat(n.distances_size(), " entries for ",
+                                                         topo.numa_nodes_size(), " NUMA nodes"));
     }
     if (n.has_peak_membw_bytes_per_second() && n.peak_membw_bytes_per_second() == 0) {
-      return Bad(field + ".peak_membw_bytes_per_second", "zero (omit it when unknown)");
+      return Bad(Path(field, ".peak_membw_bytes_per_second"), "zero (omit it when unknown)");
     }
-    NB_RETURN_IF_ERROR(CheckBytes(field + ".memory_bytes", true, n.memory_bytes(), limits));
-    NB_RETURN_IF_ERROR(CheckBytes(field + ".peak_membw_bytes_per_second",
+    NB_RETURN_IF_ERROR(CheckBytes(Path(field, ".memory_bytes"), true, n.memory_bytes(), limits));
+    NB_RETURN_IF_ERROR(CheckBytes(Path(field, ".peak_membw_bytes_per_second"),
                                   n.has_peak_membw_bytes_per_second(),
                                   n.peak_membw_bytes_per_second(), limits));
-    NB_RETURN_IF_ERROR(CheckBytes(field + ".membw_bytes_per_second", n.has_membw_bytes_per_second(),
-                                  n.membw_bytes_per_second(), limits));
-    NB_RETURN_IF_ERROR(
-        CheckLength(field + ".peak_membw_source", n.peak_membw_source(), limits.max_string_bytes));
+    NB_RETURN_IF_ERROR(CheckBytes(Path(field, ".membw_bytes_per_second"),
+                                  n.has_membw_bytes_per_second(), n.membw_bytes_per_second(),
+                                  limits));
+    NB_RETURN_IF_ERROR(CheckLength(Path(field, ".peak_membw_source"), n.peak_membw_source(),
+                                   limits.max_string_bytes));
   }
   if (static_cast<size_t>(topo.l3_domains_size()) > limits.max_l3_domains) {
     return Bad("topology.l3_domains",
@@ -294,21 +315,21 @@ absl::Status ValidateReport(const tv1::NodeReport& r, const ReportLimits& limits
     const tv1::L3Domain& d = topo.l3_domains(i);
     const std::string field = absl::StrCat("topology.l3_domains[", i, "]");
     if (!l3_ids.insert(d.id()).second) {
-      return Bad(field + ".id", absl::StrCat("duplicate L3 domain id ", d.id()));
+      return Bad(Path(field, ".id"), absl::StrCat("duplicate L3 domain id ", d.id()));
     }
-    absl::StatusOr<CpuSet> cpus = CheckCpus(field + ".cpus", d.cpus());
+    absl::StatusOr<CpuSet> cpus = CheckCpus(Path(field, ".cpus"), d.cpus());
     if (!cpus.ok()) return cpus.status();
     if (!numa_ids.contains(d.numa_node())) {
-      return Bad(field + ".numa_node",
+      return Bad(Path(field, ".numa_node"),
                  absl::StrCat("no NUMA node ", d.numa_node(), " in the topology"));
     }
-    NB_RETURN_IF_ERROR(CheckBytes(field + ".size_bytes", true, d.size_bytes(), limits));
-    NB_RETURN_IF_ERROR(CheckBytes(field + ".occupancy_bytes", d.has_occupancy_bytes(),
+    NB_RETURN_IF_ERROR(CheckBytes(Path(field, ".size_bytes"), true, d.size_bytes(), limits));
+    NB_RETURN_IF_ERROR(CheckBytes(Path(field, ".occupancy_bytes"), d.has_occupancy_bytes(),
                                   d.occupancy_bytes(), limits));
-    NB_RETURN_IF_ERROR(CheckBytes(field + ".membw_total_bytes_per_second",
+    NB_RETURN_IF_ERROR(CheckBytes(Path(field, ".membw_total_bytes_per_second"),
                                   d.has_membw_total_bytes_per_second(),
                                   d.membw_total_bytes_per_second(), limits));
-    NB_RETURN_IF_ERROR(CheckBytes(field + ".membw_local_bytes_per_second",
+    NB_RETURN_IF_ERROR(CheckBytes(Path(field, ".membw_local_bytes_per_second"),
                                   d.has_membw_local_bytes_per_second(),
                                   d.membw_local_bytes_per_second(), limits));
     // size_bytes 0 is "unknown": hosts without cache information in sysfs report
@@ -335,12 +356,13 @@ absl::Status ValidateReport(const tv1::NodeReport& r, const ReportLimits& limits
   if (static_cast<size_t>(r.pods_size()) > limits.max_pods) {
     return Bad("pods", absl::StrCat(r.pods_size(), " pods, at most ", limits.max_pods));
   }
-  std::set<std::string_view> uids;
+  absl::flat_hash_set<absl::string_view> uids;
+  uids.reserve(r.pods_size());
   for (int i = 0; i < r.pods_size(); ++i) {
     const std::string field = absl::StrCat("pods[", i, "]");
     NB_RETURN_IF_ERROR(ValidatePod(r.pods(i), field, numa_ids, all_cpus, limits));
-    if (!uids.insert(r.pods(i).uid()).second) {
-      return Bad(field + ".uid", absl::StrCat("duplicate pod uid ", r.pods(i).uid()));
+    if (!uids.insert(Av(r.pods(i).uid())).second) {
+      return Bad(Path(field, ".uid"), absl::StrCat("duplicate pod uid ", r.pods(i).uid()));
     }
   }
   return absl::OkStatus();

@@ -111,7 +111,10 @@ class ReportReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grp
                               "\" (its identity token), not \"", Clip(report_.node_name()), "\"")));
       return;
     }
-    const absl::Status status = core_.Ingest(report_);
+    const uint64_t sequence = report_.sequence();
+    // Handed over, not copied; the next message is parsed into a fresh report_.
+    const absl::Status status = core_.Ingest(std::move(report_));
+    report_.Clear();
     if (!status.ok()) {
       counters_.reports_rejected.fetch_add(1, std::memory_order_relaxed);
       Finish(grpc::Status(static_cast<grpc::StatusCode>(status.code()),
@@ -120,7 +123,7 @@ class ReportReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grp
     }
     counters_.reports_accepted.fetch_add(1, std::memory_order_relaxed);
     tv1::ReportAck ack;
-    ack.set_sequence(report_.sequence());
+    ack.set_sequence(sequence);
     bool own_buffer = false;
     response_.Clear();
     if (!grpc::SerializationTraits<tv1::ReportAck>::Serialize(ack, &response_, &own_buffer).ok()) {

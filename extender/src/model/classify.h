@@ -45,8 +45,17 @@ struct ClassResolution {
 };
 
 // Looks a key up in a string->string map (std::map or google::protobuf::Map).
+// Pods carry a handful of labels and annotations: scanning a small map costs
+// less than the std::string its find() needs (a heap allocation for keys like
+// "neighborly.io/class"), which ingest would pay for every pod of every report.
 template <typename Map>
 const std::string* FindValue(const Map& map, std::string_view key) {
+  if (map.size() <= 16) {
+    for (const auto& [k, v] : map) {
+      if (std::string_view(k) == key) return &v;
+    }
+    return nullptr;
+  }
   auto it = map.find(std::string(key));
   return it == map.end() ? nullptr : &it->second;
 }

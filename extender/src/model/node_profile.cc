@@ -269,19 +269,20 @@ NodeProfile BuildNodeProfile(const tv1::NodeReport& report, const ModelConfig& c
     ResidentPod& resident = p.pods[i];
     resident = ClassifyResident(pod, config, known, membw_share, l3_share);
 
-    const std::string who = absl::StrCat(pod.namespace_(), "/", pod.name());
+    // "namespace/name" only for the first pod of each conflicting class.
+    auto who = [&pod] { return absl::StrCat(pod.namespace_(), "/", pod.name()); };
     switch (resident.contention_class) {
       case ContentionClass::kLatencyCritical:
         if (p.latency_critical_pods++ == 0) {
-          p.latency_critical_example = absl::StrCat("latency-critical pod ", who);
+          p.latency_critical_example = absl::StrCat("latency-critical pod ", who());
         }
         break;
       case ContentionClass::kBatch:
         if (resident.aggressor) ++p.aggressor_pods;
         if (p.batch_pods++ == 0) {
           p.batch_example = resident.aggressor
-                                ? absl::StrCat("aggressor pod ", who, " (", resident.why, ")")
-                                : absl::StrCat("batch pod ", who);
+                                ? absl::StrCat("aggressor pod ", who(), " (", resident.why, ")")
+                                : absl::StrCat("batch pod ", who());
         }
         break;
       case ContentionClass::kStandard:
