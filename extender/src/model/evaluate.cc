@@ -186,6 +186,12 @@ void Finish(NodeDecision& out, const Harm& harm, double numa_penalty, double inc
 template <typename InFlightT>
 void EvaluateLoaded(const PodRequest& pod, const NodeProfile& p, const InFlightT& in_flight,
                     const ModelConfig& config, NodeDecision& out) {
+  // Plain pointers: InlinedVector's accessors check where the elements live on
+  // every use, and the compiler cannot hoist that past the writes to `out`.
+  const NumaProfile* const numa_nodes = p.numa.data();
+  const size_t numa_count = p.numa.size();
+  const L3Profile* const l3_domains = p.l3.data();
+  const size_t l3_count = p.l3.size();
   const bool latency_critical = pod.contention_class == ContentionClass::kLatencyCritical;
 
   // 1. Isolation.
@@ -214,7 +220,6 @@ void EvaluateLoaded(const PodRequest& pod, const NodeProfile& p, const InFlightT
 
   const double queue_scale = config.membw_queue_scale;
   auto membw_cost = [queue_scale](double u) { return MembwCost(u, queue_scale); };
-  const size_t numa_count = p.numa.size();
 
   if (pod.exclusive_cpus) {
     // Pinned: the pod lives on one NUMA node; pick the cheapest admissible one.
@@ -228,7 +233,7 @@ void EvaluateLoaded(const PodRequest& pod, const NodeProfile& p, const InFlightT
     int best = -1;
     double best_cost = std::numeric_limits<double>::infinity();
     for (size_t n = 0; n < numa_count; ++n) {
-      const NumaProfile& numa = p.numa[n];
+      const NumaProfile& numa = numa_nodes[n];
       const int32_t free_cpus = numa.free_exclusive_cpus - in_flight.cpus(n);
       const int64_t free_memory = numa.free_memory_bytes - in_flight.memory(n);
       const bool fits = free_cpus >= pod.cpus && free_memory >= pod.memory_bytes;
@@ -259,7 +264,7 @@ void EvaluateLoaded(const PodRequest& pod, const NodeProfile& p, const InFlightT
       int domain = -1;
       double domain_pressure = std::numeric_limits<double>::infinity();
       for (size_t d = numa.l3_begin; d < numa.l3_end; ++d) {
-        const L3Profile& l3 = p.l3[d];
+        const L3Profile& l3 = l3_domains[d];
         if (l3.size_bytes <= 0) continue;
         const double pressure =
             (l3.occupancy_bytes + in_flight.llc(d) + pod.llc_bytes) / l3.size_bytes;
@@ -270,7 +275,7 @@ void EvaluateLoaded(const PodRequest& pod, const NodeProfile& p, const InFlightT
       }
       double pressure = 0;
       if (domain >= 0) {
-        const L3Profile& l3 = p.l3[domain];
+        const L3Profile& l3 = l3_domains[domain];
         pressure =
             AddResource(l3.occupancy_bytes + in_flight.llc(domain), pod.llc_bytes, l3.size_bytes,
                         std::max(l3.resident_sensitivity, in_flight.l3_sensitivity(domain)),
@@ -283,7 +288,7 @@ void EvaluateLoaded(const PodRequest& pod, const NodeProfile& p, const InFlightT
         best_cost = cost;
         best = static_cast<int>(n);
         out.numa_node = static_cast<int32_t>(numa.id);
-        out.l3_domain = domain >= 0 ? static_cast<int32_t>(p.l3[domain].id) : -1;
+        out.l3_domain = domain >= 0 ? static_cast<int32_t>(l3_domains[domain].id) : -1;
         out.l3_pressure = pressure;
         out.membw_utilisation = utilisation;
         out.harm_to_incoming = harm.to_incoming;
@@ -292,7 +297,7 @@ void EvaluateLoaded(const PodRequest& pod, const NodeProfile& p, const InFlightT
       }
     }
     if (!any_admissible) {
-      const NumaProfile& numa = p.numa[most_free >= 0 ? most_free : 0];
+      const NumaProfile& numa = numa_nodes[most_free >= 0 ? most_free : 0];
       return Reject(out,
                     absl::StrFormat(
                         "NUMA admission (topologyManagerPolicy %s): no NUMA node has %d "
@@ -306,7 +311,7 @@ void EvaluateLoaded(const PodRequest& pod, const NodeProfile& p, const InFlightT
     if (best < 0) {
       return Reject(
           out, absl::StrFormat("membw %.0f%% > %.0f%% on NUMA node %u", least_utilisation * 100,
-                               config.membw_headroom * 100, p.numa[least_loaded].id));
+                               config.membw_headroom * 100, numa_nodes[least_loaded].id));
     }
     Harm harm{out.harm_to_incoming, out.harm_to_residents};
     return Finish(out, harm, out.numa_penalty, pod.sensitivity, config);
@@ -319,7 +324,7 @@ void EvaluateLoaded(const PodRequest& pod, const NodeProfile& p, const InFlightT
   double worst_utilisation = 0;
   int worst = -1;
   for (size_t n = 0; n < numa_count; ++n) {
-    const NumaProfile& numa = p.numa[n];
+    const NumaProfile& numa = numa_nodes[n];
     const double w = numa.shared_weight;
     if (w <= 0) continue;
     max_weight = std::max(max_weight, w);
@@ -338,11 +343,11 @@ void EvaluateLoaded(const PodRequest& pod, const NodeProfile& p, const InFlightT
   if (latency_critical && worst >= 0 && worst_utilisation > config.membw_headroom) {
     return Reject(out,
                   absl::StrFormat("membw %.0f%% > %.0f%% on NUMA node %u", worst_utilisation * 100,
-                                  config.membw_headroom * 100, p.numa[worst].id));
+                                  config.membw_headroom * 100, numa_nodes[worst].id));
   }
   double max_pressure = 0;
-  for (size_t d = 0; d < p.l3.size(); ++d) {
-    const L3Profile& l3 = p.l3[d];
+  for (size_t d = 0; d < l3_count; ++d) {
+    const L3Profile& l3 = l3_domains[d];
     const double w = l3.shared_weight;
     if (w <= 0 || l3.size_bytes <= 0) continue;
     Harm part;
@@ -356,7 +361,7 @@ void EvaluateLoaded(const PodRequest& pod, const NodeProfile& p, const InFlightT
   }
   out.l3_pressure = max_pressure;
   out.membw_utilisation = worst_utilisation;
-  if (numa_count == 1) out.numa_node = static_cast<int32_t>(p.numa[0].id);
+  if (numa_count == 1) out.numa_node = static_cast<int32_t>(numa_nodes[0].id);
   // Spread threads reach remote memory; on one NUMA node they cannot.
   const double numa_penalty = max_weight > 0 ? 1.0 - max_weight : 0.0;
   Finish(out, harm, numa_penalty, pod.sensitivity, config);

@@ -194,8 +194,21 @@ class ClusterState {
       const IndexSlot& slot = index_[i];
       Entry* e = slot.entry.load(std::memory_order_acquire);
       if (e == nullptr) return nullptr;
-      if (slot.hash.load(std::memory_order_relaxed) == hash && e->name == name) return e;
+      if (slot.hash.load(std::memory_order_relaxed) == hash && SameName(e->name, name)) return e;
     }
+  }
+  // Node names are mostly 8..16 bytes: two overlapping word compares instead
+  // of a call to memcmp.
+  static bool SameName(const std::string& a, std::string_view b) {
+    const size_t n = b.size();
+    if (a.size() != n) return false;
+    if (n < 8 || n > 16) return std::memcmp(a.data(), b.data(), n) == 0;
+    uint64_t x0, x1, y0, y1;
+    std::memcpy(&x0, a.data(), 8);
+    std::memcpy(&y0, b.data(), 8);
+    std::memcpy(&x1, a.data() + n - 8, 8);
+    std::memcpy(&y1, b.data() + n - 8, 8);
+    return ((x0 ^ y0) | (x1 ^ y1)) == 0;
   }
 
   std::mutex create_mu_;
