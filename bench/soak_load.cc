@@ -169,8 +169,10 @@ pid_t StartExtender(Options& o) {
     const int log = ::open(o.extender_log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     if (log >= 0) ::dup2(log, 2);
     ::close(out[0]);
-    std::vector<std::string> args = {o.extender, "--http-address", "127.0.0.1:0", "--grpc-address",
-                                     "127.0.0.1:0"};
+    // The generator streams plaintext on loopback; the extender wants that said.
+    std::vector<std::string> args = {o.extender,    "--http-address",
+                                     "127.0.0.1:0", "--grpc-address",
+                                     "127.0.0.1:0", "--grpc-insecure-plaintext"};
     if (!o.config.empty()) {
       args.push_back("--config");
       args.push_back(o.config);

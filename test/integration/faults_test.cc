@@ -195,8 +195,12 @@ class FaultsTest : public ::testing::Test {
   // Starts the extender with `config` (may be empty) on port 0 for HTTP and
   // `grpc` (default: port 0) for telemetry.
   void StartExtender(const std::string& config, const std::string& grpc = "127.0.0.1:0") {
-    std::vector<std::string> argv = {BinaryPath("extender/neighborly-extender"), "--http-address",
-                                     "127.0.0.1:0", "--grpc-address", grpc};
+    std::vector<std::string> argv = {BinaryPath("extender/neighborly-extender"),
+                                     "--http-address",
+                                     "127.0.0.1:0",
+                                     "--grpc-address",
+                                     grpc,
+                                     "--grpc-insecure-plaintext"};
     if (!config.empty()) {
       argv.push_back("--config");
       argv.push_back(config);
