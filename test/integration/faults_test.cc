@@ -571,7 +571,7 @@ TEST_F(FaultsTest, StalledClientsGetDeadlinesAndOthersProceed) {
   if (trickle_reply.empty()) trickle_reply = ReadUntilClosed(trickle, absl::Seconds(5)).first;
   ::close(trickle);
   EXPECT_EQ(StatusOf(trickle_reply), 408) << trickle_reply;
-  EXPECT_THAT(trickle_reply, HasSubstr("request_timeout"));
+  EXPECT_THAT(trickle_reply, HasSubstr("http.requestTimeout"));
   EXPECT_LT(sent, body.size() / 2) << "the deadline did not end the trickle";
 
   EXPECT_EQ(extender_->Terminate(), 0) << extender_->Stderr();

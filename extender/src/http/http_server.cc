@@ -172,7 +172,7 @@ int HttpServer::CheckDeclaredLength(const httplib::Request& req, httplib::Respon
     if (*length > options_.body_limit_bytes) {
       SetJsonError(res, 413,
                    absl::StrCat("request body of ", *length, " bytes exceeds the limit of ",
-                                options_.body_limit_bytes, " bytes (http.body_limit_bytes)"));
+                                options_.body_limit_bytes, " bytes (http.bodyLimitBytes)"));
       return 413;
     }
     return 0;
@@ -236,10 +236,10 @@ void HttpServer::HandleScheduler(Verb verb, const httplib::Request& req, httplib
       status = 413;
       SetJsonError(res, status,
                    absl::StrCat("request body exceeds the limit of ", options_.body_limit_bytes,
-                                " bytes (http.body_limit_bytes)"));
+                                " bytes (http.bodyLimitBytes)"));
     } else if (late) {
       status = 408;
-      SetJsonError(res, status, "request body not received within http.request_timeout");
+      SetJsonError(res, status, "request body not received within http.requestTimeout");
     } else {
       status = 400;
       SetJsonError(res, status, "could not read the request body (truncated or timed out)");
