@@ -41,4 +41,9 @@ run http_roundtrip_bench 1000
 NEIGHBORLY_BENCH_QUICK=1 run ingest_bench --benchmark_min_time=0.2
 # The agent's CPU time and RSS per window with 100 pods (built with the host agent).
 run agent_window_bench 100 5
+# Load (short mode): the real extender with 5,000 simulated nodes of 50 pods
+# streaming at 1 Hz while filter + prioritize run at 200 pods/s with 500 names.
+if [[ -x "$build/extender/neighborly-extender" ]]; then
+  run soak_load --extender "$build/extender/neighborly-extender" --duration 20s --print-every 10s
+fi
 exit $status
