@@ -4,7 +4,7 @@
 // <= 500 us; full-Node mode with 500 realistic Nodes within 3x of a simdjson
 // DOM parse of the same body, measured in the same run (printed at the end).
 //
-//   build/http/bench/http_codec_bench --benchmark_repetitions=3
+//   build/default/bench/http_codec_bench --benchmark_repetitions=3
 //       --benchmark_report_aggregates_only=true   (one line)
 #include <benchmark/benchmark.h>
 #include <simdjson.h>
@@ -12,6 +12,8 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
+#include <string>
 #include <vector>
 
 #include "bench/http_bench_support.h"
@@ -94,10 +96,13 @@ BENCHMARK(BM_FilterNamesNullDecider)
     ->Arg(15000)
     ->Unit(benchmark::kMicrosecond);
 
-// Decode alone (no decision), to separate codec and model costs.
-void BM_DecodeNames(benchmark::State& state) {
+// Decode alone (no decision), to separate codec and model costs; with the
+// kernel this CPU gets (AVX2 where it has it) and with the portable one that
+// CPUs without AVX2 run.
+void DecodeNames(benchmark::State& state, extender::DecodeKernel kernel) {
   const std::string body = NamesBody(static_cast<int>(state.range(0)));
-  extender::ExtenderCodec codec;
+  extender::ExtenderCodec codec(kernel);
+  state.SetLabel(std::string(extender::DecodeKernelName(codec.kernel())));
   extender::RequestBody request;
   request.Assign(body);
   request.Seal();
@@ -107,7 +112,13 @@ void BM_DecodeNames(benchmark::State& state) {
     benchmark::DoNotOptimize(args.node_names.data());
   }
 }
+void BM_DecodeNames(benchmark::State& state) { DecodeNames(state, extender::DecodeKernel::kAuto); }
 BENCHMARK(BM_DecodeNames)->Arg(500)->Arg(5000)->Arg(15000)->Unit(benchmark::kMicrosecond);
+
+void BM_DecodeNamesPortable(benchmark::State& state) {
+  DecodeNames(state, extender::DecodeKernel::kPortable);
+}
+BENCHMARK(BM_DecodeNamesPortable)->Arg(500)->Arg(5000)->Arg(15000)->Unit(benchmark::kMicrosecond);
 
 void BM_FilterFullNodes(benchmark::State& state) { RunHandler(state, Verb::kFilter, FullBody()); }
 BENCHMARK(BM_FilterFullNodes)->Unit(benchmark::kMillisecond);
@@ -160,7 +171,11 @@ int main(int argc, char** argv) {
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   benchmark::RunSpecifiedBenchmarks();
-  neighborly::bench::PrintFullNodeRatio();
+  // NEIGHBORLY_BENCH_FULL_RATIO=0 skips the interleaved ratio (under a profiler).
+  if (const char* ratio = std::getenv("NEIGHBORLY_BENCH_FULL_RATIO");
+      ratio == nullptr || *ratio != '0') {
+    neighborly::bench::PrintFullNodeRatio();
+  }
   benchmark::Shutdown();
   return 0;
 }

@@ -31,8 +31,10 @@ struct Harm {
 // `incoming` load the pod adds, of `capacity`; `cost` turns the predicted
 // utilisation into harm, split between the parties by their share of the load.
 template <typename CostFn>
-double AddResource(double resident, double incoming, double capacity, double resident_sensitivity,
-                   double incoming_sensitivity, double weight, CostFn cost, Harm& harm) {
+[[gnu::always_inline]] inline double AddResource(double resident, double incoming, double capacity,
+                                                 double resident_sensitivity,
+                                                 double incoming_sensitivity, double weight,
+                                                 CostFn cost, Harm& harm) {
   const double total = resident + incoming;
   const double utilisation = capacity > 0 ? total / capacity : 0;
   if (total <= 0) return utilisation;
@@ -166,8 +168,8 @@ void RejectCopy(NodeDecision& out, const std::string& precomputed, ContentionCla
   }
 }
 
-void Finish(NodeDecision& out, const Harm& harm, double numa_penalty, double incoming_sensitivity,
-            const ModelConfig& config) {
+[[gnu::always_inline]] inline void Finish(NodeDecision& out, const Harm& harm, double numa_penalty,
+                                          double incoming_sensitivity, const ModelConfig& config) {
   out.harm_to_incoming = harm.to_incoming;
   out.harm_to_residents = harm.to_residents;
   out.numa_penalty = numa_penalty;
@@ -176,7 +178,7 @@ void Finish(NodeDecision& out, const Harm& harm, double numa_penalty, double inc
                         0.0, 1.0);
   const double raw = 10.0 * (1.0 - out.cost);
   const double blended = 5.0 + out.confidence * (raw - 5.0);
-  out.score = static_cast<int>(std::clamp(std::lround(blended), 0L, 10L));
+  out.score = static_cast<int>(std::clamp(RoundHalfAwayFromZero(blended), 0L, 10L));
 }
 
 // The filters and the score for a node with usable telemetry. A template over
@@ -375,6 +377,13 @@ std::string FormatBytes(double bytes) {
   if (bytes >= kMi) return absl::StrFormat("%.1f MiB", bytes / kMi);
   if (bytes >= kKi) return absl::StrFormat("%.1f KiB", bytes / kKi);
   return absl::StrFormat("%.0f B", bytes);
+}
+
+long RoundHalfAwayFromZero(double x) {
+  if (!(std::fabs(x) < 0x1p52)) return std::lround(x);  // NaN, huge: the library decides
+  const long t = static_cast<long>(x);
+  const double fraction = x - static_cast<double>(t);
+  return t + (fraction >= 0.5 ? 1 : 0) - (fraction <= -0.5 ? 1 : 0);
 }
 
 Booking MakeBooking(std::string_view pod_uid, const PodRequest& req, const NodeDecision& decision,

@@ -52,6 +52,11 @@ void EvaluateNode(const PodRequest& pod, const NodeProfile* profile,
                   std::span<const Booking> bookings, absl::Time now, const ModelConfig& config,
                   NodeDecision& out);
 
+// std::lround without the library call (it was a tenth of a node's
+// evaluation): truncate, then look at the fraction, which is exact for
+// |x| < 2^52; beyond that (and for NaN) std::lround itself answers.
+long RoundHalfAwayFromZero(double x);
+
 // "4.0 GiB", "18.3 MB"-style byte formatting for reasons.
 std::string FormatBytes(double bytes);
 

@@ -1,5 +1,6 @@
 // Unit tests of the contention model: classes, hints, the three filters and
 // their reasons, score ordering, staleness, bookings.
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -450,6 +451,18 @@ TEST_F(ModelTest, ExplainTermsDescribeTheDecision) {
                                               "harm_to_incoming", "harm_to_residents",
                                               "numa_penalty", "cost"}));
   EXPECT_EQ(ExplainTerms(Eval(Pod("plain"), nullptr))[0].name, "telemetry");
+}
+
+TEST(RoundHalfAwayFromZeroTest, AgreesWithLround) {
+  const double cases[] = {
+      0.0,       -0.0, 0.49999999999999994, 0.5,  1.5,        2.5,        -0.5,   -1.5,
+      4.4999999, 4.5,  9.5000001,           10.0, -2.5000001, 1e15 + 0.5, 0x1p52, -0x1p52 - 2};
+  for (double x : cases) EXPECT_EQ(RoundHalfAwayFromZero(x), std::lround(x)) << x;
+  for (int i = -2000; i <= 2000; ++i) {
+    const double x = i / 100.0 + 0.005;
+    EXPECT_EQ(RoundHalfAwayFromZero(x), std::lround(x)) << x;
+    EXPECT_EQ(RoundHalfAwayFromZero(std::nextafter(x, 0.0)), std::lround(std::nextafter(x, 0.0)));
+  }
 }
 
 }  // namespace
