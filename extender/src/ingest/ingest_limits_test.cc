@@ -1,6 +1,9 @@
 // Node identity and per-stream limits on the telemetry endpoint, over real gRPC
 // on loopback: tokens signed here against keys made by the openssl CLI.
+#include <unistd.h>
+
 #include <chrono>
+#include <string>
 
 #include "common/clock.h"
 #include "extender/src/ingest/node_identity.h"
@@ -30,7 +33,9 @@ struct StreamResult {
 class IngestLimitsTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    pki_ = new TestPki(::testing::TempDir() + "/ingest-limits-pki");
+    // One directory per process: ctest runs each test as its own process, two at
+    // a time, and a shared directory was regenerated under a concurrent reader.
+    pki_ = new TestPki(::testing::TempDir() + "/ingest-limits-pki-" + std::to_string(getpid()));
     ASSERT_TRUE(pki_->MakeSigningKey("sa", "rsa").ok());
   }
   static void TearDownTestSuite() { delete pki_; }

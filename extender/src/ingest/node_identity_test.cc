@@ -2,6 +2,10 @@
 // and tokens signed here with OpenSSL.
 #include "extender/src/ingest/node_identity.h"
 
+#include <unistd.h>
+
+#include <string>
+
 #include "common/clock.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -24,7 +28,9 @@ std::string Message(const absl::Status& s) { return std::string(s.message()); }
 class NodeIdentityTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    pki_ = new TestPki(::testing::TempDir() + "/node-identity-pki");
+    // One directory per process: ctest runs each test as its own process, two at
+    // a time, and a shared directory was regenerated under a concurrent reader.
+    pki_ = new TestPki(::testing::TempDir() + "/node-identity-pki-" + std::to_string(getpid()));
     ASSERT_TRUE(pki_->MakeSigningKey("rsa", "rsa").ok());
     ASSERT_TRUE(pki_->MakeSigningKey("ec", "ec").ok());
     ASSERT_TRUE(pki_->MakeSigningKey("other", "rsa").ok());
