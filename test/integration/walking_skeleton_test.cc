@@ -214,8 +214,7 @@ TEST_F(WalkingSkeletonTest, AgentReconnectsAfterExtenderRestart) {
   ASSERT_EQ(extender_->Terminate(), 0) << extender_->Stderr();
   // Same gRPC port, new process: the fleet must come back on its own.
   auto p = Subprocess::Start({BinaryPath("extender/neighborly-extender"), "--http-address",
-                              "127.0.0.1:0", "--grpc-address", grpc,
-                              "--grpc-insecure-plaintext"});
+                              "127.0.0.1:0", "--grpc-address", grpc, "--grpc-insecure-plaintext"});
   ASSERT_TRUE(p.ok()) << p.status();
   extender_ = std::move(*p);
   std::optional<std::string> line = extender_->WaitForLine("listening", absl::Seconds(20));
