@@ -114,9 +114,9 @@ int Run(int argc, char** argv) {
     spdlog::info("node identity: streams bound to the node of their {} token ({} issuer keys)",
                  config->identity_audience, identity->key_count());
   }
-  if (!config->http_tls_cert_file.empty()) {
-    if (absl::Status s = CheckTlsFiles(config->http_tls_client_ca_file, config->http_tls_cert_file,
-                                       config->http_tls_key_file);
+  if (!config->http.tls_cert_file.empty()) {
+    if (absl::Status s = CheckTlsFiles(config->http.tls_client_ca_file, config->http.tls_cert_file,
+                                       config->http.tls_key_file);
         !s.ok()) {
       return Fail(2, absl::StrCat("http.tls: ", s.message()));
     }
@@ -150,19 +150,9 @@ int Run(int argc, char** argv) {
       TelemetryServer::Start(core, telemetry_options);
   if (!telemetry.ok()) return Fail(1, Sv(telemetry.status().message()));
 
-  HttpServerOptions http_options;
+  HttpServerOptions http_options = config->http;
   http_options.host = http_address->host;
   http_options.port = http_address->port;
-  http_options.body_limit_bytes = static_cast<size_t>(config->body_limit_bytes);
-  http_options.read_timeout = config->read_timeout;
-  http_options.write_timeout = config->write_timeout;
-  http_options.keep_alive_timeout = config->keep_alive_timeout;
-  http_options.request_timeout = config->request_timeout;
-  http_options.worker_threads = config->worker_threads;
-  http_options.max_connections = config->max_connections;
-  http_options.tls_cert_file = config->http_tls_cert_file;
-  http_options.tls_key_file = config->http_tls_key_file;
-  http_options.tls_client_ca_file = config->http_tls_client_ca_file;
   ExtenderMetrics metrics;
   HttpServer http(http_options, core, metrics);
   TelemetryServer& ingest = **telemetry;
@@ -185,7 +175,7 @@ int Run(int argc, char** argv) {
   const std::string http_listen = JoinHostPort(http_address->host, *http_port);
   if (http.tls()) {
     spdlog::info("HTTPS on {}{}", http_listen,
-                 config->http_tls_client_ca_file.empty() ? "" : " (client certificates required)");
+                 config->http.tls_client_ca_file.empty() ? "" : " (client certificates required)");
   }
   // The parseable line, on stdout for scripts and on stderr beside the logs.
   const std::string listening =

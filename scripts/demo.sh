@@ -17,7 +17,7 @@ trap cleanup EXIT
 
 # Plaintext telemetry, explicitly: everything stays on loopback (docs/security.md).
 "$build/extender/neighborly-extender" --http-address 127.0.0.1:0 --grpc-address 127.0.0.1:0 \
-  --grpc-insecure-plaintext --log-level warn 2>"$logdir/extender.log" &
+  --grpc-insecure-plaintext --log-level warn >/dev/null 2>"$logdir/extender.log" &
 pids+=($!)
 
 # Wait for the line "listening http=HOST:PORT grpc=HOST:PORT".

@@ -17,6 +17,7 @@
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "node-agent/src/sys/test_tree.h"
+#include "test/support/extender_process.h"
 #include "test/support/subprocess.h"
 
 namespace neighborly {
@@ -39,17 +40,11 @@ std::string WordAfter(const std::string& line, const std::string& key) {
 class AgentHostTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    auto p = Subprocess::Start({BinaryPath("extender/neighborly-extender"), "--http-address",
-                                "127.0.0.1:0", "--grpc-address", "127.0.0.1:0",
-                                "--grpc-insecure-plaintext"});
-    ASSERT_TRUE(p.ok()) << p.status();
-    extender_ = std::move(*p);
-    std::optional<std::string> line = extender_->WaitForLine("listening", absl::Seconds(20));
-    ASSERT_TRUE(line.has_value()) << extender_->Stderr();
-    http_ = WordAfter(*line, "http=");
-    grpc_ = WordAfter(*line, "grpc=");
-    ASSERT_FALSE(http_.empty()) << *line;
-    ASSERT_FALSE(grpc_.empty()) << *line;
+    absl::StatusOr<testing::RunningExtender> e = testing::StartExtender();
+    ASSERT_TRUE(e.ok()) << e.status();
+    extender_ = std::move(e->process);
+    http_ = e->addresses.http;
+    grpc_ = e->addresses.grpc;
     client_ = std::make_unique<httplib::Client>(absl::StrCat("http://", http_));
     client_->set_read_timeout(5);
   }

@@ -29,6 +29,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
+#include "test/support/extender_process.h"
 #include "test/support/subprocess.h"
 
 namespace neighborly {
@@ -45,22 +46,6 @@ using testing::Subprocess;
 const char kScenario[] = NEIGHBORLY_SOURCE_DIR "/deploy/examples/content-platform.yaml";
 const char kIncoming[] = NEIGHBORLY_SOURCE_DIR "/deploy/examples/content-platform-incoming.json";
 constexpr size_t kScenarioNodes = 6;
-
-struct Addresses {
-  std::string http;
-  std::string grpc;
-};
-
-std::optional<Addresses> ParseListening(const std::string& line) {
-  const size_t h = line.find("http=");
-  const size_t g = line.find("grpc=");
-  if (h == std::string::npos || g == std::string::npos) return std::nullopt;
-  auto word = [&](size_t at) {
-    const size_t end = line.find_first_of(" \t\r\n", at);
-    return line.substr(at, end == std::string::npos ? std::string::npos : end - at);
-  };
-  return Addresses{word(h + 5), word(g + 5)};
-}
 
 int PortOf(const std::string& host_port) {
   return std::atoi(host_port.substr(host_port.rfind(':') + 1).c_str());
@@ -195,24 +180,12 @@ class FaultsTest : public ::testing::Test {
   // Starts the extender with `config` (may be empty) on port 0 for HTTP and
   // `grpc` (default: port 0) for telemetry.
   void StartExtender(const std::string& config, const std::string& grpc = "127.0.0.1:0") {
-    std::vector<std::string> argv = {BinaryPath("extender/neighborly-extender"),
-                                     "--http-address",
-                                     "127.0.0.1:0",
-                                     "--grpc-address",
-                                     grpc,
-                                     "--grpc-insecure-plaintext"};
-    if (!config.empty()) {
-      argv.push_back("--config");
-      argv.push_back(config);
-    }
-    auto p = Subprocess::Start(argv);
-    ASSERT_TRUE(p.ok()) << p.status();
-    extender_ = std::move(*p);
-    std::optional<std::string> line = extender_->WaitForLine("listening", absl::Seconds(60));
-    ASSERT_TRUE(line.has_value()) << extender_->Stderr();
-    std::optional<Addresses> addresses = ParseListening(*line);
-    ASSERT_TRUE(addresses.has_value()) << *line;
-    addresses_ = *addresses;
+    std::vector<std::string> extra;
+    if (!config.empty()) extra = {"--config", config};
+    absl::StatusOr<testing::RunningExtender> e = testing::StartExtender(grpc, extra);
+    ASSERT_TRUE(e.ok()) << e.status();
+    extender_ = std::move(e->process);
+    addresses_ = e->addresses;
     client_ = std::make_unique<httplib::Client>(absl::StrCat("http://", addresses_.http));
     client_->set_read_timeout(10);
   }
@@ -271,7 +244,7 @@ class FaultsTest : public ::testing::Test {
 
   std::unique_ptr<Subprocess> extender_;
   std::unique_ptr<Subprocess> agent_;
-  Addresses addresses_;
+  testing::ExtenderAddresses addresses_;
   std::unique_ptr<httplib::Client> client_;
 };
 
@@ -521,7 +494,7 @@ TEST_F(FaultsTest, AgentDeathFadesToNeutralAndNeverFilters) {
 TEST_F(FaultsTest, StalledClientsGetDeadlinesAndOthersProceed) {
   TempDir dir;
   const std::string config = dir.Write(
-      "extender.yaml", "http:\n  readTimeout: 1s\n  requestTimeout: 2s\n  keepAliveTimeout: 1s\n");
+      "extender.yaml", "http:\n  readTimeout: 3s\n  requestTimeout: 2s\n  keepAliveTimeout: 1s\n");
   StartExtender(config);
   const int port = PortOf(addresses_.http);
   const std::string body = RequestBody(MakePod("fault-slow", json::object()), {"node-1"});
@@ -544,8 +517,8 @@ TEST_F(FaultsTest, StalledClientsGetDeadlinesAndOthersProceed) {
     EXPECT_EQ(reply["NodeNames"], json({"node-1"}));
   }
 
-  // The stalled ones are ended by the server (1 s read timeout), long before
-  // the client would give up (20 s).
+  // The stalled ones are ended by the server (the 2 s request deadline or the
+  // 3 s read timeout), long before the client would give up (20 s).
   auto [body_reply, body_closed] = ReadUntilClosed(stalled_body, absl::Seconds(20));
   EXPECT_TRUE(body_closed);
   EXPECT_THAT(StatusOf(body_reply), AnyOf(Eq(400), Eq(408))) << body_reply;
@@ -555,9 +528,10 @@ TEST_F(FaultsTest, StalledClientsGetDeadlinesAndOthersProceed) {
   EXPECT_TRUE(header_closed) << header_reply;
   ::close(stalled_headers);
 
-  // (c) A body trickled one byte every 300 ms never trips the 1 s read
-  // timeout, but the 2 s request deadline ends it: 408 long before the body
-  // (hundreds of bytes, minutes at this pace) is complete.
+  // (c) A body trickled one byte every 300 ms never trips the 3 s read
+  // timeout (10x the gap, so a slow sanitized run cannot trip it either), but the 2 s request
+  // deadline ends it: 408 long before the body (hundreds of bytes, minutes at this pace) is
+  // complete.
   const int trickle = Connect(port);
   ASSERT_GE(trickle, 0);
   ASSERT_TRUE(SendAll(trickle, headers));

@@ -15,6 +15,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
+#include "test/support/extender_process.h"
 #include "test/support/subprocess.h"
 
 namespace neighborly {
@@ -28,22 +29,6 @@ using testing::Subprocess;
 const char kScenario[] = NEIGHBORLY_SOURCE_DIR "/deploy/examples/content-platform.yaml";
 const char kIncoming[] = NEIGHBORLY_SOURCE_DIR "/deploy/examples/content-platform-incoming.json";
 
-struct Addresses {
-  std::string http;
-  std::string grpc;
-};
-
-std::optional<Addresses> ParseListening(const std::string& line) {
-  const size_t h = line.find("http=");
-  const size_t g = line.find("grpc=");
-  if (h == std::string::npos || g == std::string::npos) return std::nullopt;
-  auto word = [&](size_t at) {
-    const size_t end = line.find_first_of(" \t", at);
-    return line.substr(at, end == std::string::npos ? std::string::npos : end - at);
-  };
-  return Addresses{word(h + 5), word(g + 5)};
-}
-
 json LoadIncoming(std::string_view name_prefix) {
   std::ifstream in(kIncoming);
   const json all = json::parse(in);
@@ -56,17 +41,11 @@ json LoadIncoming(std::string_view name_prefix) {
 
 class WalkingSkeletonTest : public ::testing::Test {
  protected:
-  void StartExtender() {
-    auto p = Subprocess::Start({BinaryPath("extender/neighborly-extender"), "--http-address",
-                                "127.0.0.1:0", "--grpc-address", "127.0.0.1:0",
-                                "--grpc-insecure-plaintext"});
-    ASSERT_TRUE(p.ok()) << p.status();
-    extender_ = std::move(*p);
-    std::optional<std::string> line = extender_->WaitForLine("listening", absl::Seconds(20));
-    ASSERT_TRUE(line.has_value()) << extender_->Stderr();
-    std::optional<Addresses> addresses = ParseListening(*line);
-    ASSERT_TRUE(addresses.has_value()) << *line;
-    addresses_ = *addresses;
+  void StartExtender(const std::string& grpc = "127.0.0.1:0") {
+    absl::StatusOr<testing::RunningExtender> e = testing::StartExtender(grpc);
+    ASSERT_TRUE(e.ok()) << e.status();
+    extender_ = std::move(e->process);
+    addresses_ = e->addresses;
     client_ = std::make_unique<httplib::Client>(absl::StrCat("http://", addresses_.http));
     client_->set_read_timeout(5);
   }
@@ -116,7 +95,7 @@ class WalkingSkeletonTest : public ::testing::Test {
 
   std::unique_ptr<Subprocess> extender_;
   std::unique_ptr<Subprocess> agent_;
-  Addresses addresses_;
+  testing::ExtenderAddresses addresses_;
   std::unique_ptr<httplib::Client> client_;
 };
 
@@ -213,14 +192,7 @@ TEST_F(WalkingSkeletonTest, AgentReconnectsAfterExtenderRestart) {
   const std::string grpc = addresses_.grpc;
   ASSERT_EQ(extender_->Terminate(), 0) << extender_->Stderr();
   // Same gRPC port, new process: the fleet must come back on its own.
-  auto p = Subprocess::Start({BinaryPath("extender/neighborly-extender"), "--http-address",
-                              "127.0.0.1:0", "--grpc-address", grpc, "--grpc-insecure-plaintext"});
-  ASSERT_TRUE(p.ok()) << p.status();
-  extender_ = std::move(*p);
-  std::optional<std::string> line = extender_->WaitForLine("listening", absl::Seconds(20));
-  ASSERT_TRUE(line.has_value()) << extender_->Stderr();
-  addresses_ = *ParseListening(*line);
-  client_ = std::make_unique<httplib::Client>(absl::StrCat("http://", addresses_.http));
+  StartExtender(grpc);
   const absl::Time deadline = absl::Now() + absl::Seconds(30);
   size_t seen = 0;
   while (absl::Now() < deadline && (seen = Nodes().size()) < 6) {

@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
+#include "common/prometheus_text.h"
 #include "common/strings.h"
 #include "extender/src/http/json_writer.h"
 
@@ -51,23 +52,6 @@ nlohmann::json PodJson(const PodSummary& p) {
           {"ipc", Optional(p.ipc)},
           {"llcMissesPerKiloInstructions", Optional(p.llc_misses_per_kilo_instructions)},
           {"unavailable", p.unavailable}};
-}
-
-// Prometheus label values escape backslash, quote and newline.
-std::string LabelValue(std::string_view v) {
-  std::string out;
-  for (char c : v) {
-    if (c == '\\') {
-      out += "\\\\";
-    } else if (c == '"') {
-      out += "\\\"";
-    } else if (c == '\n') {
-      out += "\\n";
-    } else {
-      out.push_back(c);
-    }
-  }
-  return out;
 }
 
 void Family(std::string& out, std::string_view name, std::string_view type, std::string_view help) {
@@ -177,14 +161,14 @@ std::string RenderMetrics(const OperatorSource& source, const ExtenderMetrics& m
          "Max of L3 pressure and bandwidth utilisation on the node, 0..1.");
   for (const NodeSummary& n : nodes) {
     Sample(out, "neighborly_node_contention_score",
-           absl::StrCat("node=\"", LabelValue(n.name), "\""), n.contention_score);
+           absl::StrCat("node=\"", PrometheusLabelValue(n.name), "\""), n.contention_score);
   }
   Family(out, "neighborly_node_l3_pressure_ratio", "gauge",
          "L3 occupancy over capacity per L3 domain, 0..1 (can exceed 1 when summed from pods).");
   for (const NodeSummary& n : nodes) {
     for (const L3DomainSummary& d : n.l3_domains) {
       Sample(out, "neighborly_node_l3_pressure_ratio",
-             absl::StrCat("node=\"", LabelValue(n.name), "\",l3_domain=\"", d.id, "\""),
+             absl::StrCat("node=\"", PrometheusLabelValue(n.name), "\",l3_domain=\"", d.id, "\""),
              d.pressure);
     }
   }
@@ -193,7 +177,7 @@ std::string RenderMetrics(const OperatorSource& source, const ExtenderMetrics& m
   for (const NodeSummary& n : nodes) {
     for (const NumaNodeSummary& m : n.numa_nodes) {
       Sample(out, "neighborly_node_membw_utilisation_ratio",
-             absl::StrCat("node=\"", LabelValue(n.name), "\",numa_node=\"", m.id, "\""),
+             absl::StrCat("node=\"", PrometheusLabelValue(n.name), "\",numa_node=\"", m.id, "\""),
              m.membw_utilisation);
     }
   }
@@ -202,28 +186,29 @@ std::string RenderMetrics(const OperatorSource& source, const ExtenderMetrics& m
   for (const NodeSummary& n : nodes) {
     if (n.telemetry_age == absl::InfiniteDuration()) continue;
     Sample(out, "neighborly_node_telemetry_age_seconds",
-           absl::StrCat("node=\"", LabelValue(n.name), "\""),
+           absl::StrCat("node=\"", PrometheusLabelValue(n.name), "\""),
            absl::ToDoubleSeconds(n.telemetry_age));
   }
   Family(out, "neighborly_node_telemetry_confidence", "gauge",
          "Weight of the node's telemetry in its score: 1 fresh .. 0 stale.");
   for (const NodeSummary& n : nodes) {
     Sample(out, "neighborly_node_telemetry_confidence",
-           absl::StrCat("node=\"", LabelValue(n.name), "\""), n.confidence);
+           absl::StrCat("node=\"", PrometheusLabelValue(n.name), "\""), n.confidence);
   }
   Family(out, "neighborly_node_pods", "gauge", "Pods on the node by contention class.");
   for (const NodeSummary& n : nodes) {
     for (const auto& [cls, count] : n.pods_by_class) {
       Sample(out, "neighborly_node_pods",
-             absl::StrCat("node=\"", LabelValue(n.name), "\",class=\"", LabelValue(cls), "\""),
+             absl::StrCat("node=\"", PrometheusLabelValue(n.name), "\",class=\"",
+                          PrometheusLabelValue(cls), "\""),
              count);
     }
   }
   Family(out, "neighborly_node_bookings", "gauge",
          "In-flight pods booked on the node by prioritize.");
   for (const NodeSummary& n : nodes) {
-    Sample(out, "neighborly_node_bookings", absl::StrCat("node=\"", LabelValue(n.name), "\""),
-           n.bookings);
+    Sample(out, "neighborly_node_bookings",
+           absl::StrCat("node=\"", PrometheusLabelValue(n.name), "\""), n.bookings);
   }
   return out;
 }

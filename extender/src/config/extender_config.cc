@@ -276,18 +276,18 @@ absl::StatusOr<ExtenderConfig> ParseExtenderConfig(std::string_view yaml, std::s
          return p.Map(
              v, path,
              {{"address", p.String(config.http_address)},
-              {"bodyLimitBytes", p.Bytes(config.body_limit_bytes, 1024)},
-              {"readTimeout", p.Duration(config.read_timeout, absl::Milliseconds(1))},
-              {"writeTimeout", p.Duration(config.write_timeout, absl::Milliseconds(1))},
-              {"keepAliveTimeout", p.Duration(config.keep_alive_timeout, absl::Seconds(1))},
-              {"requestTimeout", p.Duration(config.request_timeout, absl::Milliseconds(1))},
-              {"workerThreads", p.Integer(config.worker_threads, 1, 4096)},
-              {"maxConnections", p.Integer(config.max_connections, 1, 65536)},
+              {"bodyLimitBytes", p.Bytes(config.http.body_limit_bytes, 1024)},
+              {"readTimeout", p.Duration(config.http.read_timeout, absl::Milliseconds(1))},
+              {"writeTimeout", p.Duration(config.http.write_timeout, absl::Milliseconds(1))},
+              {"keepAliveTimeout", p.Duration(config.http.keep_alive_timeout, absl::Seconds(1))},
+              {"requestTimeout", p.Duration(config.http.request_timeout, absl::Milliseconds(1))},
+              {"workerThreads", p.Integer(config.http.worker_threads, 1, 4096)},
+              {"maxConnections", p.Integer(config.http.max_connections, 1, 65536)},
               {"tls", [&](const YAML::Node& t, const std::string& tpath) {
                  return p.Map(t, tpath,
-                              {{"certFile", p.String(config.http_tls_cert_file)},
-                               {"keyFile", p.String(config.http_tls_key_file)},
-                               {"clientCaFile", p.String(config.http_tls_client_ca_file)}});
+                              {{"certFile", p.String(config.http.tls_cert_file)},
+                               {"keyFile", p.String(config.http.tls_key_file)},
+                               {"clientCaFile", p.String(config.http.tls_client_ca_file)}});
                }}});
        }},
       {"grpc",
@@ -408,16 +408,16 @@ absl::Status ValidateExtenderConfig(const ExtenderConfig& config) {
   if (!config.identity_issuer.empty() && config.identity_audience.empty()) {
     return absl::InvalidArgumentError("grpc.identity.audience is empty");
   }
-  if (config.http_tls_cert_file.empty() != config.http_tls_key_file.empty()) {
+  if (config.http.tls_cert_file.empty() != config.http.tls_key_file.empty()) {
     return absl::InvalidArgumentError("http.tls: certFile and keyFile go together");
   }
-  if (!config.http_tls_client_ca_file.empty() && config.http_tls_cert_file.empty()) {
+  if (!config.http.tls_client_ca_file.empty() && config.http.tls_cert_file.empty()) {
     return absl::InvalidArgumentError("http.tls.clientCaFile needs http.tls.certFile and keyFile");
   }
-  if (config.max_connections < config.worker_threads) {
-    return absl::InvalidArgumentError(absl::StrCat("http.maxConnections (", config.max_connections,
-                                                   ") must be at least http.workerThreads (",
-                                                   config.worker_threads, ")"));
+  if (config.http.max_connections < config.http.worker_threads) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("http.maxConnections (", config.http.max_connections,
+                     ") must be at least http.workerThreads (", config.http.worker_threads, ")"));
   }
   return absl::OkStatus();
 }

@@ -16,6 +16,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "extender/src/http/http_server_options.h"
 #include "extender/src/model/model_config.h"
 
 namespace neighborly::extender {
@@ -23,18 +24,8 @@ namespace neighborly::extender {
 struct ExtenderConfig {
   // http: kube-scheduler verbs and the operator API.
   std::string http_address = "0.0.0.0:8888";
-  int64_t body_limit_bytes = 64 << 20;
-  absl::Duration read_timeout = absl::Seconds(5);
-  absl::Duration write_timeout = absl::Seconds(5);
-  absl::Duration keep_alive_timeout = absl::Seconds(5);
-  absl::Duration request_timeout = absl::Seconds(10);
-  int worker_threads = 64;
-  int max_connections = 64;
-  // http.tls: HTTPS for kube-scheduler when cert and key are set; with a client
-  // CA, a client certificate signed by it is required.
-  std::string http_tls_cert_file;
-  std::string http_tls_key_file;
-  std::string http_tls_client_ca_file;
+  // http.*: limits, timeouts, workers and TLS (host and port come from http_address).
+  HttpServerOptions http;
   // grpc: telemetry ingest from the agents.
   std::string grpc_address = "0.0.0.0:9090";
   // grpc.tls: (mutual) TLS for the agents' streams. Without it the extender

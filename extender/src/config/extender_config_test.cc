@@ -22,10 +22,10 @@ TEST(ExtenderConfigTest, EmptyFileGivesDefaults) {
   ASSERT_TRUE(c.ok()) << c.status();
   EXPECT_EQ(c->http_address, "0.0.0.0:8888");
   EXPECT_EQ(c->grpc_address, "0.0.0.0:9090");
-  EXPECT_EQ(c->body_limit_bytes, 64 << 20);
-  EXPECT_EQ(c->worker_threads, 64);
-  EXPECT_EQ(c->max_connections, 64);
-  EXPECT_EQ(c->read_timeout, absl::Seconds(5));
+  EXPECT_EQ(c->http.body_limit_bytes, 64 << 20);
+  EXPECT_EQ(c->http.worker_threads, 64);
+  EXPECT_EQ(c->http.max_connections, 64);
+  EXPECT_EQ(c->http.read_timeout, absl::Seconds(5));
   EXPECT_EQ(c->state_file, "");
   EXPECT_EQ(c->log_level, "info");
   EXPECT_DOUBLE_EQ(c->model.membw_headroom, ModelConfig().membw_headroom);
@@ -80,13 +80,13 @@ model:
                                                          "x.yaml");
   ASSERT_TRUE(c.ok()) << c.status();
   EXPECT_EQ(c->http_address, "127.0.0.1:0");
-  EXPECT_EQ(c->body_limit_bytes, 8 << 20);
-  EXPECT_EQ(c->read_timeout, absl::Seconds(2));
-  EXPECT_EQ(c->write_timeout, absl::Seconds(3));
-  EXPECT_EQ(c->keep_alive_timeout, absl::Seconds(4));
-  EXPECT_EQ(c->request_timeout, absl::Milliseconds(500));
-  EXPECT_EQ(c->worker_threads, 16);
-  EXPECT_EQ(c->max_connections, 32);
+  EXPECT_EQ(c->http.body_limit_bytes, 8 << 20);
+  EXPECT_EQ(c->http.read_timeout, absl::Seconds(2));
+  EXPECT_EQ(c->http.write_timeout, absl::Seconds(3));
+  EXPECT_EQ(c->http.keep_alive_timeout, absl::Seconds(4));
+  EXPECT_EQ(c->http.request_timeout, absl::Milliseconds(500));
+  EXPECT_EQ(c->http.worker_threads, 16);
+  EXPECT_EQ(c->http.max_connections, 32);
   EXPECT_EQ(c->grpc_address, "[::1]:0");
   EXPECT_EQ(c->state_file, "/tmp/neighborly-state.json");
   EXPECT_EQ(c->state_save_interval, absl::Seconds(15));
@@ -244,9 +244,9 @@ grpc:
 )",
                                                          "x.yaml");
   ASSERT_TRUE(c.ok()) << c.status();
-  EXPECT_EQ(c->http_tls_cert_file, "/tls/http.crt");
-  EXPECT_EQ(c->http_tls_key_file, "/tls/http.key");
-  EXPECT_EQ(c->http_tls_client_ca_file, "/tls/scheduler-ca.crt");
+  EXPECT_EQ(c->http.tls_cert_file, "/tls/http.crt");
+  EXPECT_EQ(c->http.tls_key_file, "/tls/http.key");
+  EXPECT_EQ(c->http.tls_client_ca_file, "/tls/scheduler-ca.crt");
   EXPECT_EQ(c->grpc_max_report_bytes, 4 << 20);
   EXPECT_DOUBLE_EQ(c->grpc_max_reports_per_second, 2.5);
   EXPECT_DOUBLE_EQ(c->grpc_report_burst, 6);

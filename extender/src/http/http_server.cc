@@ -132,7 +132,7 @@ HttpServer::HttpServer(HttpServerOptions options, Decider& decider, ExtenderMetr
   server.set_keep_alive_timeout(static_cast<time_t>(std::max<int64_t>(
       1, absl::ToInt64Seconds(absl::Ceil(options_.keep_alive_timeout, absl::Seconds(1))))));
   server.set_keep_alive_max_count(1'000'000);
-  server.set_payload_max_length(options_.body_limit_bytes);
+  server.set_payload_max_length(static_cast<size_t>(options_.body_limit_bytes));
   server.set_tcp_nodelay(true);
 
   server.set_pre_routing_handler(
@@ -169,7 +169,7 @@ int HttpServer::CheckDeclaredLength(const httplib::Request& req, httplib::Respon
       SetJsonError(res, 400, "invalid Content-Length header");
       return 400;
     }
-    if (*length > options_.body_limit_bytes) {
+    if (*length > static_cast<size_t>(options_.body_limit_bytes)) {
       SetJsonError(res, 413,
                    absl::StrCat("request body of ", *length, " bytes exceeds the limit of ",
                                 options_.body_limit_bytes, " bytes (http.bodyLimitBytes)"));
@@ -219,7 +219,7 @@ void HttpServer::HandleScheduler(Verb verb, const httplib::Request& req, httplib
   bool too_large = false;
   bool late = false;
   const bool read = reader([&](const char* data, size_t n) {
-    if (scratch->body.appended() + n > options_.body_limit_bytes) {
+    if (scratch->body.appended() + n > static_cast<size_t>(options_.body_limit_bytes)) {
       too_large = true;
       return false;
     }

@@ -31,25 +31,9 @@
 #include "extender/src/http/decider.h"
 #include "extender/src/http/extender_handler.h"
 #include "extender/src/http/extender_metrics.h"
+#include "extender/src/http/http_server_options.h"
 
 namespace neighborly::extender {
-
-struct HttpServerOptions {
-  std::string host = "0.0.0.0";
-  int port = 8888;  // 0: any free port
-  size_t body_limit_bytes = 64 << 20;
-  absl::Duration read_timeout = absl::Seconds(5);
-  absl::Duration write_timeout = absl::Seconds(5);
-  absl::Duration keep_alive_timeout = absl::Seconds(5);
-  absl::Duration request_timeout = absl::Seconds(10);
-  int worker_threads = 64;
-  int max_connections = 64;
-  // HTTPS when both are set (PEM files, read at construction); with
-  // tls_client_ca_file, clients must present a certificate signed by that CA.
-  std::string tls_cert_file;
-  std::string tls_key_file;
-  std::string tls_client_ca_file;
-};
 
 class HttpServer {
  public:

@@ -7,27 +7,12 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "common/prometheus_text.h"
 
 namespace neighborly::agent {
 namespace {
 
 namespace tv1 = telemetry::v1;
-
-std::string Escape(std::string_view value) {
-  std::string out;
-  out.reserve(value.size());
-  for (char c : value) {
-    if (c == '\\' || c == '"') {
-      out += '\\';
-      out += c;
-    } else if (c == '\n') {
-      out += "\\n";
-    } else {
-      out += c;
-    }
-  }
-  return out;
-}
 
 // Integers exactly (byte counts pass 2^24 and absl::StrCat(double) keeps 6
 // digits); other values with enough digits to round-trip.
@@ -55,7 +40,7 @@ void Sample(std::string& out, std::string_view name, const Labels& labels, doubl
     out += '{';
     for (size_t i = 0; i < labels.size(); ++i) {
       if (i > 0) out += ',';
-      ((((out += labels[i].first) += "=\"") += Escape(labels[i].second)) += '"');
+      ((((out += labels[i].first) += "=\"") += PrometheusLabelValue(labels[i].second)) += '"');
     }
     out += '}';
   }

@@ -3,24 +3,10 @@
 #include <functional>
 
 #include "absl/strings/str_cat.h"
+#include "common/prometheus_text.h"
 
 namespace neighborly::agent {
 namespace {
-
-std::string Escape(const std::string& value) {
-  std::string out;
-  for (char c : value) {
-    if (c == '\\' || c == '"') {
-      out += '\\';
-      out += c;
-    } else if (c == '\n') {
-      out += "\\n";
-    } else {
-      out += c;
-    }
-  }
-  return out;
-}
 
 struct Family {
   const char* name;
@@ -72,8 +58,9 @@ std::string RenderStreamMetrics(const std::vector<const ReportStream*>& streams)
     absl::StrAppend(&out, "# HELP ", family.name, " ", family.help, "\n# TYPE ", family.name, " ",
                     family.type, "\n");
     for (size_t i = 0; i < streams.size(); ++i) {
-      absl::StrAppend(&out, family.name, "{node=\"", Escape(streams[i]->options().node_name),
-                      "\",extender=\"", Escape(streams[i]->options().target), "\"} ",
+      absl::StrAppend(&out, family.name, "{node=\"",
+                      PrometheusLabelValue(streams[i]->options().node_name), "\",extender=\"",
+                      PrometheusLabelValue(streams[i]->options().target), "\"} ",
                       family.value(stats[i]), "\n");
     }
   }

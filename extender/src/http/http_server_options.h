@@ -1,0 +1,32 @@
+// Options of the extender's HTTP server, in a header of their own (no
+// cpp-httplib) so that the YAML config can fill them directly.
+#ifndef NEIGHBORLY_EXTENDER_SRC_HTTP_HTTP_SERVER_OPTIONS_H_
+#define NEIGHBORLY_EXTENDER_SRC_HTTP_HTTP_SERVER_OPTIONS_H_
+
+#include <cstdint>
+#include <string>
+
+#include "absl/time/time.h"
+
+namespace neighborly::extender {
+
+struct HttpServerOptions {
+  std::string host = "0.0.0.0";
+  int port = 8888;  // 0: any free port
+  int64_t body_limit_bytes = 64 << 20;
+  absl::Duration read_timeout = absl::Seconds(5);
+  absl::Duration write_timeout = absl::Seconds(5);
+  absl::Duration keep_alive_timeout = absl::Seconds(5);
+  absl::Duration request_timeout = absl::Seconds(10);
+  int worker_threads = 64;
+  int max_connections = 64;
+  // HTTPS when both are set (PEM files, read at construction); with
+  // tls_client_ca_file, clients must present a certificate signed by that CA.
+  std::string tls_cert_file;
+  std::string tls_key_file;
+  std::string tls_client_ca_file;
+};
+
+}  // namespace neighborly::extender
+
+#endif  // NEIGHBORLY_EXTENDER_SRC_HTTP_HTTP_SERVER_OPTIONS_H_
