@@ -254,5 +254,51 @@ TEST(ScenarioTest, CapabilitiesCanBeSwitchedOff) {
               HasSubstr("t.yaml:5: unknown key \"rdt\" in capabilities"));
 }
 
+// Merge keys through aliases: a map merging itself (found by scenario_fuzzer:
+// unbounded recursion, a stack overflow) and maps merging maps exponentially
+// ("billion laughs": hours of CPU for a 400-byte file) are refused; chains of
+// merges within the limits still resolve.
+TEST(ScenarioTest, MergeOfItselfIsRefused) {
+  EXPECT_THAT(ErrorOf("apiVersion: neighborly.io/v1alpha1\nkind: Scenario\n"
+                      "nodes: [&a {name: x, <<: *a}]\n"),
+              HasSubstr("t.yaml:3: merge key \"<<\" in node refers to a map that contains it"));
+  // The same two levels down.
+  EXPECT_THAT(ErrorOf("apiVersion: neighborly.io/v1alpha1\nkind: Scenario\n"
+                      "nodes: [&a {name: x, <<: {<<: {<<: *a}}}]\n"),
+              HasSubstr("a map cannot merge itself"));
+}
+
+TEST(ScenarioTest, ExponentialMergesAreRefused) {
+  std::string text = "apiVersion: neighborly.io/v1alpha1\nkind: Scenario\nx-a0: &a0 {name: n1}\n";
+  for (int i = 1; i <= 9; ++i) {
+    text += "x-a" + std::to_string(i) + ": &a" + std::to_string(i) + " {<<: [";
+    for (int j = 0; j < 10; ++j) text += (j ? ", *a" : "*a") + std::to_string(i - 1);
+    text += "]}\n";
+  }
+  text += "nodes: [{<<: *a9}]\n";  // 10^9 merges unbounded
+  EXPECT_THAT(ErrorOf(text),
+              HasSubstr("t.yaml:13: merge keys in node expand to more than 256 maps"));
+}
+
+TEST(ScenarioTest, DeepMergeChainsAreRefused) {
+  auto chain = [](int depth) {
+    std::string text = "apiVersion: neighborly.io/v1alpha1\nkind: Scenario\nx-m0: &m0 {name: n1}\n";
+    for (int i = 1; i < depth; ++i) {
+      text += "x-m" + std::to_string(i) + ": &m" + std::to_string(i) + " {<<: *m" +
+              std::to_string(i - 1) + "}\n";
+    }
+    return text + "nodes: [{<<: *m" + std::to_string(depth - 1) +
+           ", numaNodes: [{id: 0, cpus: \"0-3\", memoryBytes: 1}],"
+           " l3Domains: [{id: 0, cpus: \"0-3\", sizeBytes: 1}]}]\n";
+  };
+  // 16 maps deep (the node and 15 merged below it) is allowed; the name comes
+  // from the innermost.
+  absl::StatusOr<Scenario> s = ParseScenario(chain(15), "t.yaml");
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_EQ(s->nodes[0].node_name(), "n1");
+  EXPECT_THAT(ErrorOf(chain(16)),
+              HasSubstr("t.yaml:19: merge keys in node are nested more than 16 deep"));
+}
+
 }  // namespace
 }  // namespace neighborly::agent

@@ -38,6 +38,13 @@ std::string_view KindName(const YAML::Node& node) {
 
 absl::StatusOr<Fields> Fields::Of(const YamlSource& source, const YAML::Node& node,
                                   std::string_view what, const std::vector<std::string>& allowed) {
+  MergeState state;
+  return Resolve(source, node, what, allowed, state);
+}
+
+absl::StatusOr<Fields> Fields::Resolve(const YamlSource& source, const YAML::Node& node,
+                                       std::string_view what,
+                                       const std::vector<std::string>& allowed, MergeState& state) {
   if (!node.IsMap()) {
     return ErrorAt(source, node.Mark(),
                    absl::StrCat(Av(what), " must be a map, got ", Av(KindName(node))));
@@ -67,27 +74,47 @@ absl::StatusOr<Fields> Fields::Of(const YamlSource& source, const YAML::Node& no
     }
     fields.entries_.push_back(Entry{key, kv.second, key_node.Mark()});
   }
+  if (merges.empty()) return fields;
+  state.chain.push_back(node);
   for (const auto& [merged, at] : merges) {
     if (merged.IsSequence()) {
       for (const YAML::Node& item : merged) {
-        if (absl::Status s = fields.AddMergedChecked(item, at, allowed); !s.ok()) return s;
+        if (absl::Status s = fields.AddMergedChecked(item, at, allowed, state); !s.ok()) return s;
       }
-    } else if (absl::Status s = fields.AddMergedChecked(merged, at, allowed); !s.ok()) {
+    } else if (absl::Status s = fields.AddMergedChecked(merged, at, allowed, state); !s.ok()) {
       return s;
     }
   }
+  state.chain.pop_back();
   return fields;
 }
 
 absl::Status Fields::AddMergedChecked(const YAML::Node& merged, const YAML::Mark& at,
-                                      const std::vector<std::string>& allowed) {
+                                      const std::vector<std::string>& allowed, MergeState& state) {
   if (!merged.IsMap()) {
     return ErrorAt(*source_, at,
                    absl::StrCat("merge key \"<<\" in ", what_, " must refer to a map, got ",
                                 Av(KindName(merged))));
   }
+  if (std::any_of(state.chain.begin(), state.chain.end(),
+                  [&](const YAML::Node& outer) { return outer.is(merged); })) {
+    return ErrorAt(*source_, at,
+                   absl::StrCat("merge key \"<<\" in ", what_,
+                                " refers to a map that contains it (a map cannot merge itself)"));
+  }
+  if (state.chain.size() == 1) state.origin = at;
+  if (static_cast<int>(state.chain.size()) >= kMaxMergeDepth) {
+    return ErrorAt(
+        *source_, state.origin,
+        absl::StrCat("merge keys in ", what_, " are nested more than ", kMaxMergeDepth, " deep"));
+  }
+  if (++state.merged_maps > kMaxMergedMaps) {
+    return ErrorAt(*source_, state.origin,
+                   absl::StrCat("merge keys in ", what_, " expand to more than ", kMaxMergedMaps,
+                                " maps (aliases of aliases?)"));
+  }
   // The merged map may itself merge others; resolve it the same way.
-  absl::StatusOr<Fields> inner = Of(*source_, merged, what_, allowed);
+  absl::StatusOr<Fields> inner = Resolve(*source_, merged, what_, allowed, state);
   if (!inner.ok()) return inner.status();
   for (Entry& entry : inner->entries_) {
     const bool present = std::any_of(entries_.begin(), entries_.end(),

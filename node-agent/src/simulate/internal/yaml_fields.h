@@ -44,9 +44,18 @@ class Fields {
     YAML::Mark key_mark;
   };
 
+  // Bounds on merge-key resolution for one mapping. Aliases share nodes, so a
+  // small file can nest merges exponentially ("billion laughs": ten maps each
+  // merging the previous one ten times) or make a map merge itself; both are
+  // refused with an error instead of taking hours or overflowing the stack.
+  static constexpr int kMaxMergeDepth = 16;
+  static constexpr int kMaxMergedMaps = 256;
+
   // `node` must be a mapping; keys outside `allowed` are refused. Merge keys are
   // resolved (the mapping's own keys win over merged ones, earlier merged maps over
-  // later ones, as YAML 1.1 specifies); a duplicate own key is refused.
+  // later ones, as YAML 1.1 specifies); a duplicate own key is refused, and so is
+  // a merge that nests deeper than kMaxMergeDepth, reaches more than
+  // kMaxMergedMaps maps, or merges a map into itself.
   static absl::StatusOr<Fields> Of(const YamlSource& source, const YAML::Node& node,
                                    std::string_view what, const std::vector<std::string>& allowed);
 
@@ -82,10 +91,22 @@ class Fields {
   absl::StatusOr<std::optional<YAML::Node>> List(std::string_view key) const;
 
  private:
+  // Merge resolution in progress: the maps being resolved, outermost first,
+  // how many maps have been merged so far, and the outermost merge key being
+  // resolved (where limit errors point).
+  struct MergeState {
+    std::vector<YAML::Node> chain;
+    int merged_maps = 0;
+    YAML::Mark origin;
+  };
+
   Fields(const YamlSource& source, YAML::Mark mark, std::string what)
       : source_(&source), mark_(mark), what_(std::move(what)) {}
+  static absl::StatusOr<Fields> Resolve(const YamlSource& source, const YAML::Node& node,
+                                        std::string_view what,
+                                        const std::vector<std::string>& allowed, MergeState& state);
   absl::Status AddMergedChecked(const YAML::Node& merged, const YAML::Mark& at,
-                                const std::vector<std::string>& allowed);
+                                const std::vector<std::string>& allowed, MergeState& state);
   absl::StatusOr<const Entry*> Scalar(std::string_view key) const;
 
   const YamlSource* source_;
