@@ -152,6 +152,19 @@ void ExtenderMetrics::AppendPrometheus(std::string& out) const {
                   "# TYPE neighborly_extender_rejected_connections_total counter\n"
                   "neighborly_extender_rejected_connections_total ",
                   rejected_connections_.load(std::memory_order_relaxed), "\n");
+  absl::StrAppend(&out,
+                  "# HELP neighborly_tls_reloads_total Certificate reloads after the files "
+                  "changed, by listener (the HTTPS port; gRPC's own reloads are not counted).\n"
+                  "# TYPE neighborly_tls_reloads_total counter\n"
+                  "neighborly_tls_reloads_total{listener=\"http\"} ",
+                  tls_reloads_.load(std::memory_order_relaxed), "\n");
+  absl::StrAppend(&out,
+                  "# HELP neighborly_tls_reload_failures_total Changed certificate files that "
+                  "could not be loaded (unreadable, damaged, key not matching); the previous "
+                  "certificate stays in use.\n"
+                  "# TYPE neighborly_tls_reload_failures_total counter\n"
+                  "neighborly_tls_reload_failures_total{listener=\"http\"} ",
+                  tls_reload_failures_.load(std::memory_order_relaxed), "\n");
 }
 
 }  // namespace neighborly::extender

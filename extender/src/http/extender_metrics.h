@@ -51,12 +51,19 @@ class ExtenderMetrics {
   void RecordDecisions(Verb verb, std::span<const NodeDecision> decisions);
   // Connections refused because max_connections was reached.
   void RecordRejectedConnection() { rejected_connections_.fetch_add(1, std::memory_order_relaxed); }
+  // A reload of the HTTPS certificate, key or client CA after the files
+  // changed: done (ok) or refused, the previous material kept (tls_reloader.h).
+  void RecordTlsReload(bool ok) {
+    (ok ? tls_reloads_ : tls_reload_failures_).fetch_add(1, std::memory_order_relaxed);
+  }
 
   // neighborly_http_request_duration_seconds{verb}, neighborly_decisions_total
   // {verb,outcome,reason} (a request answered with an error counts once as
   // outcome="error"), neighborly_decisions_without_telemetry_total{verb},
   // neighborly_extender_requests_total{verb,code},
-  // neighborly_extender_rejected_connections_total; with HELP and TYPE lines.
+  // neighborly_extender_rejected_connections_total,
+  // neighborly_tls_reloads_total{listener="http"},
+  // neighborly_tls_reload_failures_total{listener="http"}; with HELP and TYPE lines.
   void AppendPrometheus(std::string& out) const;
 
  private:
@@ -72,6 +79,8 @@ class ExtenderMetrics {
   };
   std::array<PerVerb, kVerbs> verbs_{};
   std::atomic<uint64_t> rejected_connections_{0};
+  std::atomic<uint64_t> tls_reloads_{0};
+  std::atomic<uint64_t> tls_reload_failures_{0};
 };
 
 }  // namespace neighborly::extender

@@ -112,12 +112,24 @@ std::pair<time_t, time_t> SecUsec(absl::Duration d) {
 
 HttpServer::HttpServer(HttpServerOptions options, Decider& decider, ExtenderMetrics& metrics)
     : options_(std::move(options)), metrics_(metrics), handler_(decider, &metrics) {
-  if (options_.tls_cert_file.empty()) {
-    server_ = std::make_unique<httplib::Server>();
-  } else {
+  if (!options_.tls_cert_file.empty()) {
+    absl::StatusOr<std::unique_ptr<TlsReloader>> tls =
+        TlsReloader::Create({.cert_file = options_.tls_cert_file,
+                             .key_file = options_.tls_key_file,
+                             .client_ca_file = options_.tls_client_ca_file,
+                             .reload_interval = options_.tls_reload_interval},
+                            clock_, [&metrics](bool ok) { metrics.RecordTlsReload(ok); });
+    if (tls.ok()) {
+      tls_ = std::move(*tls);
+    } else {
+      tls_status_ = tls.status();  // reported by Start()
+    }
+  }
+  if (tls_ != nullptr) {
     server_ = std::make_unique<httplib::SSLServer>(
-        options_.tls_cert_file.c_str(), options_.tls_key_file.c_str(),
-        options_.tls_client_ca_file.empty() ? nullptr : options_.tls_client_ca_file.c_str());
+        [tls = tls_.get()](SSL_CTX& ctx) { return tls->Configure(ctx); });
+  } else {
+    server_ = std::make_unique<httplib::Server>();  // plaintext, or TLS that Start() refuses
   }
   httplib::Server& server = *server_;  // configured alike with or without TLS
   const size_t workers = static_cast<size_t>(std::max(1, options_.worker_threads));
@@ -256,14 +268,16 @@ void HttpServer::HandleScheduler(Verb verb, const httplib::Request& req, httplib
 
 absl::StatusOr<int> HttpServer::Start() {
   if (started_) return absl::FailedPreconditionError("HTTP server already started");
-  if (!server_->is_valid()) {
+  if (!tls_status_.ok() || !server_->is_valid()) {
     return absl::InvalidArgumentError(
         absl::StrCat("cannot serve HTTPS with certificate ", options_.tls_cert_file, " and key ",
                      options_.tls_key_file,
                      options_.tls_client_ca_file.empty()
                          ? ""
                          : absl::StrCat(" and client CA ", options_.tls_client_ca_file),
-                     " (unreadable, not PEM, or not a pair)"));
+                     ": ",
+                     tls_status_.ok() ? absl::string_view("OpenSSL refused the TLS setup")
+                                      : tls_status_.message()));
   }
   int port;
   if (options_.port == 0) {

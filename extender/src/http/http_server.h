@@ -10,6 +10,10 @@
 //     connection holds a worker for at most keep_alive_timeout); at most
 //     max_connections are accepted at a time, the rest get 503.
 //
+// With TLS, the certificate, key and client CA are reloaded when their files
+// change (http.tls.reloadInterval): new connections get the new material,
+// established ones keep theirs (tls_reloader.h).
+//
 //   HttpServer server(options, decider, metrics);
 //   RegisterOperatorApi(server.server(), ...);
 //   absl::StatusOr<int> port = server.Start();   // binds (port 0: any), serves on a thread
@@ -26,12 +30,15 @@
 #include <string>
 #include <thread>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "common/clock.h"
 #include "extender/src/http/decider.h"
 #include "extender/src/http/extender_handler.h"
 #include "extender/src/http/extender_metrics.h"
 #include "extender/src/http/http_server_options.h"
+#include "extender/src/http/tls_reloader.h"
 
 namespace neighborly::extender {
 
@@ -47,6 +54,8 @@ class HttpServer {
   bool tls() const { return !options_.tls_cert_file.empty(); }
 
   // Binds and starts serving on a background thread; returns the bound port.
+  // With TLS, fails (naming the file and the problem) when the files read at
+  // construction were unusable.
   absl::StatusOr<int> Start();
   // Stops accepting connections and returns once in-flight requests are done.
   void Stop();
@@ -62,6 +71,11 @@ class HttpServer {
   const HttpServerOptions options_;
   ExtenderMetrics& metrics_;
   ExtenderHandler handler_;
+  RealClock clock_;  // paces the TLS file checks
+  // With TLS: the reloading material (outlives server_, whose SSL_CTX calls it),
+  // or why the files could not be loaded.
+  std::unique_ptr<TlsReloader> tls_;
+  absl::Status tls_status_;
   std::unique_ptr<httplib::Server> server_;  // an httplib::SSLServer with TLS
   std::thread thread_;
   int port_ = 0;

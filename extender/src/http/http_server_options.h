@@ -25,6 +25,10 @@ struct HttpServerOptions {
   std::string tls_cert_file;
   std::string tls_key_file;
   std::string tls_client_ca_file;
+  // How often the three files are checked for changes (a stat each); changed
+  // files are loaded for new connections (tls_reloader.h). Zero: at every
+  // handshake (tests; the config's minimum is 1 s).
+  absl::Duration tls_reload_interval = absl::Seconds(10);
 };
 
 }  // namespace neighborly::extender

@@ -5,6 +5,9 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <openssl/x509.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <unistd.h>
@@ -14,6 +17,7 @@
 #include <sstream>
 
 #include "extender/src/http/testing/fake_decider.h"
+#include "test/support/test_pki.h"
 
 namespace neighborly::extender {
 namespace {
@@ -306,6 +310,232 @@ TEST_F(HttpServerTest, MetricsCountRequestsAndDecisions) {
                               R"(reason="none"} 0)"));
   EXPECT_THAT(text,
               HasSubstr(R"(neighborly_http_request_duration_seconds_count{verb="filter"} 2)"));
+}
+
+// A TLS client on a raw socket, to see the certificate the server presents
+// (httplib's client does not show it) and to keep one connection open across a
+// reload. It trusts anything: the test checks the peer certificate itself.
+class TlsClient {
+ public:
+  // `cert`/`key`: a client certificate to present, or empty.
+  TlsClient(int port, const std::string& cert = "", const std::string& key = "") {
+    ctx_ = SSL_CTX_new(TLS_client_method());
+    SSL_CTX_set_verify(ctx_, SSL_VERIFY_NONE, nullptr);
+    if (!cert.empty() && (SSL_CTX_use_certificate_chain_file(ctx_, cert.c_str()) != 1 ||
+                          SSL_CTX_use_PrivateKey_file(ctx_, key.c_str(), SSL_FILETYPE_PEM) != 1)) {
+      ADD_FAILURE() << "cannot load client certificate " << cert;
+    }
+    fd_ = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(static_cast<uint16_t>(port));
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    timeval tv{20, 0};  // a broken server fails the test instead of hanging it
+    setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    if (connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) return;
+    ssl_ = SSL_new(ctx_);
+    SSL_set_fd(ssl_, fd_);
+    handshake_ok_ = SSL_connect(ssl_) == 1;
+    if (X509* peer = handshake_ok_ ? SSL_get0_peer_certificate(ssl_) : nullptr) {
+      subject_ = CommonName(X509_get_subject_name(peer));
+      issuer_ = CommonName(X509_get_issuer_name(peer));
+    }
+    ERR_clear_error();
+  }
+  ~TlsClient() {
+    if (ssl_ != nullptr) SSL_free(ssl_);
+    if (fd_ >= 0) close(fd_);
+    SSL_CTX_free(ctx_);
+  }
+
+  bool handshake_ok() const { return handshake_ok_; }
+  const std::string& subject() const { return subject_; }  // CN of the server's certificate
+  const std::string& issuer() const { return issuer_; }
+
+  // Sends a request on this connection; the response, or "" when the server
+  // refused the connection (with TLS 1.3 a refused client certificate shows here).
+  std::string Exchange(const std::string& request) {
+    if (!handshake_ok_) return "";
+    if (SSL_write(ssl_, request.data(), static_cast<int>(request.size())) <= 0) {
+      ERR_clear_error();
+      return "";
+    }
+    std::string in;
+    char buf[4096];
+    for (;;) {
+      const size_t header_end = in.find("\r\n\r\n");
+      if (header_end != std::string::npos) {
+        const size_t cl = in.find("Content-Length: ");
+        const size_t want = header_end + 4 + (cl < header_end ? std::stoul(in.substr(cl + 16)) : 0);
+        if (in.size() >= want) return in.substr(0, want);
+      }
+      const int n = SSL_read(ssl_, buf, sizeof(buf));
+      if (n <= 0) {
+        ERR_clear_error();
+        return in;
+      }
+      in.append(buf, static_cast<size_t>(n));
+    }
+  }
+
+ private:
+  static std::string CommonName(X509_NAME* name) {
+    char cn[256] = {};
+    if (X509_NAME_get_text_by_NID(name, NID_commonName, cn, sizeof(cn)) < 0) return "";
+    return cn;
+  }
+
+  SSL_CTX* ctx_ = nullptr;
+  SSL* ssl_ = nullptr;
+  int fd_ = -1;
+  bool handshake_ok_ = false;
+  std::string subject_;
+  std::string issuer_;
+};
+
+// Two independent CAs, each with a server and a client certificate, and the
+// "live" files the server reads (rewritten by the tests, as a Secret rotates).
+class HttpsReloadTest : public HttpServerTest {
+ protected:
+  static void SetUpTestSuite() {
+    pki_ = new ::neighborly::testing::TestPki(::testing::TempDir() + "/https-reload-pki-" +
+                                              std::to_string(getpid()));
+    for (const std::string ca : {"a", "b"}) {
+      ASSERT_TRUE(pki_->MakeCa("ca-" + ca).ok());
+      ASSERT_TRUE(pki_->Issue("ca-" + ca, "server-" + ca, "extender-" + ca).ok());
+      ASSERT_TRUE(pki_->Issue("ca-" + ca, "client-" + ca, "scheduler-" + ca).ok());
+    }
+  }
+  static void TearDownTestSuite() { delete pki_; }
+
+  static std::string Path(const std::string& name) { return pki_->Path(name); }
+  static void Install(const std::string& from, const std::string& to) {
+    ASSERT_TRUE(::neighborly::testing::TestPki::Write(
+                    Path(to), ::neighborly::testing::TestPki::Read(Path(from)))
+                    .ok());
+  }
+  static void InstallServer(const std::string& which) {
+    Install("server-" + which + ".crt", "live.crt");
+    Install("server-" + which + ".key", "live.key");
+  }
+
+  // HTTPS with the live files, checked at every handshake.
+  void StartHttps(bool client_ca) {
+    HttpServerOptions options;
+    options.tls_cert_file = Path("live.crt");
+    options.tls_key_file = Path("live.key");
+    if (client_ca) options.tls_client_ca_file = Path("live-ca.crt");
+    options.tls_reload_interval = absl::ZeroDuration();
+    Start(options);
+  }
+
+  static bool Served(TlsClient& client) {
+    return client.Exchange(PostRequest("/filter", R"({"Pod":{},"NodeNames":["a"]})"))
+        .starts_with("HTTP/1.1 200");
+  }
+  std::string Metrics() const {
+    std::string text;
+    metrics_.AppendPrometheus(text);
+    return text;
+  }
+
+  static ::neighborly::testing::TestPki* pki_;
+};
+
+::neighborly::testing::TestPki* HttpsReloadTest::pki_ = nullptr;
+
+TEST_F(HttpsReloadTest, NewConnectionsGetTheRotatedCertificateAndOldOnesKeepWorking) {
+  InstallServer("a");
+  StartHttps(/*client_ca=*/false);
+  TlsClient before(port_);
+  ASSERT_TRUE(before.handshake_ok());
+  EXPECT_EQ(before.subject(), "extender-a");
+  EXPECT_EQ(before.issuer(), "ca-a");
+  ASSERT_TRUE(Served(before));
+
+  InstallServer("b");
+  TlsClient after(port_);
+  ASSERT_TRUE(after.handshake_ok());
+  EXPECT_EQ(after.subject(), "extender-b");
+  EXPECT_EQ(after.issuer(), "ca-b");
+  EXPECT_TRUE(Served(after));
+  // The connection made before the rotation is not dropped.
+  EXPECT_TRUE(Served(before));
+  EXPECT_THAT(Metrics(), HasSubstr(R"(neighborly_tls_reloads_total{listener="http"} 1)"));
+  EXPECT_THAT(Metrics(), HasSubstr(R"(neighborly_tls_reload_failures_total{listener="http"} 0)"));
+}
+
+TEST_F(HttpsReloadTest, FailedReloadKeepsServingTheLastGoodCertificate) {
+  InstallServer("a");
+  StartHttps(/*client_ca=*/false);
+  InstallServer("b");
+  TlsClient b(port_);
+  ASSERT_EQ(b.subject(), "extender-b");
+
+  // A half-written certificate file.
+  const std::string cert_b = ::neighborly::testing::TestPki::Read(Path("server-b.crt"));
+  ASSERT_TRUE(
+      ::neighborly::testing::TestPki::Write(Path("live.crt"), cert_b.substr(0, cert_b.size() / 2))
+          .ok());
+  TlsClient after_garbage(port_);
+  ASSERT_TRUE(after_garbage.handshake_ok());
+  EXPECT_EQ(after_garbage.subject(), "extender-b");
+  EXPECT_TRUE(Served(after_garbage));
+  EXPECT_THAT(Metrics(), HasSubstr(R"(neighborly_tls_reload_failures_total{listener="http"} 1)"));
+
+  // A certificate whose key is not (yet) the one beside it.
+  Install("server-a.crt", "live.crt");
+  TlsClient mismatched(port_);
+  ASSERT_TRUE(mismatched.handshake_ok());
+  EXPECT_EQ(mismatched.subject(), "extender-b");
+  EXPECT_TRUE(Served(mismatched));
+  EXPECT_THAT(Metrics(), HasSubstr(R"(neighborly_tls_reload_failures_total{listener="http"} 2)"));
+
+  // Once the key follows, the pair is loaded.
+  Install("server-a.key", "live.key");
+  TlsClient a(port_);
+  EXPECT_EQ(a.subject(), "extender-a");
+  EXPECT_THAT(Metrics(), HasSubstr(R"(neighborly_tls_reloads_total{listener="http"} 2)"));
+}
+
+TEST_F(HttpsReloadTest, RotatedClientCaRefusesTheOldCasClients) {
+  InstallServer("a");
+  Install("ca-a.crt", "live-ca.crt");
+  StartHttps(/*client_ca=*/true);
+  TlsClient anonymous(port_);
+  EXPECT_FALSE(Served(anonymous));
+  TlsClient old_client(port_, Path("client-a.crt"), Path("client-a.key"));
+  EXPECT_TRUE(Served(old_client));
+  TlsClient new_client(port_, Path("client-b.crt"), Path("client-b.key"));
+  EXPECT_FALSE(Served(new_client));
+
+  Install("ca-b.crt", "live-ca.crt");
+  TlsClient old_after(port_, Path("client-a.crt"), Path("client-a.key"));
+  EXPECT_FALSE(Served(old_after));
+  TlsClient new_after(port_, Path("client-b.crt"), Path("client-b.key"));
+  EXPECT_TRUE(Served(new_after));
+  // The connection verified before the rotation stays up.
+  EXPECT_TRUE(Served(old_client));
+}
+
+TEST_F(HttpsReloadTest, BadFilesAtStartAreAnErrorNamingTheFile) {
+  ASSERT_TRUE(::neighborly::testing::TestPki::Write(Path("bad.crt"), "not a certificate\n").ok());
+  HttpServerOptions options;
+  options.host = "127.0.0.1";
+  options.port = 0;
+  options.tls_cert_file = Path("bad.crt");
+  options.tls_key_file = Path("server-a.key");
+  HttpServer server(options, decider_, metrics_);
+  absl::StatusOr<int> port = server.Start();
+  ASSERT_FALSE(port.ok());
+  EXPECT_THAT(std::string(port.status().message()),
+              HasSubstr("certificate file " + Path("bad.crt") +
+                        ": no PEM certificate (BEGIN CERTIFICATE) in it"));
+  options.tls_cert_file = Path("server-a.crt");
+  options.tls_key_file = Path("server-b.key");
+  HttpServer mismatched(options, decider_, metrics_);
+  EXPECT_THAT(std::string(mismatched.Start().status().message()),
+              HasSubstr("does not belong to certificate"));
 }
 
 TEST_F(HttpServerTest, StopFinishesAndRefusesNewConnections) {

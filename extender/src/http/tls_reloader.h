@@ -1,0 +1,84 @@
+// The HTTPS server's certificate, key and client CA, reloaded when the files
+// change (http.tls.reloadInterval) without a restart: every TLS handshake takes
+// the current material from an OpenSSL certificate callback, so a new
+// connection gets the new certificate (and is verified against the new client
+// CA) while established connections keep what they started with. A reload
+// that fails keeps the last good material (reloading_files.h).
+//
+//   absl::StatusOr<std::unique_ptr<TlsReloader>> tls = TlsReloader::Create(
+//       {.cert_file = "/tls/tls.crt", .key_file = "/tls/tls.key", .client_ca_file = "/tls/ca.crt"},
+//       clock, [&](bool ok) { metrics.RecordTlsReload(ok); });
+//   httplib::SSLServer server([&](SSL_CTX& ctx) { return (*tls)->Configure(ctx); });
+#ifndef NEIGHBORLY_EXTENDER_SRC_HTTP_TLS_RELOADER_H_
+#define NEIGHBORLY_EXTENDER_SRC_HTTP_TLS_RELOADER_H_
+
+#include <openssl/ssl.h>
+#include <openssl/x509.h>
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "common/clock.h"
+#include "extender/src/http/reloading_files.h"
+
+namespace neighborly::extender {
+
+// One consistent set: a certificate chain, its key, and (optionally) the CAs
+// that client certificates must chain to.
+struct TlsMaterial {
+  TlsMaterial() = default;
+  TlsMaterial(const TlsMaterial&) = delete;
+  TlsMaterial& operator=(const TlsMaterial&) = delete;
+  ~TlsMaterial();
+
+  X509* cert = nullptr;              // the leaf
+  STACK_OF(X509) * chain = nullptr;  // intermediates after the leaf in the file
+  EVP_PKEY* key = nullptr;           // matches cert
+  X509_STORE* client_cas = nullptr;  // nullptr: no client CA file
+};
+
+struct TlsFiles {
+  std::string cert_file;       // PEM chain, leaf first
+  std::string key_file;        // PEM private key (unencrypted)
+  std::string client_ca_file;  // PEM CA bundle; empty: client certificates not requested
+  absl::Duration reload_interval = absl::Seconds(10);  // zero: check on every handshake
+};
+
+// Parses the files' contents; errors name the file and the problem.
+absl::StatusOr<std::shared_ptr<const TlsMaterial>> ParseTlsMaterial(const TlsFiles& files,
+                                                                    std::string_view cert_pem,
+                                                                    std::string_view key_pem,
+                                                                    std::string_view ca_pem);
+
+class TlsReloader {
+ public:
+  // Loads the files now: a bad file is an error here (a startup error).
+  static absl::StatusOr<std::unique_ptr<TlsReloader>> Create(
+      TlsFiles files, const Clock& clock, std::function<void(bool ok)> on_reload = nullptr);
+
+  // Sets up a server context (TLS 1.2+, client certificates required when a
+  // client CA is configured, no session resumption) whose handshakes take the
+  // current material. The context must not outlive this object.
+  bool Configure(SSL_CTX& ctx);
+
+  // The material the next handshake would use (checks the files when due).
+  std::shared_ptr<const TlsMaterial> Current() { return files_->Current(); }
+  uint64_t reloads() const { return files_->reloads(); }
+  uint64_t failures() const { return files_->failures(); }
+
+ private:
+  TlsReloader(TlsFiles files, std::unique_ptr<ReloadingFiles<TlsMaterial>> reloading)
+      : files_config_(std::move(files)), files_(std::move(reloading)) {}
+  static int CertCallback(SSL* ssl, void* self);
+
+  const TlsFiles files_config_;
+  std::unique_ptr<ReloadingFiles<TlsMaterial>> files_;
+};
+
+}  // namespace neighborly::extender
+
+#endif  // NEIGHBORLY_EXTENDER_SRC_HTTP_TLS_RELOADER_H_
