@@ -102,7 +102,8 @@ int Run(int argc, char** argv) {
                                .jwks_file = config->identity_jwks_file,
                                .public_key_files = config->identity_public_key_files,
                                .allowed_subjects = config->identity_allowed_subjects,
-                               .leeway = config->identity_leeway},
+                               .leeway = config->identity_leeway,
+                               .reload_interval = config->identity_reload_interval},
                               clock);
     if (!verifier.ok())
       return Fail(2, absl::StrCat("grpc.identity: ", verifier.status().message()));
@@ -158,14 +159,16 @@ int Run(int argc, char** argv) {
   TelemetryServer& ingest = **telemetry;
   CoreOperatorSource source(core, [&ingest] { return ingest.stats(); });
   std::atomic<bool> stopping{false};
-  // /metrics is the operator API's page plus the ingest refusals by reason; routes
-  // match in registration order, so this one answers.
-  http.server().Get("/metrics",
-                    [&source, &metrics, &ingest](const httplib::Request&, httplib::Response& res) {
-                      std::string body = RenderMetrics(source, metrics);
-                      AppendIngestRefusals(ingest.counters(), body);
-                      res.set_content(body, "text/plain; version=0.0.4; charset=utf-8");
-                    });
+  // /metrics is the operator API's page plus the ingest refusals by reason and
+  // the identity-key reloads; routes match in registration order, so this one answers.
+  const TokenVerifier* identity_keys = identity.get();
+  http.server().Get("/metrics", [&source, &metrics, &ingest, identity_keys](
+                                    const httplib::Request&, httplib::Response& res) {
+    std::string body = RenderMetrics(source, metrics);
+    AppendIngestRefusals(ingest.counters(), body);
+    AppendIdentityKeyMetrics(identity_keys, body);
+    res.set_content(body, "text/plain; version=0.0.4; charset=utf-8");
+  });
   RegisterOperatorApi(http.server(), source, metrics, [&stopping]() -> std::string {
     return stopping.load() ? "shutting down" : "";
   });

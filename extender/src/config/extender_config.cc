@@ -287,7 +287,9 @@ absl::StatusOr<ExtenderConfig> ParseExtenderConfig(std::string_view yaml, std::s
                  return p.Map(t, tpath,
                               {{"certFile", p.String(config.http.tls_cert_file)},
                                {"keyFile", p.String(config.http.tls_key_file)},
-                               {"clientCaFile", p.String(config.http.tls_client_ca_file)}});
+                               {"clientCaFile", p.String(config.http.tls_client_ca_file)},
+                               {"reloadInterval",
+                                p.Duration(config.http.tls_reload_interval, absl::Seconds(1))}});
                }}});
        }},
       {"grpc",
@@ -316,7 +318,9 @@ absl::StatusOr<ExtenderConfig> ParseExtenderConfig(std::string_view yaml, std::s
                                {"jwksFile", p.String(config.identity_jwks_file)},
                                {"publicKeyFiles", p.Strings(config.identity_public_key_files)},
                                {"allowedSubjects", p.Strings(config.identity_allowed_subjects)},
-                               {"leeway", p.Duration(config.identity_leeway, absl::Seconds(0))}});
+                               {"leeway", p.Duration(config.identity_leeway, absl::Seconds(0))},
+                               {"reloadInterval",
+                                p.Duration(config.identity_reload_interval, absl::Seconds(1))}});
                }}});
        }},
       {"state",

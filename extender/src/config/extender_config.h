@@ -48,6 +48,8 @@ struct ExtenderConfig {
   std::vector<std::string> identity_public_key_files;
   std::vector<std::string> identity_allowed_subjects;
   absl::Duration identity_leeway = absl::Seconds(30);
+  // How often the key files are checked for changes (rotated issuer keys).
+  absl::Duration identity_reload_interval = absl::Seconds(10);
   // state: learned knowledge that survives restarts. Empty file: not persisted.
   std::string state_file;
   absl::Duration state_save_interval = absl::Seconds(60);

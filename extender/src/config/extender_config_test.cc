@@ -224,6 +224,7 @@ http:
     certFile: /tls/http.crt
     keyFile: /tls/http.key
     clientCaFile: /tls/scheduler-ca.crt
+    reloadInterval: 1m
 grpc:
   maxReportBytes: 4Mi
   maxReportsPerSecond: 2.5
@@ -241,12 +242,14 @@ grpc:
     publicKeyFiles: [/keys/sa.pub, /keys/sa2.pub]
     allowedSubjects: ["system:serviceaccount:neighborly:neighborly-agent"]
     leeway: 10s
+    reloadInterval: 5s
 )",
                                                          "x.yaml");
   ASSERT_TRUE(c.ok()) << c.status();
   EXPECT_EQ(c->http.tls_cert_file, "/tls/http.crt");
   EXPECT_EQ(c->http.tls_key_file, "/tls/http.key");
   EXPECT_EQ(c->http.tls_client_ca_file, "/tls/scheduler-ca.crt");
+  EXPECT_EQ(c->http.tls_reload_interval, absl::Minutes(1));
   EXPECT_EQ(c->grpc_max_report_bytes, 4 << 20);
   EXPECT_DOUBLE_EQ(c->grpc_max_reports_per_second, 2.5);
   EXPECT_DOUBLE_EQ(c->grpc_report_burst, 6);
@@ -263,8 +266,27 @@ grpc:
   EXPECT_EQ(c->identity_allowed_subjects,
             (std::vector<std::string>{"system:serviceaccount:neighborly:neighborly-agent"}));
   EXPECT_EQ(c->identity_leeway, absl::Seconds(10));
+  EXPECT_EQ(c->identity_reload_interval, absl::Seconds(5));
   EXPECT_TRUE(ValidateExtenderConfig(*c).ok());
   EXPECT_TRUE(CheckTransportSecurity(*c).ok());
+}
+
+TEST(ExtenderConfigTest, CredentialReloadIntervalsDefaultAndAreChecked) {
+  absl::StatusOr<ExtenderConfig> defaults = ParseExtenderConfig("", "x.yaml");
+  ASSERT_TRUE(defaults.ok()) << defaults.status();
+  EXPECT_EQ(defaults->http.tls_reload_interval, absl::Seconds(10));
+  EXPECT_EQ(defaults->identity_reload_interval, absl::Seconds(10));
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"http:\n  tls:\n    reloadInterval: 100ms\n",
+       "x.yaml:3: http.tls.reloadInterval: must be at least 1s"},
+      {"grpc:\n  identity:\n    reloadInterval: soon\n", "grpc.identity.reloadInterval"},
+      {"http:\n  tls:\n    reloadIntervall: 10s\n", "unknown key \"http.tls.reloadIntervall\""},
+  };
+  for (const auto& [yaml, message] : cases) {
+    absl::StatusOr<ExtenderConfig> c = ParseExtenderConfig(yaml, "x.yaml");
+    ASSERT_FALSE(c.ok()) << yaml;
+    EXPECT_THAT(std::string(c.status().message()), HasSubstr(message)) << yaml;
+  }
 }
 
 TEST(ExtenderConfigTest, TelemetryIsNeverPlaintextByOmission) {

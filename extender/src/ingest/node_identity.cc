@@ -11,9 +11,8 @@
 #include <openssl/x509.h>
 
 #include <array>
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
+#include <span>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -30,9 +29,14 @@ struct TokenVerifier::Key {
   std::string kid;
 };
 
+struct TokenVerifier::KeySet {
+  std::vector<std::unique_ptr<Key>> keys;
+};
+
 namespace {
 
 using Key = TokenVerifier::Key;
+using KeySet = TokenVerifier::KeySet;
 
 absl::Status Unauthenticated(std::string_view why) {
   return absl::UnauthenticatedError(absl::StrCat("identity token refused: ", Av(why)));
@@ -234,17 +238,6 @@ absl::Status AddPem(std::string_view text, std::string_view source,
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::string> ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError(absl::StrCat(path, ": cannot read the file"));
-  std::stringstream s;
-  s << in.rdbuf();
-  if (s.str().size() > (4 << 20)) {
-    return absl::InvalidArgumentError(absl::StrCat(path, ": larger than 4 MiB"));
-  }
-  return s.str();
-}
-
 bool VerifySignature(const Key& key, std::string_view signed_part, const std::string& signature) {
   std::string der;
   const std::string* sig = &signature;
@@ -317,50 +310,105 @@ TokenVerifier::TokenVerifier(NodeIdentityOptions options, const Clock& clock)
 
 TokenVerifier::~TokenVerifier() = default;
 
-absl::StatusOr<std::unique_ptr<TokenVerifier>> TokenVerifier::FromKeyText(
-    NodeIdentityOptions options, const Clock& clock, std::string_view jwks_json,
-    const std::vector<std::string>& pem_texts) {
+namespace {
+
+// Parses the JWKS text (may be empty) and the PEM texts; `options` names the files.
+absl::StatusOr<std::shared_ptr<const KeySet>> ParseKeySet(const NodeIdentityOptions& options,
+                                                          std::string_view jwks_json,
+                                                          std::span<const std::string> pem_texts) {
+  auto set = std::make_shared<KeySet>();
+  if (!options.jwks_file.empty() && Trim(jwks_json).empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(options.jwks_file, ": empty file"));
+  }
+  if (!jwks_json.empty()) {
+    const std::string source = options.jwks_file.empty() ? "JWKS" : options.jwks_file;
+    if (absl::Status s = AddJwks(jwks_json, source, set->keys); !s.ok()) return s;
+  }
+  for (size_t i = 0; i < pem_texts.size(); ++i) {
+    const std::string source = i < options.public_key_files.size() ? options.public_key_files[i]
+                                                                   : absl::StrCat("PEM text ", i);
+    if (absl::Status s = AddPem(pem_texts[i], source, set->keys); !s.ok()) return s;
+  }
+  if (set->keys.empty()) {
+    return absl::InvalidArgumentError(
+        "node identity needs the issuer's public keys (jwksFile or publicKeyFiles); none found");
+  }
+  return std::shared_ptr<const KeySet>(std::move(set));
+}
+
+absl::Status CheckOptions(const NodeIdentityOptions& options) {
   if (options.issuer.empty()) {
     return absl::InvalidArgumentError("node identity needs the service-account issuer (issuer)");
   }
   if (options.audience.empty()) return absl::InvalidArgumentError("node identity: empty audience");
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<TokenVerifier>> TokenVerifier::FromKeyText(
+    NodeIdentityOptions options, const Clock& clock, std::string_view jwks_json,
+    const std::vector<std::string>& pem_texts) {
+  if (absl::Status s = CheckOptions(options); !s.ok()) return s;
+  absl::StatusOr<std::shared_ptr<const KeySet>> keys = ParseKeySet(options, jwks_json, pem_texts);
+  if (!keys.ok()) return keys.status();
   std::unique_ptr<TokenVerifier> verifier(new TokenVerifier(std::move(options), clock));
-  if (!jwks_json.empty()) {
-    const std::string source =
-        verifier->options_.jwks_file.empty() ? "JWKS" : verifier->options_.jwks_file;
-    if (absl::Status s = AddJwks(jwks_json, source, verifier->keys_); !s.ok()) return s;
-  }
-  for (size_t i = 0; i < pem_texts.size(); ++i) {
-    const std::string source = i < verifier->options_.public_key_files.size()
-                                   ? verifier->options_.public_key_files[i]
-                                   : absl::StrCat("PEM text ", i);
-    if (absl::Status s = AddPem(pem_texts[i], source, verifier->keys_); !s.ok()) return s;
-  }
-  if (verifier->keys_.empty()) {
-    return absl::InvalidArgumentError(
-        "node identity needs the issuer's public keys (jwksFile or publicKeyFiles); none found");
-  }
+  verifier->fixed_keys_ = std::move(*keys);
   return verifier;
 }
 
 absl::StatusOr<std::unique_ptr<TokenVerifier>> TokenVerifier::Create(NodeIdentityOptions options,
                                                                      const Clock& clock) {
-  std::string jwks;
-  if (!options.jwks_file.empty()) {
-    absl::StatusOr<std::string> text = ReadFile(options.jwks_file);
-    if (!text.ok()) return text.status();
-    jwks = std::move(*text);
-    if (Trim(jwks).empty()) {
-      return absl::InvalidArgumentError(absl::StrCat(options.jwks_file, ": empty file"));
-    }
+  if (absl::Status s = CheckOptions(options); !s.ok()) return s;
+  if (options.jwks_file.empty() && options.public_key_files.empty()) {
+    return absl::InvalidArgumentError(
+        "node identity needs the issuer's public keys (jwksFile or publicKeyFiles); none given");
   }
-  std::vector<std::string> pems;
-  for (const std::string& path : options.public_key_files) {
-    absl::StatusOr<std::string> text = ReadFile(path);
-    if (!text.ok()) return text.status();
-    pems.push_back(std::move(*text));
-  }
-  return FromKeyText(std::move(options), clock, jwks, pems);
+  ReloadingFilesOptions files{.what = "grpc.identity keys",
+                              .paths = options.public_key_files,
+                              .interval = options.reload_interval,
+                              .on_reload = nullptr};
+  const bool has_jwks = !options.jwks_file.empty();
+  if (has_jwks) files.paths.insert(files.paths.begin(), options.jwks_file);
+  absl::StatusOr<std::unique_ptr<ReloadingFiles<KeySet>>> key_files =
+      ReloadingFiles<KeySet>::Create(
+          std::move(files), clock, [options, has_jwks](std::span<const std::string> contents) {
+            return has_jwks ? ParseKeySet(options, contents[0], contents.subspan(1))
+                            : ParseKeySet(options, "", contents);
+          });
+  if (!key_files.ok()) return key_files.status();
+  std::unique_ptr<TokenVerifier> verifier(new TokenVerifier(std::move(options), clock));
+  verifier->key_files_ = std::move(*key_files);
+  return verifier;
+}
+
+std::shared_ptr<const KeySet> TokenVerifier::Keys() const {
+  return key_files_ != nullptr ? key_files_->Current() : fixed_keys_;
+}
+
+size_t TokenVerifier::key_count() const { return Keys()->keys.size(); }
+
+uint64_t TokenVerifier::reloads() const {
+  return key_files_ != nullptr ? key_files_->reloads() : 0;
+}
+
+uint64_t TokenVerifier::reload_failures() const {
+  return key_files_ != nullptr ? key_files_->failures() : 0;
+}
+
+void AppendIdentityKeyMetrics(const TokenVerifier* verifier, std::string& out) {
+  absl::StrAppend(
+      &out,
+      "# HELP neighborly_identity_key_reloads_total Reloads of the service-account issuer's "
+      "public keys (grpc.identity) after their files changed.\n"
+      "# TYPE neighborly_identity_key_reloads_total counter\n"
+      "neighborly_identity_key_reloads_total ",
+      verifier != nullptr ? verifier->reloads() : 0, "\n",
+      "# HELP neighborly_identity_key_reload_failures_total Changed issuer key files that could "
+      "not be loaded; the previous keys stay in use.\n"
+      "# TYPE neighborly_identity_key_reload_failures_total counter\n"
+      "neighborly_identity_key_reload_failures_total ",
+      verifier != nullptr ? verifier->reload_failures() : 0, "\n");
 }
 
 absl::StatusOr<NodeIdentity> TokenVerifier::Verify(std::string_view token) const {
@@ -399,7 +447,8 @@ absl::StatusOr<NodeIdentity> TokenVerifier::Verify(std::string_view token) const
   const std::string_view signed_part = token.substr(0, dot2);
   bool verified = false;
   bool candidate = false;
-  for (const std::unique_ptr<Key>& key : keys_) {
+  const std::shared_ptr<const KeySet> keys = Keys();
+  for (const std::unique_ptr<Key>& key : keys->keys) {
     if (key->type != type) continue;
     if (!kid.empty() && !key->kid.empty() && key->kid != kid) continue;
     candidate = true;

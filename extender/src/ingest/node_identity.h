@@ -10,6 +10,13 @@
 // accounts, and kubernetes.io.node.name (Kubernetes >= 1.30 puts the node of
 // the pod into bound tokens).
 //
+// Keys read from files are reloaded when the files change (the issuer's
+// signing keys rotate): at most once per reload_interval, the first Verify
+// after it stats the files and, only if they changed, reads and parses them
+// (other verifications meanwhile use the current keys; none waits for the
+// I/O). A reload that fails keeps the previous keys, logs a warning and is
+// counted (reload_failures(); /metrics neighborly_identity_key_reload_failures_total).
+//
 //   absl::StatusOr<std::unique_ptr<TokenVerifier>> v = TokenVerifier::Create(
 //       {.issuer = "https://kubernetes.default.svc", .jwks_file = "/keys/jwks.json"}, clock);
 //   absl::StatusOr<NodeIdentity> id = (*v)->Verify(bearer);   // UNAUTHENTICATED + reason
@@ -26,6 +33,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "common/clock.h"
+#include "extender/src/http/reloading_files.h"
 
 namespace neighborly::extender {
 
@@ -37,6 +45,8 @@ struct NodeIdentityOptions {
   // When not empty, "sub" must be one of these ("system:serviceaccount:NS:NAME").
   std::vector<std::string> allowed_subjects;
   absl::Duration leeway = absl::Seconds(30);  // clock skew allowed on exp and nbf
+  // How often the key files are checked for changes (Create only); zero: at every Verify.
+  absl::Duration reload_interval = absl::Seconds(10);
 };
 
 struct NodeIdentity {
@@ -55,12 +65,14 @@ std::optional<std::string> DecodeBase64Url(std::string_view text);
 
 class TokenVerifier {
  public:
-  struct Key;  // a parsed public key (opaque)
+  struct Key;     // a parsed public key (opaque)
+  struct KeySet;  // all keys of one load
 
-  // Loads the keys (at least one) from the files; errors name the file and the problem.
+  // Loads the keys (at least one) from the files, and reloads them when the
+  // files change; errors name the file and the problem.
   static absl::StatusOr<std::unique_ptr<TokenVerifier>> Create(NodeIdentityOptions options,
                                                                const Clock& clock);
-  // From key material given as text (tests; the files' contents).
+  // From key material given as text (tests; the files' contents); never reloaded.
   static absl::StatusOr<std::unique_ptr<TokenVerifier>> FromKeyText(
       NodeIdentityOptions options, const Clock& clock, std::string_view jwks_json,
       const std::vector<std::string>& pem_texts);
@@ -68,17 +80,29 @@ class TokenVerifier {
 
   // `token` is the compact JWT (without "Bearer "). UNAUTHENTICATED naming the
   // problem when it is not a valid token for this audience and issuer.
+  // Thread-safe.
   absl::StatusOr<NodeIdentity> Verify(std::string_view token) const;
 
-  size_t key_count() const { return keys_.size(); }
+  // The keys in use now (after checking the files when due).
+  size_t key_count() const;
+  // Key-file reloads since Create: done, and refused (previous keys kept).
+  uint64_t reloads() const;
+  uint64_t reload_failures() const;
 
  private:
   TokenVerifier(NodeIdentityOptions options, const Clock& clock);
+  std::shared_ptr<const KeySet> Keys() const;
 
   NodeIdentityOptions options_;
   const Clock& clock_;
-  std::vector<std::unique_ptr<Key>> keys_;
+  std::shared_ptr<const KeySet> fixed_keys_;           // FromKeyText
+  std::unique_ptr<ReloadingFiles<KeySet>> key_files_;  // Create
 };
+
+// neighborly_identity_key_reloads_total and
+// neighborly_identity_key_reload_failures_total (with HELP and TYPE lines) for
+// /metrics; zeros when identity is off (`verifier` nullptr).
+void AppendIdentityKeyMetrics(const TokenVerifier* verifier, std::string& out);
 
 }  // namespace neighborly::extender
 

@@ -34,6 +34,7 @@ class NodeIdentityTest : public ::testing::Test {
     ASSERT_TRUE(pki_->MakeSigningKey("rsa", "rsa").ok());
     ASSERT_TRUE(pki_->MakeSigningKey("ec", "ec").ok());
     ASSERT_TRUE(pki_->MakeSigningKey("other", "rsa").ok());
+    ASSERT_TRUE(pki_->MakeSigningKey("ec2", "ec").ok());
   }
   static void TearDownTestSuite() { delete pki_; }
 
@@ -217,6 +218,69 @@ TEST_F(NodeIdentityTest, KeyFilesAreCheckedAtStart) {
                                     clock);
   ASSERT_TRUE(good.ok()) << good.status();
   EXPECT_EQ((*good)->key_count(), 2u);
+}
+
+TEST_F(NodeIdentityTest, RotatedPemKeysAreLoadedOncePerInterval) {
+  ASSERT_TRUE(TestPki::Write(pki_->Path("rotating.pub"), Key("rsa.pub")).ok());
+  auto v = TokenVerifier::Create({.issuer = kIssuer,
+                                  .public_key_files = {pki_->Path("rotating.pub")},
+                                  .reload_interval = absl::Seconds(10)},
+                                 clock_);
+  ASSERT_TRUE(v.ok()) << v.status();
+  const std::string by_new_key = SignJwt(Key("other.key"), "RS256", Claims());
+  EXPECT_THAT(Message((*v)->Verify(by_new_key).status()), HasSubstr("signature does not verify"));
+
+  // The issuer adds its new key beside the old one (as a rotation does).
+  ASSERT_TRUE(TestPki::Write(pki_->Path("rotating.pub"), Key("rsa.pub") + Key("other.pub")).ok());
+  clock_.Advance(absl::Seconds(9));
+  EXPECT_FALSE((*v)->Verify(by_new_key).ok());  // not checked again before the interval
+  clock_.Advance(absl::Seconds(1));
+  EXPECT_TRUE((*v)->Verify(by_new_key).ok());
+  EXPECT_TRUE((*v)->Verify(SignJwt(Key("rsa.key"), "RS256", Claims())).ok());
+  EXPECT_EQ((*v)->key_count(), 2u);
+  EXPECT_EQ((*v)->reloads(), 1u);
+
+  // The old key retired.
+  ASSERT_TRUE(TestPki::Write(pki_->Path("rotating.pub"), Key("other.pub")).ok());
+  clock_.Advance(absl::Seconds(10));
+  EXPECT_THAT(Message((*v)->Verify(SignJwt(Key("rsa.key"), "RS256", Claims())).status()),
+              HasSubstr("signature does not verify"));
+
+  // A damaged file keeps the keys that were good.
+  ASSERT_TRUE(TestPki::Write(pki_->Path("rotating.pub"), "-----BEGIN PUBLIC KEY-----\nAAAA").ok());
+  clock_.Advance(absl::Seconds(10));
+  EXPECT_TRUE((*v)->Verify(SignJwt(Key("other.key"), "RS256", Claims())).ok());
+  EXPECT_EQ((*v)->key_count(), 1u);
+  EXPECT_EQ((*v)->reload_failures(), 1u);
+  std::string metrics;
+  AppendIdentityKeyMetrics(v->get(), metrics);
+  EXPECT_THAT(metrics, HasSubstr("neighborly_identity_key_reloads_total 2\n"));
+  EXPECT_THAT(metrics, HasSubstr("neighborly_identity_key_reload_failures_total 1\n"));
+}
+
+TEST_F(NodeIdentityTest, RotatedJwksIsLoadedAndAHalfWrittenOneIgnored) {
+  const nlohmann::json old_jwks = {{"keys", {PublicJwk(Key("ec.key"), "ec-1")}}};
+  ASSERT_TRUE(TestPki::Write(pki_->Path("rotating.jwks"), old_jwks.dump()).ok());
+  auto v = TokenVerifier::Create({.issuer = kIssuer,
+                                  .jwks_file = pki_->Path("rotating.jwks"),
+                                  .reload_interval = absl::ZeroDuration()},
+                                 clock_);
+  ASSERT_TRUE(v.ok()) << v.status();
+  const nlohmann::json header = {{"alg", "ES256"}, {"kid", "ec-2"}};
+  const std::string by_new_key = SignJwt(Key("ec2.key"), "ES256", Claims(), header);
+  EXPECT_THAT(Message((*v)->Verify(by_new_key).status()), HasSubstr("no ES256 issuer key"));
+
+  const nlohmann::json new_jwks = {{"keys", {PublicJwk(Key("ec2.key"), "ec-2")}}};
+  ASSERT_TRUE(TestPki::Write(pki_->Path("rotating.jwks"), new_jwks.dump()).ok());
+  EXPECT_TRUE((*v)->Verify(by_new_key).ok());
+
+  const std::string dump = new_jwks.dump();
+  ASSERT_TRUE(TestPki::Write(pki_->Path("rotating.jwks"), dump.substr(0, dump.size() / 2)).ok());
+  EXPECT_TRUE((*v)->Verify(by_new_key).ok());
+  EXPECT_EQ((*v)->reload_failures(), 1u);
+  std::string metrics;
+  AppendIdentityKeyMetrics(nullptr, metrics);  // identity off
+  EXPECT_THAT(metrics, HasSubstr("neighborly_identity_key_reload_failures_total 0\n"));
 }
 
 }  // namespace
