@@ -94,17 +94,19 @@ int Run(int argc, char** argv) {
     telemetry_options.credentials = *credentials;
   }
   RealClock clock;
+  ExtenderMetrics metrics;  // counts identity-key reloads too
   std::unique_ptr<TokenVerifier> identity;
   if (!config->identity_issuer.empty()) {
-    absl::StatusOr<std::unique_ptr<TokenVerifier>> verifier =
-        TokenVerifier::Create({.issuer = config->identity_issuer,
-                               .audience = config->identity_audience,
-                               .jwks_file = config->identity_jwks_file,
-                               .public_key_files = config->identity_public_key_files,
-                               .allowed_subjects = config->identity_allowed_subjects,
-                               .leeway = config->identity_leeway,
-                               .reload_interval = config->identity_reload_interval},
-                              clock);
+    absl::StatusOr<std::unique_ptr<TokenVerifier>> verifier = TokenVerifier::Create(
+        {.issuer = config->identity_issuer,
+         .audience = config->identity_audience,
+         .jwks_file = config->identity_jwks_file,
+         .public_key_files = config->identity_public_key_files,
+         .allowed_subjects = config->identity_allowed_subjects,
+         .leeway = config->identity_leeway,
+         .reload_interval = config->identity_reload_interval,
+         .on_reload = [&metrics](bool ok) { metrics.RecordIdentityKeyReload(ok); }},
+        clock);
     if (!verifier.ok())
       return Fail(2, absl::StrCat("grpc.identity: ", verifier.status().message()));
     identity = std::move(*verifier);
@@ -154,21 +156,18 @@ int Run(int argc, char** argv) {
   HttpServerOptions http_options = config->http;
   http_options.host = http_address->host;
   http_options.port = http_address->port;
-  ExtenderMetrics metrics;
   HttpServer http(http_options, core, metrics);
   TelemetryServer& ingest = **telemetry;
   CoreOperatorSource source(core, [&ingest] { return ingest.stats(); });
   std::atomic<bool> stopping{false};
-  // /metrics is the operator API's page plus the ingest refusals by reason and
-  // the identity-key reloads; routes match in registration order, so this one answers.
-  const TokenVerifier* identity_keys = identity.get();
-  http.server().Get("/metrics", [&source, &metrics, &ingest, identity_keys](
-                                    const httplib::Request&, httplib::Response& res) {
-    std::string body = RenderMetrics(source, metrics);
-    AppendIngestRefusals(ingest.counters(), body);
-    AppendIdentityKeyMetrics(identity_keys, body);
-    res.set_content(body, "text/plain; version=0.0.4; charset=utf-8");
-  });
+  // /metrics is the operator API's page plus the ingest refusals by reason; routes
+  // match in registration order, so this one answers.
+  http.server().Get("/metrics",
+                    [&source, &metrics, &ingest](const httplib::Request&, httplib::Response& res) {
+                      std::string body = RenderMetrics(source, metrics);
+                      AppendIngestRefusals(ingest.counters(), body);
+                      res.set_content(body, "text/plain; version=0.0.4; charset=utf-8");
+                    });
   RegisterOperatorApi(http.server(), source, metrics, [&stopping]() -> std::string {
     return stopping.load() ? "shutting down" : "";
   });

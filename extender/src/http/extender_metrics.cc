@@ -165,6 +165,18 @@ void ExtenderMetrics::AppendPrometheus(std::string& out) const {
                   "# TYPE neighborly_tls_reload_failures_total counter\n"
                   "neighborly_tls_reload_failures_total{listener=\"http\"} ",
                   tls_reload_failures_.load(std::memory_order_relaxed), "\n");
+  absl::StrAppend(&out,
+                  "# HELP neighborly_identity_key_reloads_total Reloads of the service-account "
+                  "issuer's public keys (grpc.identity) after their files changed.\n"
+                  "# TYPE neighborly_identity_key_reloads_total counter\n"
+                  "neighborly_identity_key_reloads_total ",
+                  identity_key_reloads_.load(std::memory_order_relaxed), "\n");
+  absl::StrAppend(&out,
+                  "# HELP neighborly_identity_key_reload_failures_total Changed issuer key files "
+                  "that could not be loaded; the previous keys stay in use.\n"
+                  "# TYPE neighborly_identity_key_reload_failures_total counter\n"
+                  "neighborly_identity_key_reload_failures_total ",
+                  identity_key_reload_failures_.load(std::memory_order_relaxed), "\n");
 }
 
 }  // namespace neighborly::extender

@@ -56,6 +56,11 @@ class ExtenderMetrics {
   void RecordTlsReload(bool ok) {
     (ok ? tls_reloads_ : tls_reload_failures_).fetch_add(1, std::memory_order_relaxed);
   }
+  // The same for the node-identity issuer keys (grpc.identity, node_identity.h).
+  void RecordIdentityKeyReload(bool ok) {
+    (ok ? identity_key_reloads_ : identity_key_reload_failures_)
+        .fetch_add(1, std::memory_order_relaxed);
+  }
 
   // neighborly_http_request_duration_seconds{verb}, neighborly_decisions_total
   // {verb,outcome,reason} (a request answered with an error counts once as
@@ -63,7 +68,9 @@ class ExtenderMetrics {
   // neighborly_extender_requests_total{verb,code},
   // neighborly_extender_rejected_connections_total,
   // neighborly_tls_reloads_total{listener="http"},
-  // neighborly_tls_reload_failures_total{listener="http"}; with HELP and TYPE lines.
+  // neighborly_tls_reload_failures_total{listener="http"},
+  // neighborly_identity_key_reloads_total,
+  // neighborly_identity_key_reload_failures_total; with HELP and TYPE lines.
   void AppendPrometheus(std::string& out) const;
 
  private:
@@ -81,6 +88,8 @@ class ExtenderMetrics {
   std::atomic<uint64_t> rejected_connections_{0};
   std::atomic<uint64_t> tls_reloads_{0};
   std::atomic<uint64_t> tls_reload_failures_{0};
+  std::atomic<uint64_t> identity_key_reloads_{0};
+  std::atomic<uint64_t> identity_key_reload_failures_{0};
 };
 
 }  // namespace neighborly::extender

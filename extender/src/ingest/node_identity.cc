@@ -367,7 +367,7 @@ absl::StatusOr<std::unique_ptr<TokenVerifier>> TokenVerifier::Create(NodeIdentit
   ReloadingFilesOptions files{.what = "grpc.identity keys",
                               .paths = options.public_key_files,
                               .interval = options.reload_interval,
-                              .on_reload = nullptr};
+                              .on_reload = options.on_reload};
   const bool has_jwks = !options.jwks_file.empty();
   if (has_jwks) files.paths.insert(files.paths.begin(), options.jwks_file);
   absl::StatusOr<std::unique_ptr<ReloadingFiles<KeySet>>> key_files =
@@ -394,21 +394,6 @@ uint64_t TokenVerifier::reloads() const {
 
 uint64_t TokenVerifier::reload_failures() const {
   return key_files_ != nullptr ? key_files_->failures() : 0;
-}
-
-void AppendIdentityKeyMetrics(const TokenVerifier* verifier, std::string& out) {
-  absl::StrAppend(
-      &out,
-      "# HELP neighborly_identity_key_reloads_total Reloads of the service-account issuer's "
-      "public keys (grpc.identity) after their files changed.\n"
-      "# TYPE neighborly_identity_key_reloads_total counter\n"
-      "neighborly_identity_key_reloads_total ",
-      verifier != nullptr ? verifier->reloads() : 0, "\n",
-      "# HELP neighborly_identity_key_reload_failures_total Changed issuer key files that could "
-      "not be loaded; the previous keys stay in use.\n"
-      "# TYPE neighborly_identity_key_reload_failures_total counter\n"
-      "neighborly_identity_key_reload_failures_total ",
-      verifier != nullptr ? verifier->reload_failures() : 0, "\n");
 }
 
 absl::StatusOr<NodeIdentity> TokenVerifier::Verify(std::string_view token) const {

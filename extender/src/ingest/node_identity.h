@@ -15,7 +15,7 @@
 // after it stats the files and, only if they changed, reads and parses them
 // (other verifications meanwhile use the current keys; none waits for the
 // I/O). A reload that fails keeps the previous keys, logs a warning and is
-// counted (reload_failures(); /metrics neighborly_identity_key_reload_failures_total).
+// counted (reload_failures(), on_reload).
 //
 //   absl::StatusOr<std::unique_ptr<TokenVerifier>> v = TokenVerifier::Create(
 //       {.issuer = "https://kubernetes.default.svc", .jwks_file = "/keys/jwks.json"}, clock);
@@ -24,6 +24,7 @@
 #ifndef NEIGHBORLY_EXTENDER_SRC_INGEST_NODE_IDENTITY_H_
 #define NEIGHBORLY_EXTENDER_SRC_INGEST_NODE_IDENTITY_H_
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -47,6 +48,9 @@ struct NodeIdentityOptions {
   absl::Duration leeway = absl::Seconds(30);  // clock skew allowed on exp and nbf
   // How often the key files are checked for changes (Create only); zero: at every Verify.
   absl::Duration reload_interval = absl::Seconds(10);
+  // Told of every reload of changed key files: done (true) or refused (false);
+  // the extender counts them in /metrics (ExtenderMetrics::RecordIdentityKeyReload).
+  std::function<void(bool ok)> on_reload;
 };
 
 struct NodeIdentity {
@@ -98,11 +102,6 @@ class TokenVerifier {
   std::shared_ptr<const KeySet> fixed_keys_;           // FromKeyText
   std::unique_ptr<ReloadingFiles<KeySet>> key_files_;  // Create
 };
-
-// neighborly_identity_key_reloads_total and
-// neighborly_identity_key_reload_failures_total (with HELP and TYPE lines) for
-// /metrics; zeros when identity is off (`verifier` nullptr).
-void AppendIdentityKeyMetrics(const TokenVerifier* verifier, std::string& out);
 
 }  // namespace neighborly::extender
 
