@@ -6,8 +6,10 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <filesystem>
 #include <fstream>
+#include <thread>
 
 namespace neighborly::extender {
 namespace {
@@ -102,6 +104,35 @@ TEST_F(ReloadingFilesTest, FailedReloadKeepsTheLastGoodMaterialAndIsReportedOnce
   Write("b", "bad half-written");
   EXPECT_EQ(*(*files)->Current(), "v1+y");
   EXPECT_EQ((*files)->failures(), 3u);
+}
+
+// Readers on several threads while the file is rewritten: each sees only whole
+// versions, never an older one after a newer, and none waits for another's check.
+TEST_F(ReloadingFilesTest, ConcurrentReadersSeeWholeVersionsInOrder) {
+  Write("a", "v0");
+  auto files = Create({"a"}, absl::ZeroDuration());
+  ASSERT_TRUE(files.ok()) << files.status();
+  ReloadingFiles<std::string>& shared = **files;
+  std::atomic<bool> stop{false};
+  std::atomic<int> bad{0};
+  std::vector<std::thread> readers;
+  for (int t = 0; t < 4; ++t) {
+    readers.emplace_back([&] {
+      int last = 0;
+      while (!stop.load()) {
+        const std::shared_ptr<const std::string> now = shared.Current();
+        const int version = now->starts_with("v") ? std::stoi(now->substr(1)) : -1;
+        if (version < last) ++bad;
+        last = version;
+      }
+    });
+  }
+  for (int v = 1; v <= 50; ++v) Write("a", "v" + std::to_string(v));
+  stop = true;
+  for (std::thread& t : readers) t.join();
+  EXPECT_EQ(bad.load(), 0);
+  EXPECT_EQ(*shared.Current(), "v50");
+  EXPECT_EQ(shared.failures(), 0u);
 }
 
 TEST_F(ReloadingFilesTest, ProblemsAtCreationAreErrorsNamingTheFile) {
