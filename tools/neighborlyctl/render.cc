@@ -366,6 +366,11 @@ absl::StatusOr<std::string> RenderDecisions(std::string_view body) {
                       feasible ? Terms(d) : String(d, "reason")});
     }
     out += Table(rows);
+    if (const std::optional<double> omitted = Number(rec, "omitted_nodes");
+        omitted && *omitted > 0) {
+      absl::StrAppend(&out, "(", static_cast<int64_t>(*omitted),
+                      " more feasible nodes with lower scores not kept)\n");
+    }
   }
   return out;
 }

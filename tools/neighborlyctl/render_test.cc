@@ -83,6 +83,16 @@ TEST(RenderDecisions, ReadsCamelCaseKeysToo) {
   EXPECT_THAT(*text, HasSubstr("membw_utilisation=0.50"));
 }
 
+TEST(RenderDecisions, SaysHowManyFeasibleNodesWereNotKept) {
+  absl::StatusOr<std::string> text = RenderDecisions(R"([{"at": "t", "verb": "filter",
+      "pod": "content/a", "contentionClass": "batch", "classSource": "label-rule",
+      "candidates": 500, "omittedNodes": 384, "nodes": [{"node": "n3", "feasible": false,
+      "reason": "isolation: n3 runs content/article"}]}])");
+  ASSERT_TRUE(text.ok()) << text.status();
+  EXPECT_THAT(*text, HasSubstr("isolation: n3 runs content/article"));
+  EXPECT_THAT(*text, HasSubstr("(384 more feasible nodes with lower scores not kept)"));
+}
+
 TEST(RenderNodesTable, SaysSoWhenNoNodeReported) {
   absl::StatusOr<std::string> table = RenderNodesTable(R"({"nodes": []})");
   ASSERT_TRUE(table.ok());

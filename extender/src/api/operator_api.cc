@@ -140,6 +140,8 @@ nlohmann::json DecisionRecordJson(const DecisionRecord& r) {
           {"contentionClass", r.contention_class},
           {"classSource", r.class_source},
           {"bookedNode", r.booked_node},
+          {"candidates", r.candidates},
+          {"omittedNodes", r.candidates - std::min(r.candidates, r.nodes.size())},
           {"nodes", std::move(nodes)}};
 }
 

@@ -54,6 +54,7 @@ class FakeSource final : public OperatorSource {
     DecisionRecord r;
     r.at = absl::FromUnixSeconds(1'700'000'000);
     r.verb = "filter";
+    r.candidates = 500;
     r.pod_uid = "u9";
     r.pod = "analytics/scan-2";
     r.contention_class = "batch";
@@ -167,6 +168,9 @@ TEST_F(OperatorApiTest, DecisionsExplainTerms) {
   EXPECT_EQ(node["feasible"], false);
   EXPECT_THAT(node["reason"].get<std::string>(), HasSubstr("isolation"));
   EXPECT_FALSE(node["terms"].empty());
+  // The request named more nodes than the record kept: the rest are counted.
+  EXPECT_EQ(records[0]["candidates"], 500);
+  EXPECT_EQ(records[0]["omittedNodes"], 500 - records[0]["nodes"].size());
   EXPECT_EQ(GetJson("/v1/decisions?pod=nobody", 200).size(), 0u);
   EXPECT_THAT(GetJson("/v1/decisions", 400)["Error"].get<std::string>(), HasSubstr("pod"));
   EXPECT_THAT(GetJson("/v1/decisions?pod=x&limit=0", 400)["Error"].get<std::string>(),

@@ -386,6 +386,7 @@ std::vector<DecisionRecord> ExtenderCore::Decisions(std::string_view pod, size_t
     for (size_t i = 0; i < d->node_count(); ++i) {
       r.nodes.push_back({std::string(d->node(i)), d->decision(i)});
     }
+    r.candidates = d->candidates;
     r.booked_node = d->booked_node;
     out.push_back(std::move(r));
   }

@@ -98,7 +98,10 @@ struct DecisionRecord {
     std::string node;
     NodeDecision decision;
   };
+  // Every rejected node and the best-scored feasible ones (DecisionLog keeps
+  // LoggedDecision::kTopFeasible); `candidates` counts all the request named.
   std::vector<PerNode> nodes;
+  size_t candidates = 0;
   std::string booked_node;  // prioritize only: where the footprint was booked
 };
 

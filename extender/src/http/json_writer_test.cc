@@ -33,6 +33,25 @@ TEST(JsonWriterTest, KeepsValidUtf8AndReplacesInvalidBytes) {
   EXPECT_TRUE(nlohmann::json::accept(Quote(nasty)));
 }
 
+// The escaping decision is made 8 bytes at a time: every byte value, at every
+// position of a word and of the tail, must be caught exactly as one byte alone is.
+TEST(JsonWriterTest, EveryByteAtEveryPositionIsEscapedLikeAlone) {
+  for (int b = 0; b < 256; ++b) {
+    const std::string alone = Quote(std::string(1, static_cast<char>(b)));
+    const std::string inner = alone.substr(1, alone.size() - 2);
+    for (size_t pos = 0; pos < 19; ++pos) {
+      std::string s(19, 'a');
+      s[pos] = static_cast<char>(b);
+      const std::string expected =
+          "\"" + std::string(pos, 'a') + inner + std::string(18 - pos, 'a') + "\"";
+      ASSERT_EQ(Quote(s), expected) << "byte " << b << " at " << pos;
+    }
+  }
+  // Plain bytes stay as they are; '"', '\\' and controls never do.
+  EXPECT_EQ(Quote("abcdefgh\"ijklmnop"), "\"abcdefgh\\\"ijklmnop\"");
+  EXPECT_EQ(Quote(std::string(64, '~')), "\"" + std::string(64, '~') + "\"");
+}
+
 TEST(JsonWriterTest, AppendsIntegers) {
   std::string out;
   AppendInt(-42, out);

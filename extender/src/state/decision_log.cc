@@ -1,6 +1,8 @@
 #include "extender/src/state/decision_log.h"
 
 #include <algorithm>
+#include <array>
+#include <cstdint>
 #include <cstring>
 
 namespace neighborly::extender {
@@ -14,51 +16,76 @@ void LoggedDecision::Clear() {
   contention_class = ContentionClass::kStandard;
   class_source = ClassSource::kDefault;
   booked_node.clear();
+  candidates = 0;
   names_.clear();
   reasons_.clear();
   per_node_.clear();
 }
 
+LoggedDecision::PerNode LoggedDecision::Pack(uint32_t name_end, uint32_t reason_end,
+                                             const NodeDecision& d) {
+  auto narrow = [](int32_t v) {
+    return static_cast<int16_t>(std::clamp<int32_t>(v, INT16_MIN, INT16_MAX));
+  };
+  return PerNode{
+      name_end,
+      reason_end,
+      static_cast<float>(d.cost),
+      static_cast<float>(d.confidence),
+      static_cast<float>(d.l3_pressure),
+      static_cast<float>(d.membw_utilisation),
+      static_cast<float>(d.harm_to_incoming),
+      static_cast<float>(d.harm_to_residents),
+      static_cast<float>(d.numa_penalty),
+      narrow(d.numa_node),
+      narrow(d.l3_domain),
+      static_cast<int8_t>(d.score),
+      static_cast<uint8_t>((d.feasible ? kFeasible : 0) | (d.has_telemetry ? kHasTelemetry : 0))};
+}
+
 void LoggedDecision::AddNodes(std::span<const std::string_view> nodes,
                               std::span<const NodeDecision> decisions) {
   const size_t n = std::min(nodes.size(), decisions.size());
-  size_t name_bytes = names_.size();
-  for (size_t i = 0; i < n; ++i) name_bytes += nodes[i].size();
-  // One resize and plain stores instead of n appends with capacity checks.
-  size_t name_at = names_.size();
-  names_.resize(name_bytes);
-  const size_t first = per_node_.size();
-  per_node_.resize(first + n);
+  candidates += n;
+  // The kTopFeasible best feasible nodes: a small sorted array, worst last,
+  // that a node enters only when it beats the worst kept.
+  auto better = [&](size_t a, size_t b) {
+    const NodeDecision& x = decisions[a];
+    const NodeDecision& y = decisions[b];
+    return x.score != y.score ? x.score > y.score : x.cost < y.cost;
+  };
+  std::array<size_t, kTopFeasible> top;
+  size_t kept = 0;
   for (size_t i = 0; i < n; ++i) {
-    const NodeDecision& d = decisions[i];
-    std::memcpy(names_.data() + name_at, nodes[i].data(), nodes[i].size());
-    name_at += nodes[i].size();
-    if (!d.feasible) reasons_.append(d.reason);
-    per_node_[first + i] = PerNode{static_cast<uint32_t>(name_at),
-                                   static_cast<uint32_t>(reasons_.size()),
-                                   d.cost,
-                                   d.confidence,
-                                   d.l3_pressure,
-                                   d.membw_utilisation,
-                                   d.harm_to_incoming,
-                                   d.harm_to_residents,
-                                   d.numa_penalty,
-                                   d.numa_node,
-                                   d.l3_domain,
-                                   static_cast<int8_t>(d.score),
-                                   d.feasible,
-                                   d.has_telemetry};
+    if (!decisions[i].feasible) continue;
+    if (kept == kTopFeasible && !better(i, top[kept - 1])) continue;
+    size_t slot = kept < kTopFeasible ? kept++ : kept - 1;
+    while (slot > 0 && better(i, top[slot - 1])) {
+      top[slot] = top[slot - 1];
+      --slot;
+    }
+    top[slot] = i;
+  }
+  std::sort(top.begin(), top.begin() + kept);  // back to input order
+  size_t next_top = 0;
+  for (size_t i = 0; i < n; ++i) {
+    if (decisions[i].feasible) {
+      if (next_top == kept || top[next_top] != i) continue;
+      ++next_top;
+    }
+    names_.append(nodes[i]);
+    if (!decisions[i].feasible) reasons_.append(decisions[i].reason);
+    per_node_.push_back(Pack(static_cast<uint32_t>(names_.size()),
+                             static_cast<uint32_t>(reasons_.size()), decisions[i]));
   }
 }
 
 void LoggedDecision::AddNode(std::string_view node, const NodeDecision& d) {
+  ++candidates;
   names_.append(node);
   if (!d.feasible) reasons_.append(d.reason);
-  per_node_.push_back(PerNode{static_cast<uint32_t>(names_.size()),
-                              static_cast<uint32_t>(reasons_.size()), d.cost, d.confidence,
-                              d.l3_pressure, d.membw_utilisation, d.harm_to_incoming,
-                              d.harm_to_residents, d.numa_penalty, d.numa_node, d.l3_domain,
-                              static_cast<int8_t>(d.score), d.feasible, d.has_telemetry});
+  per_node_.push_back(
+      Pack(static_cast<uint32_t>(names_.size()), static_cast<uint32_t>(reasons_.size()), d));
 }
 
 std::string_view LoggedDecision::node(size_t i) const {
@@ -70,12 +97,12 @@ NodeDecision LoggedDecision::decision(size_t i) const {
   const PerNode& p = per_node_[i];
   const uint32_t reason_begin = i == 0 ? 0 : per_node_[i - 1].reason_end;
   NodeDecision d;
-  d.feasible = p.feasible;
+  d.feasible = (p.flags & kFeasible) != 0;
   d.reason = reasons_.substr(reason_begin, p.reason_end - reason_begin);
   d.score = p.score;
   d.cost = p.cost;
   d.confidence = p.confidence;
-  d.has_telemetry = p.has_telemetry;
+  d.has_telemetry = (p.flags & kHasTelemetry) != 0;
   d.l3_pressure = p.l3_pressure;
   d.membw_utilisation = p.membw_utilisation;
   d.harm_to_incoming = p.harm_to_incoming;

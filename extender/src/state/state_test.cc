@@ -1,8 +1,10 @@
 // Tests of the cluster state: lock-free snapshots under concurrent ingest, the
 // pod registry (eviction, persistence, corrupt files), bookings, decision log.
+#include <algorithm>
 #include <atomic>
 #include <filesystem>
 #include <fstream>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -324,17 +326,69 @@ TEST(DecisionLogTest, CompactRecordsGiveBackNamesAndDecisionsAsDecided) {
     EXPECT_EQ(got.feasible, want.feasible);
     EXPECT_EQ(got.reason, want.reason);
     EXPECT_EQ(got.score, want.score);
-    EXPECT_EQ(got.cost, want.cost);
-    EXPECT_EQ(got.confidence, want.confidence);
+    EXPECT_FLOAT_EQ(got.cost, want.cost);              // kept at float precision
+    EXPECT_FLOAT_EQ(got.confidence, want.confidence);  // kept at float precision
     EXPECT_EQ(got.has_telemetry, want.has_telemetry);
-    EXPECT_EQ(got.l3_pressure, want.l3_pressure);
-    EXPECT_EQ(got.membw_utilisation, want.membw_utilisation);
-    EXPECT_EQ(got.harm_to_incoming, want.harm_to_incoming);
-    EXPECT_EQ(got.harm_to_residents, want.harm_to_residents);
-    EXPECT_EQ(got.numa_penalty, want.numa_penalty);
+    EXPECT_FLOAT_EQ(got.l3_pressure, want.l3_pressure);              // kept at float precision
+    EXPECT_FLOAT_EQ(got.membw_utilisation, want.membw_utilisation);  // kept at float precision
+    EXPECT_FLOAT_EQ(got.harm_to_incoming, want.harm_to_incoming);    // kept at float precision
+    EXPECT_FLOAT_EQ(got.harm_to_residents, want.harm_to_residents);  // kept at float precision
+    EXPECT_FLOAT_EQ(got.numa_penalty, want.numa_penalty);            // kept at float precision
     EXPECT_EQ(got.numa_node, want.numa_node);
     EXPECT_EQ(got.l3_domain, want.l3_domain);
   }
+}
+
+// A 5,000-name request keeps its rejections and its best nodes, not every node.
+TEST(DecisionLogTest, KeepsEveryRejectionAndTheBestFeasibleNodesInInputOrder) {
+  std::vector<std::string> owned;
+  std::vector<NodeDecision> decisions;
+  for (int i = 0; i < 200; ++i) {
+    owned.push_back("node-" + std::to_string(i));
+    NodeDecision d;
+    d.feasible = i % 5 != 0;  // 40 rejected
+    if (!d.feasible) d.reason = "isolation: " + owned.back();
+    d.score = (i * 7) % 11;    // 0..10, many ties
+    d.cost = (i % 13) / 13.0;  // ties broken by lower cost
+    decisions.push_back(d);
+  }
+  const std::vector<std::string_view> names(owned.begin(), owned.end());
+  LoggedDecision log;
+  log.AddNodes(names, decisions);
+  EXPECT_EQ(log.candidates, 200u);
+  ASSERT_EQ(log.node_count(), 40u + LoggedDecision::kTopFeasible);
+
+  // What a full sort would call the best kTopFeasible feasible nodes.
+  std::vector<size_t> feasible;
+  for (size_t i = 0; i < decisions.size(); ++i) {
+    if (decisions[i].feasible) feasible.push_back(i);
+  }
+  std::stable_sort(feasible.begin(), feasible.end(), [&](size_t a, size_t b) {
+    return decisions[a].score != decisions[b].score ? decisions[a].score > decisions[b].score
+                                                    : decisions[a].cost < decisions[b].cost;
+  });
+  const NodeDecision& worst_kept = decisions[feasible[LoggedDecision::kTopFeasible - 1]];
+
+  size_t rejected = 0;
+  size_t last_index = 0;
+  for (size_t k = 0; k < log.node_count(); ++k) {
+    const std::string name(log.node(k));
+    const size_t i = std::stoul(name.substr(5));
+    EXPECT_TRUE(k == 0 || i > last_index) << "input order";
+    last_index = i;
+    const NodeDecision got = log.decision(k);
+    EXPECT_EQ(got.feasible, decisions[i].feasible) << name;
+    if (!got.feasible) {
+      ++rejected;
+      EXPECT_EQ(got.reason, "isolation: " + name);
+      continue;
+    }
+    // Every kept feasible node is at least as good as the kTopFeasible-th best.
+    EXPECT_TRUE(got.score > worst_kept.score ||
+                (got.score == worst_kept.score && got.cost <= worst_kept.cost + 1e-6))
+        << name << " score " << got.score << " cost " << got.cost;
+  }
+  EXPECT_EQ(rejected, 40u);
 }
 
 TEST(DecisionLogTest, NewRecordReusesEvictedRecordsNobodyHoldsAndClearsThem) {
