@@ -12,10 +12,10 @@
 //
 // Keys read from files are reloaded when the files change (the issuer's
 // signing keys rotate): at most once per reload_interval, the first Verify
-// after it stats the files and, only if they changed, reads and parses them
-// (other verifications meanwhile use the current keys; none waits for the
-// I/O). A reload that fails keeps the previous keys, logs a warning and is
-// counted (reload_failures(), on_reload).
+// after it stats the files and, only if they changed, reads and parses them;
+// verifications meanwhile use the current keys and never wait for that I/O.
+// A reload that fails keeps the previous keys, logs a warning and is counted
+// (reload_failures(), on_reload).
 //
 //   absl::StatusOr<std::unique_ptr<TokenVerifier>> v = TokenVerifier::Create(
 //       {.issuer = "https://kubernetes.default.svc", .jwks_file = "/keys/jwks.json"}, clock);
