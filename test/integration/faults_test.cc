@@ -26,6 +26,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
@@ -491,6 +492,46 @@ TEST_F(FaultsTest, AgentDeathFadesToNeutralAndNeverFilters) {
 
 // 3. Slow or stalled clients get a timely error from the extender's own
 // deadlines and never keep other requests from being answered.
+// Nice value of every thread of process `pid` (field 19 of /proc/PID/task/TID/stat).
+std::map<pid_t, int> ThreadNice(pid_t pid) {
+  std::map<pid_t, int> out;
+  for (const auto& task : fs::directory_iterator(absl::StrCat("/proc/", pid, "/task"))) {
+    std::ifstream in(task.path() / "stat");
+    std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const size_t paren = stat.rfind(')');  // the command name may hold spaces
+    if (paren == std::string::npos) continue;
+    std::vector<std::string> fields = absl::StrSplit(stat.substr(paren + 2), ' ');
+    // fields[0] is field 3 (state); nice is field 19.
+    if (fields.size() > 16) out[std::stoi(task.path().filename())] = std::stoi(fields[16]);
+  }
+  return out;
+}
+
+// 3b. Ingest never competes with kube-scheduler's requests on equal terms: the
+// threads that run agents' streams lower their own priority, the HTTP workers
+// keep theirs (docs/performance.md, "Load and soak").
+TEST_F(FaultsTest, IngestThreadsYieldTheCpuToTheSchedulingPath) {
+  StartExtender("");
+  const std::map<pid_t, int> before = ThreadNice(extender_->pid());
+  const int base = before.at(extender_->pid());
+  if (base > 9) GTEST_SKIP() << "the test runs at nice " << base << ": no room to lower ingest";
+  StartFleet();  // six nodes streaming over gRPC
+  Call("filter", MakePod("fault-nice", json::object()), {"node-1"});
+  const std::map<pid_t, int> after = ThreadNice(extender_->pid());
+  int lowered = 0;
+  for (const auto& [tid, nice] : after) {
+    if (nice == base + 10) ++lowered;
+  }
+  EXPECT_GE(lowered, 1) << "no ingest thread runs at nice 10";
+  EXPECT_EQ(after.at(extender_->pid()), base) << "the main thread keeps its priority";
+  // The HTTP workers (the threads that existed before any stream) that are not
+  // gRPC's keep the base priority: at least one thread is still at `base`.
+  int unchanged = 0;
+  for (const auto& [tid, nice] : after) unchanged += nice == base ? 1 : 0;
+  EXPECT_GE(unchanged, 2);
+  EXPECT_EQ(extender_->Terminate(), 0) << extender_->Stderr();
+}
+
 TEST_F(FaultsTest, StalledClientsGetDeadlinesAndOthersProceed) {
   TempDir dir;
   const std::string config = dir.Write(

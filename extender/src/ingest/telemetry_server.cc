@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/host_port.h"
 #include "common/strings.h"
+#include "common/thread_priority.h"
 #include "spdlog/spdlog.h"
 
 namespace neighborly::extender {
@@ -65,6 +66,8 @@ class ReportReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grp
   }
 
   void OnReadDone(bool ok) override {
+    // Ingest yields the CPU to the scheduling path (common/thread_priority.h).
+    LowerThisThreadPriority(kIngestNiceIncrement);
     if (!ok) {  // the agent closed its side (or the call was cancelled)
       Finish(grpc::Status::OK);
       return;
@@ -193,6 +196,7 @@ TelemetryService::TelemetryService(ExtenderCore& core, IngestPolicy policy)
 
 grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* TelemetryService::Report(
     grpc::CallbackServerContext* context) {
+  LowerThisThreadPriority(kIngestNiceIncrement);
   const Clock& clock = policy_.clock != nullptr ? *policy_.clock : real_clock_;
   std::optional<NodeIdentity> identity;
   if (policy_.identity != nullptr) {

@@ -34,10 +34,8 @@ bool BookingLedger::Book(std::string_view node, Booking booking) {
     count_.fetch_sub(1, std::memory_order_relaxed);
     if (old_node != node) PublishLocked(old_node);
   }
-  const int64_t expiry_ns = absl::ToUnixNanos(booking.expires_at);
-  if (expiry_ns < next_expiry_ns_.load(std::memory_order_relaxed)) {
-    next_expiry_ns_.store(expiry_ns, std::memory_order_relaxed);
-  }
+  due_.push(Due{absl::ToUnixNanos(booking.expires_at), uid});
+  NoteExpiryLocked();
   const std::string node_name(node);
   by_node_[node_name].push_back(std::move(booking));
   node_of_uid_.emplace(uid, node_name);
@@ -69,30 +67,37 @@ size_t BookingLedger::Release(const std::vector<std::string_view>& pod_uids) {
   return released;
 }
 
+void BookingLedger::NoteExpiryLocked() {
+  next_expiry_ns_.store(due_.empty() ? INT64_MAX : due_.top().expiry_ns, std::memory_order_relaxed);
+}
+
 size_t BookingLedger::Expire(absl::Time now) {
   const int64_t now_ns = absl::ToUnixNanos(now);
   if (now_ns < next_expiry_ns_.load(std::memory_order_relaxed)) return 0;
   std::lock_guard<std::mutex> lock(mu_);
   size_t expired = 0;
-  int64_t next = INT64_MAX;
   std::vector<std::string> touched;
-  for (auto& [node, list] : by_node_) {
+  while (!due_.empty() && due_.top().expiry_ns <= now_ns) {
+    const std::string uid = due_.top().pod_uid;
+    due_.pop();
+    auto it = node_of_uid_.find(uid);
+    if (it == node_of_uid_.end()) continue;  // released before it fell due
+    auto& list = by_node_[it->second];
     const size_t before = list.size();
-    list.erase(std::remove_if(list.begin(), list.end(),
-                              [&](const Booking& b) {
-                                if (b.expires_at > now) return false;
-                                node_of_uid_.erase(b.pod_uid);
-                                return true;
-                              }),
-               list.end());
-    for (const Booking& b : list) next = std::min(next, absl::ToUnixNanos(b.expires_at));
-    if (list.size() != before) {
-      expired += before - list.size();
-      touched.push_back(node);
-    }
+    // Only if this booking is the one that fell due (not a later re-booking).
+    list.erase(
+        std::remove_if(list.begin(), list.end(),
+                       [&](const Booking& b) { return b.pod_uid == uid && b.expires_at <= now; }),
+        list.end());
+    if (list.size() == before) continue;
+    expired += before - list.size();
+    touched.push_back(it->second);
+    node_of_uid_.erase(it);
   }
-  next_expiry_ns_.store(next, std::memory_order_relaxed);
+  NoteExpiryLocked();
   count_.fetch_sub(expired, std::memory_order_relaxed);
+  std::sort(touched.begin(), touched.end());
+  touched.erase(std::unique(touched.begin(), touched.end()), touched.end());
   for (const std::string& node : touched) PublishLocked(node);
   return expired;
 }

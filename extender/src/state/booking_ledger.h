@@ -14,7 +14,9 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <mutex>
+#include <queue>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -39,7 +41,8 @@ class BookingLedger {
   // Releases the bookings of these pod UIDs; returns how many were released.
   size_t Release(const std::vector<std::string_view>& pod_uids);
 
-  // Drops bookings whose expiry has passed; cheap when none is due.
+  // Drops bookings whose expiry has passed; cheap when none is due, and
+  // proportional to the bookings that expire (not to all bookings) when some are.
   size_t Expire(absl::Time now);
 
   size_t size() const { return count_.load(std::memory_order_relaxed); }
@@ -49,11 +52,21 @@ class BookingLedger {
 
  private:
   void PublishLocked(const std::string& node);
+  void NoteExpiryLocked();
+
+  // When bookings fall due, soonest first. Entries of bookings released or
+  // replaced before their expiry stay until then and are skipped.
+  struct Due {
+    int64_t expiry_ns;
+    std::string pod_uid;
+    bool operator>(const Due& other) const { return expiry_ns > other.expiry_ns; }
+  };
 
   ClusterState& state_;
   mutable std::mutex mu_;
   absl::flat_hash_map<std::string, std::string> node_of_uid_;
   absl::flat_hash_map<std::string, std::vector<Booking>> by_node_;
+  std::priority_queue<Due, std::vector<Due>, std::greater<Due>> due_;
   std::atomic<size_t> count_{0};
   std::atomic<int64_t> next_expiry_ns_{INT64_MAX};
 };

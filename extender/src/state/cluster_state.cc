@@ -47,31 +47,43 @@ ClusterState::View ClusterState::view() const {
 }
 
 template <typename T>
-void ClusterState::Retire(const T* object) {
+void ClusterState::Retire(const T* object, bool reclaim) {
   if (object == nullptr) return;
-  std::lock_guard<std::mutex> lock(retire_mu_);
-  // Readers that entered at an epoch <= this one may still hold `object`.
-  const uint64_t epoch = epoch_.fetch_add(1, std::memory_order_seq_cst);
-  retired_.push_back({epoch, object, [](const void* p) { delete static_cast<const T*>(p); }});
-  // Amortised: scanning the reader slots costs ~kReaderSlots loads.
-  if (retired_.size() >= 64) ReclaimLocked();
+  std::vector<Retired> free_now;
+  {
+    std::lock_guard<std::mutex> lock(retire_mu_);
+    // Readers that entered at an epoch <= this one may still hold `object`.
+    const uint64_t epoch = epoch_.fetch_add(1, std::memory_order_seq_cst);
+    retired_.push_back({epoch, object, [](const void* p) { delete static_cast<const T*>(p); }});
+    // Amortised: scanning the reader slots costs ~kReaderSlots loads. Callers
+    // on the scheduling path leave it to ingest unless the list grows large.
+    if ((reclaim && retired_.size() >= kReclaimEvery) || retired_.size() >= kReclaimAlways) {
+      free_now = TakeReclaimableLocked();
+    }
+  }
+  // Freed outside the lock: a batch of 50-pod snapshots takes a while, and
+  // another thread retiring meanwhile (a scheduler request's booking) must
+  // not wait for it.
+  for (const Retired& r : free_now) r.destroy(r.object);
 }
 
-void ClusterState::ReclaimLocked() {
+std::vector<ClusterState::Retired> ClusterState::TakeReclaimableLocked() {
   uint64_t oldest_reader = UINT64_MAX;
   for (const ReaderSlot& r : readers_) {
     const uint64_t e = r.epoch.load(std::memory_order_seq_cst);
     if (e != 0 && e < oldest_reader) oldest_reader = e;
   }
+  std::vector<Retired> reclaimable;
   size_t kept = 0;
   for (const Retired& r : retired_) {
     if (r.epoch < oldest_reader) {
-      r.destroy(r.object);
+      reclaimable.push_back(r);
     } else {
       retired_[kept++] = r;
     }
   }
   retired_.resize(kept);
+  return reclaimable;
 }
 
 size_t ClusterState::retired() const {
@@ -80,11 +92,14 @@ size_t ClusterState::retired() const {
 }
 
 void ClusterState::PublishSnapshot(Entry& entry, std::unique_ptr<const NodeSnapshot> snapshot) {
-  Retire(entry.snapshot.exchange(snapshot.release(), std::memory_order_seq_cst));
+  Retire(entry.snapshot.exchange(snapshot.release(), std::memory_order_seq_cst),
+         /*reclaim=*/true);
 }
 
 void ClusterState::PublishBookings(Entry& entry, std::unique_ptr<const BookingList> bookings) {
-  Retire(entry.bookings.exchange(bookings.release(), std::memory_order_seq_cst));
+  // Bookings are published by /prioritize: leave the freeing to ingest.
+  Retire(entry.bookings.exchange(bookings.release(), std::memory_order_seq_cst),
+         /*reclaim=*/false);
 }
 
 ClusterState::Entry* ClusterState::GetOrCreate(std::string_view name) {

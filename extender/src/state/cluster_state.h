@@ -166,8 +166,10 @@ class ClusterState {
     void (*destroy)(const void*);
   };
   template <typename T>
-  void Retire(const T* object);
-  void ReclaimLocked();
+  void Retire(const T* object, bool reclaim);
+  std::vector<Retired> TakeReclaimableLocked();
+  static constexpr size_t kReclaimEvery = 64;     // a publishing ingest thread frees
+  static constexpr size_t kReclaimAlways = 4096;  // anyone frees (no ingest for a while)
 
   const size_t max_nodes_;
   // Reader slots: 0 = free, else the epoch the reader entered at. One cache

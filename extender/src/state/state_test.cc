@@ -120,6 +120,23 @@ TEST(ClusterStateTest, ReplacedSnapshotsLiveAsLongAsAViewThatCouldSeeThem) {
   EXPECT_LT(state.retired(), 64u);
 }
 
+// Freeing retired snapshots is ingest's job: a booking published by a
+// scheduler request never pays for it (below a large backlog).
+TEST(ClusterStateTest, PublishingBookingsLeavesTheFreeingToIngest) {
+  ClusterState state;
+  ClusterState::Entry* e = state.GetOrCreate("node-1");
+  {
+    ClusterState::View view = state.view();
+    for (uint64_t seq = 1; seq <= 100; ++seq) state.PublishSnapshot(*e, Snapshot("node-1", seq));
+  }
+  EXPECT_EQ(state.retired(), 99u);
+  for (int i = 0; i < 200; ++i) state.PublishBookings(*e, std::make_unique<const BookingList>());
+  // (the first replaces no list: 199 retired lists)
+  EXPECT_EQ(state.retired(), 99u + 199u) << "a booking freed the backlog";
+  state.PublishSnapshot(*e, Snapshot("node-1", 101));
+  EXPECT_EQ(state.retired(), 0u);
+}
+
 TEST(ClusterStateTest, ManyNodesAreFoundAndViewsListThemInCreationOrder) {
   ClusterState state(5000);
   for (int i = 0; i < 5000; ++i) ASSERT_NE(state.GetOrCreate("n" + std::to_string(i)), nullptr);
@@ -267,6 +284,38 @@ TEST(BookingLedgerTest, BookingsExpireAfterTheirTtl) {
   clock.Advance(absl::Seconds(30));
   EXPECT_EQ(ledger.Expire(clock.Now()), 1u);
   EXPECT_EQ(state.view().Find("node-1")->bookings.load(), nullptr);
+  EXPECT_EQ(ledger.size(), 0u);
+}
+
+// Thousands of bookings in flight (700 pods/s at a 30 s TTL): each Expire
+// takes exactly the due ones, and a pod booked again keeps its new expiry.
+TEST(BookingLedgerTest, ExpiryTakesExactlyTheDueBookingsAmongMany) {
+  ClusterState state;
+  BookingLedger ledger(state);
+  FakeClock clock;
+  const absl::Time start = clock.Now();
+  for (int i = 0; i < 3000; ++i) {
+    ledger.Book("node-" + std::to_string(i % 50),
+                MakeTestBooking("p" + std::to_string(i), start + absl::Milliseconds(10 * i + 10)));
+  }
+  // p0 is booked again (elsewhere) with a later expiry; p1 is released early.
+  ledger.Book("node-7", MakeTestBooking("p0", start + absl::Seconds(100)));
+  EXPECT_EQ(ledger.Release({"p1"}), 1u);
+  EXPECT_EQ(ledger.size(), 2999u);
+  // At +1 s, p2..p99 are due (p0 moved, p1 gone): 98 bookings.
+  EXPECT_EQ(ledger.Expire(start + absl::Seconds(1)), 98u);
+  EXPECT_EQ(ledger.size(), 2901u);
+  EXPECT_EQ(ledger.Expire(start + absl::Seconds(1)), 0u);  // nothing more due
+  // At +30 s everything but the re-booked p0 is gone.
+  EXPECT_EQ(ledger.Expire(start + absl::Seconds(30)), 2900u);
+  ASSERT_EQ(ledger.size(), 1u);
+  EXPECT_EQ(ledger.List()[0].first, "node-7");
+  EXPECT_EQ(ledger.List()[0].second.pod_uid, "p0");
+  for (int n = 0; n < 50; ++n) {
+    const BookingList* list = state.view().Find("node-" + std::to_string(n))->bookings.load();
+    EXPECT_EQ(list == nullptr ? 0u : list->size(), n == 7 ? 1u : 0u) << "node-" << n;
+  }
+  EXPECT_EQ(ledger.Expire(start + absl::Seconds(100)), 1u);
   EXPECT_EQ(ledger.size(), 0u);
 }
 
