@@ -27,3 +27,20 @@ set_target_properties(neighborly::pqos PROPERTIES IMPORTED_LOCATION ${PQOS_LIBRA
                       INTERFACE_INCLUDE_DIRECTORIES ${PQOS_INCLUDE_DIR})
 
 find_program(GRPC_CPP_PLUGIN grpc_cpp_plugin REQUIRED)
+
+# jemalloc for neighborly-extender: ingest parses and frees thousands of 50-pod
+# reports per second on gRPC's threads while the HTTP workers allocate too;
+# glibc malloc spent a third of ingest's CPU in malloc_consolidate and chunk
+# unlinking there (docs/performance.md, "Load and soak"). Off under
+# sanitizers, which bring their own allocator.
+if(NEIGHBORLY_SANITIZE OR CMAKE_CXX_FLAGS MATCHES "fsanitize")
+  set(_neighborly_jemalloc_default OFF)
+else()
+  set(_neighborly_jemalloc_default ON)
+endif()
+option(NEIGHBORLY_JEMALLOC "Link neighborly-extender with jemalloc" ${_neighborly_jemalloc_default})
+add_library(neighborly_malloc INTERFACE)
+if(NEIGHBORLY_JEMALLOC)
+  find_library(JEMALLOC_LIBRARY jemalloc REQUIRED)
+  target_link_libraries(neighborly_malloc INTERFACE ${JEMALLOC_LIBRARY})
+endif()

@@ -8,7 +8,7 @@ packages=(
   protobuf-compiler protobuf-compiler-grpc libprotobuf-dev libgrpc++-dev libabsl-dev
   nlohmann-json3-dev libspdlog-dev libsimdjson-dev libcpp-httplib-dev libyaml-cpp-dev
   libgtest-dev libgmock-dev libbenchmark-dev libpfm4-dev intel-cmt-cat
-  clang libclang-rt-14-dev curl openssl libssl-dev
+  clang libclang-rt-14-dev curl openssl libssl-dev libjemalloc-dev
   python3-yaml prometheus   # chart tests: PyYAML, promtool (rules and /metrics checks)
 )
 
