@@ -66,9 +66,15 @@ struct Options {
   // extender remembers each new UID; --undeclared-pods sends plain pods, to
   // tell the pod registry's growth (bounded by its capacity) from the rest.
   bool declared_pods = true;
+  // Nice value of the simulated fleet's threads (they stand for agents on
+  // other machines); the scheduler client keeps the priority it was started with.
+  int fleet_nice = 19;
   absl::Duration duration = absl::Seconds(20);
   absl::Duration print_every = absl::Seconds(10);
 };
+
+// --fleet-nice, read by the fleet's gRPC callbacks and pacing thread.
+int g_fleet_nice = 19;
 
 [[noreturn]] void Die(const std::string& message) {
   std::fprintf(stderr, "soak_load: %s\n", message.c_str());
@@ -111,7 +117,8 @@ Options ParseFlags(int argc, char** argv) {
           "                 [--http H:P --grpc H:P --pid PID]\n"
           "                 [--nodes 5000] [--pods-per-node 50] [--report-hz 1]\n"
           "                 [--pods-per-second 200] [--candidates 500] [--channels 8]\n"
-          "                 [--duration 20s] [--print-every 10s] [--undeclared-pods]\n");
+          "                 [--duration 20s] [--print-every 10s] [--undeclared-pods]\n"
+          "                 [--fleet-nice 19]\n");
       std::exit(0);
     } else if (flag == "--undeclared-pods") {
       o.declared_pods = false;
@@ -129,6 +136,8 @@ Options ParseFlags(int argc, char** argv) {
       o.grpc = value;
     } else if (flag == "--pid") {
       o.pid = ParseIntFlag(flag, value, 1);
+    } else if (flag == "--fleet-nice") {
+      o.fleet_nice = ParseIntFlag(flag, value, 0);
     } else if (flag == "--nodes") {
       o.nodes = ParseIntFlag(flag, value, 1);
     } else if (flag == "--pods-per-node") {
@@ -312,12 +321,12 @@ class NodeStream final : public grpc::ClientBidiReactor<tv1::NodeReport, tv1::Re
   // run at the lowest priority, so that on a shared load machine the CPU goes
   // first to the extender and to the scheduler client being measured.
   void OnWriteDone(bool ok) override {
-    LowerThisThreadPriority(19);  // nice 19
+    LowerThisThreadPriority(g_fleet_nice);
     if (ok) counters_.written.fetch_add(1, std::memory_order_relaxed);
     writing_.store(!ok, std::memory_order_release);  // a failed write: the stream is ending
   }
   void OnReadDone(bool ok) override {
-    LowerThisThreadPriority(19);  // nice 19
+    LowerThisThreadPriority(g_fleet_nice);
     if (!ok) return;
     counters_.acked.fetch_add(1, std::memory_order_relaxed);
     StartRead(&ack_);
@@ -429,6 +438,7 @@ void PrintServerSide(const std::string& http) {
 
 int Run(int argc, char** argv) {
   Options o = ParseFlags(argc, argv);
+  g_fleet_nice = o.fleet_nice;
   pid_t pid = o.pid;
   const bool own_extender = !o.extender.empty();
   if (own_extender) pid = StartExtender(o);
@@ -467,7 +477,7 @@ int Run(int argc, char** argv) {
 
   // One pacing thread: node n reports at n/nodes of every period.
   std::thread pacer([&] {
-    LowerThisThreadPriority(19);  // nice 19
+    LowerThisThreadPriority(g_fleet_nice);
     const double per_second = o.report_hz * o.nodes;
     uint64_t ticked = 0;
     while (!stop.load()) {

@@ -3,10 +3,12 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
@@ -45,61 +47,77 @@ absl::Status WriteAll(int fd, const std::string& data, const std::string& path) 
 
 }  // namespace
 
-PodRegistry::PodRegistry(size_t capacity) : capacity_(capacity == 0 ? 1 : capacity) {}
+PodRegistry::PodRegistry(size_t capacity)
+    : capacity_(capacity == 0 ? 1 : capacity),
+      shard_count_(std::clamp<size_t>(capacity_ / kMinPerShard, 1, kMaxShards)),
+      shard_capacity_((capacity_ + shard_count_ - 1) / shard_count_) {}
 
-void PodRegistry::InsertLocked(Entry entry) {
-  if (auto it = by_uid_.find(entry.uid); it != by_uid_.end()) {
+PodRegistry::Shard& PodRegistry::ShardOf(std::string_view uid) const {
+  return shards_[shard_count_ == 1 ? 0 : std::hash<std::string_view>()(uid) % shard_count_];
+}
+
+void PodRegistry::InsertLocked(Shard& shard, Entry entry) {
+  if (auto it = shard.by_uid.find(entry.uid); it != shard.by_uid.end()) {
     it->second->pod = entry.pod;
     it->second->last_seen = entry.last_seen;
-    lru_.splice(lru_.begin(), lru_, it->second);
+    shard.lru.splice(shard.lru.begin(), shard.lru, it->second);
     return;
   }
-  lru_.push_front(std::move(entry));
-  by_uid_.emplace(lru_.front().uid, lru_.begin());
-  while (lru_.size() > capacity_) {
-    by_uid_.erase(lru_.back().uid);
-    lru_.pop_back();
+  shard.lru.push_front(std::move(entry));
+  shard.by_uid.emplace(shard.lru.front().uid, shard.lru.begin());
+  while (shard.lru.size() > shard_capacity_) {
+    shard.by_uid.erase(shard.lru.back().uid);
+    shard.lru.pop_back();
   }
 }
 
 void PodRegistry::Remember(std::string_view uid, const RememberedPod& pod, absl::Time now) {
   if (uid.empty()) return;
-  std::unique_lock lock(mu_);
-  InsertLocked(Entry{std::string(uid), pod, now});
+  Shard& shard = ShardOf(uid);
+  std::unique_lock lock(shard.mu);
+  InsertLocked(shard, Entry{std::string(uid), pod, now});
 }
 
 std::optional<RememberedPod> PodRegistry::Lookup(std::string_view uid) const {
-  std::shared_lock lock(mu_);
-  auto it = by_uid_.find(Av(uid));
-  if (it == by_uid_.end()) return std::nullopt;
+  const Shard& shard = ShardOf(uid);
+  std::shared_lock lock(shard.mu);
+  auto it = shard.by_uid.find(Av(uid));
+  if (it == shard.by_uid.end()) return std::nullopt;
   return it->second->pod;
 }
 
 void PodRegistry::LookupMany(const std::vector<std::string_view>& uids,
                              std::vector<std::optional<RememberedPod>>& out) const {
   out.assign(uids.size(), std::nullopt);
-  std::shared_lock lock(mu_);
-  if (by_uid_.empty()) return;
+  // One short hold per UID: never one lock across a whole report.
   for (size_t i = 0; i < uids.size(); ++i) {
-    auto it = by_uid_.find(Av(uids[i]));
-    if (it != by_uid_.end()) out[i] = it->second->pod;
+    const Shard& shard = ShardOf(uids[i]);
+    std::shared_lock lock(shard.mu);
+    auto it = shard.by_uid.find(Av(uids[i]));
+    if (it != shard.by_uid.end()) out[i] = it->second->pod;
   }
 }
 
 size_t PodRegistry::size() const {
-  std::shared_lock lock(mu_);
-  return lru_.size();
+  size_t n = 0;
+  for (size_t i = 0; i < shard_count_; ++i) {
+    std::shared_lock lock(shards_[i].mu);
+    n += shards_[i].lru.size();
+  }
+  return n;
 }
 
 absl::Status PodRegistry::Save(const std::string& path) const {
   // Copy under the lock, serialise without it: Remember() (on the scheduler's
   // request path) waits for the copy only, not for JSON encoding and disk I/O.
   std::vector<Entry> entries;
-  {
-    std::shared_lock lock(mu_);
-    entries.reserve(lru_.size());
-    entries.assign(lru_.rbegin(), lru_.rend());  // oldest first: Load replays in order
+  for (size_t i = 0; i < shard_count_; ++i) {
+    std::shared_lock lock(shards_[i].mu);
+    entries.insert(entries.end(), shards_[i].lru.rbegin(), shards_[i].lru.rend());
   }
+  // Oldest first, across shards: Load replays in order.
+  std::stable_sort(entries.begin(), entries.end(),
+                   [](const Entry& a, const Entry& b) { return a.last_seen < b.last_seen; });
   nlohmann::json pods = nlohmann::json::array();
   for (const Entry& e : entries) {
     nlohmann::json p = {{"uid", e.uid},
@@ -212,10 +230,16 @@ absl::Status PodRegistry::Load(const std::string& path) {
     e.last_seen = absl::FromUnixNanos(last_seen.value_or(0));
     entries.push_back(std::move(e));
   }
-  std::unique_lock lock(mu_);
-  lru_.clear();
-  by_uid_.clear();
-  for (Entry& e : entries) InsertLocked(std::move(e));
+  for (size_t k = 0; k < shard_count_; ++k) {
+    std::unique_lock lock(shards_[k].mu);
+    shards_[k].lru.clear();
+    shards_[k].by_uid.clear();
+  }
+  for (Entry& e : entries) {
+    Shard& shard = ShardOf(e.uid);
+    std::unique_lock lock(shard.mu);
+    InsertLocked(shard, std::move(e));
+  }
   return absl::OkStatus();
 }
 

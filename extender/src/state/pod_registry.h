@@ -1,6 +1,7 @@
 // What the extender has learned about pods, by UID: class, where it came from,
 // footprint hints, last seen. Bounded: past `capacity` the least recently seen
-// pod is forgotten. Survives restarts through Save/Load (atomic file replace).
+// pod is forgotten (per shard of the UID space, for large capacities). Survives restarts through
+// Save/Load (atomic file replace).
 //
 //   PodRegistry registry(100'000);
 //   registry.Remember(uid, {ContentionClass::kBatch, ClassSource::kLabelRule, {}}, now);
@@ -9,6 +10,7 @@
 #ifndef NEIGHBORLY_EXTENDER_SRC_STATE_POD_REGISTRY_H_
 #define NEIGHBORLY_EXTENDER_SRC_STATE_POD_REGISTRY_H_
 
+#include <array>
 #include <list>
 #include <mutex>
 #include <optional>
@@ -52,12 +54,26 @@ class PodRegistry {
     RememberedPod pod;
     absl::Time last_seen;
   };
-  void InsertLocked(Entry entry);
+  // UIDs are spread over shards, each with its own lock and LRU order, so that
+  // a scheduler request remembering a pod rarely meets an ingest thread
+  // looking up a report's pods (which may be preempted while holding a lock:
+  // ingest runs at a lower priority). Small registries use one shard, so that
+  // their LRU order is exact.
+  struct Shard {
+    mutable std::shared_mutex mu;
+    std::list<Entry> lru;  // front: most recently seen
+    absl::flat_hash_map<std::string, std::list<Entry>::iterator> by_uid;
+  };
+  static constexpr size_t kMaxShards = 64;
+  static constexpr size_t kMinPerShard = 1024;
+
+  Shard& ShardOf(std::string_view uid) const;
+  void InsertLocked(Shard& shard, Entry entry);
 
   const size_t capacity_;
-  mutable std::shared_mutex mu_;
-  std::list<Entry> lru_;  // front: most recently seen
-  absl::flat_hash_map<std::string, std::list<Entry>::iterator> by_uid_;
+  const size_t shard_count_;
+  const size_t shard_capacity_;
+  mutable std::array<Shard, kMaxShards> shards_;
 };
 
 }  // namespace neighborly::extender

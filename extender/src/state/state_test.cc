@@ -206,6 +206,60 @@ TEST(PodRegistryTest, SurvivesSaveAndLoad) {
   EXPECT_EQ(full.Lookup("u1")->hints.llc_bytes, 19188940);
 }
 
+// A production-sized registry is sharded: every UID is still found, the bound
+// holds, Save/Load round-trips across shards, and concurrent writers and
+// readers (a scheduler request and ingest) keep it whole.
+TEST(PodRegistryTest, ShardedRegistryKeepsItsPromises) {
+  const absl::Time t0 = absl::FromUnixSeconds(1'700'000'000);
+  PodRegistry registry(65'536);  // 64 shards of 1,024
+  const RememberedPod batch{ContentionClass::kBatch, ClassSource::kLabelRule, {}};
+  for (int i = 0; i < 20'000; ++i) {
+    registry.Remember("uid-" + std::to_string(i), batch, t0 + absl::Milliseconds(i));
+  }
+  EXPECT_EQ(registry.size(), 20'000u);
+  std::vector<std::string> owned = {"uid-0", "uid-19999", "nope", "uid-777"};
+  std::vector<std::string_view> uids(owned.begin(), owned.end());
+  std::vector<std::optional<RememberedPod>> found;
+  registry.LookupMany(uids, found);
+  ASSERT_EQ(found.size(), 4u);
+  EXPECT_TRUE(found[0] && found[1] && found[3]);
+  EXPECT_FALSE(found[2]);
+
+  const std::string path = TempPath("sharded.json");
+  ASSERT_TRUE(registry.Save(path).ok());
+  PodRegistry loaded(65'536);
+  ASSERT_TRUE(loaded.Load(path).ok());
+  EXPECT_EQ(loaded.size(), 20'000u);
+  EXPECT_EQ(loaded.Lookup("uid-12345")->contention_class, ContentionClass::kBatch);
+
+  // Past capacity, the least recently seen go; never more than capacity stay.
+  for (int i = 20'000; i < 200'000; ++i) {
+    registry.Remember("uid-" + std::to_string(i), batch, t0 + absl::Milliseconds(i));
+  }
+  EXPECT_LE(registry.size(), 65'536u);
+  EXPECT_GE(registry.size(), 60'000u);
+  EXPECT_TRUE(registry.Lookup("uid-199999").has_value());
+  EXPECT_FALSE(registry.Lookup("uid-0").has_value());
+
+  std::atomic<bool> stop{false};
+  std::atomic<int> wrong{0};
+  std::thread reader([&] {
+    std::vector<std::string> mine = {"uid-199998", "uid-199990", "uid-199000"};
+    std::vector<std::string_view> views(mine.begin(), mine.end());
+    std::vector<std::optional<RememberedPod>> out;
+    while (!stop.load()) {
+      registry.LookupMany(views, out);
+      for (const auto& o : out) wrong += o.has_value() ? 0 : 1;
+    }
+  });
+  for (int i = 0; i < 20'000; ++i) {
+    registry.Remember("new-" + std::to_string(i), batch, t0 + absl::Seconds(1000));
+  }
+  stop = true;
+  reader.join();
+  EXPECT_EQ(wrong.load(), 0);
+}
+
 TEST(PodRegistryTest, MissingFileIsAnEmptyStart) {
   PodRegistry registry;
   EXPECT_TRUE(registry.Load(TempPath("never-written.json")).ok());
