@@ -8,5 +8,5 @@ endif()
 if(TARGET neighborly_ingest)
   add_executable(ingest_bench ${CMAKE_CURRENT_LIST_DIR}/ingest_bench.cc)
   target_link_libraries(ingest_bench PRIVATE neighborly_ingest neighborly_core
-    benchmark::benchmark absl::str_format neighborly_warnings)
+    benchmark::benchmark absl::str_format neighborly_malloc neighborly_warnings)
 endif()
