@@ -1,5 +1,8 @@
 #include "extender/src/http/extender_metrics.h"
 
+#include <cstdint>
+#include <string_view>
+
 #include "absl/strings/str_cat.h"
 #include "common/strings.h"
 #include "extender/src/http/json_writer.h"
@@ -146,37 +149,30 @@ void ExtenderMetrics::AppendPrometheus(std::string& out) const {
                     Av(VerbName(static_cast<Verb>(vi))), "\"} ",
                     verbs_[vi].no_telemetry.load(std::memory_order_relaxed), "\n");
   }
-  absl::StrAppend(&out,
-                  "# HELP neighborly_extender_rejected_connections_total Connections refused "
-                  "because max_connections was reached.\n"
-                  "# TYPE neighborly_extender_rejected_connections_total counter\n"
-                  "neighborly_extender_rejected_connections_total ",
-                  rejected_connections_.load(std::memory_order_relaxed), "\n");
-  absl::StrAppend(&out,
-                  "# HELP neighborly_tls_reloads_total Certificate reloads after the files "
-                  "changed, by listener (the HTTPS port; gRPC's own reloads are not counted).\n"
-                  "# TYPE neighborly_tls_reloads_total counter\n"
-                  "neighborly_tls_reloads_total{listener=\"http\"} ",
-                  tls_reloads_.load(std::memory_order_relaxed), "\n");
-  absl::StrAppend(&out,
-                  "# HELP neighborly_tls_reload_failures_total Changed certificate files that "
-                  "could not be loaded (unreadable, damaged, key not matching); the previous "
-                  "certificate stays in use.\n"
-                  "# TYPE neighborly_tls_reload_failures_total counter\n"
-                  "neighborly_tls_reload_failures_total{listener=\"http\"} ",
-                  tls_reload_failures_.load(std::memory_order_relaxed), "\n");
-  absl::StrAppend(&out,
-                  "# HELP neighborly_identity_key_reloads_total Reloads of the service-account "
-                  "issuer's public keys (grpc.identity) after their files changed.\n"
-                  "# TYPE neighborly_identity_key_reloads_total counter\n"
-                  "neighborly_identity_key_reloads_total ",
-                  identity_key_reloads_.load(std::memory_order_relaxed), "\n");
-  absl::StrAppend(&out,
-                  "# HELP neighborly_identity_key_reload_failures_total Changed issuer key files "
-                  "that could not be loaded; the previous keys stay in use.\n"
-                  "# TYPE neighborly_identity_key_reload_failures_total counter\n"
-                  "neighborly_identity_key_reload_failures_total ",
-                  identity_key_reload_failures_.load(std::memory_order_relaxed), "\n");
+  // One-sample counters: "# HELP", "# TYPE" and the sample.
+  auto counter = [&out](std::string_view name, std::string_view labels, std::string_view help,
+                        uint64_t value) {
+    absl::StrAppend(&out, "# HELP ", Av(name), " ", Av(help), "\n# TYPE ", Av(name), " counter\n",
+                    Av(name), Av(labels), " ", value, "\n");
+  };
+  counter("neighborly_extender_rejected_connections_total", "",
+          "Connections refused because max_connections was reached.",
+          rejected_connections_.load(std::memory_order_relaxed));
+  counter("neighborly_tls_reloads_total", "{listener=\"http\"}",
+          "Certificate reloads after the files changed, by listener (the HTTPS port; gRPC's own "
+          "reloads are not counted).",
+          tls_reloads_.load(std::memory_order_relaxed));
+  counter("neighborly_tls_reload_failures_total", "{listener=\"http\"}",
+          "Changed certificate files that could not be loaded (unreadable, damaged, key not "
+          "matching); the previous certificate stays in use.",
+          tls_reload_failures_.load(std::memory_order_relaxed));
+  counter("neighborly_identity_key_reloads_total", "",
+          "Reloads of the service-account issuer's public keys (grpc.identity) after their "
+          "files changed.",
+          identity_key_reloads_.load(std::memory_order_relaxed));
+  counter("neighborly_identity_key_reload_failures_total", "",
+          "Changed issuer key files that could not be loaded; the previous keys stay in use.",
+          identity_key_reload_failures_.load(std::memory_order_relaxed));
 }
 
 }  // namespace neighborly::extender
