@@ -136,7 +136,7 @@ int Run(int argc, char** argv) {
   sigaddset(&signals, SIGINT);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
-  ExtenderCore core(config->model, clock);
+  ExtenderCore core(config->model, clock, static_cast<size_t>(config->state_max_pods));
   if (!config->state_file.empty()) {
     if (std::filesystem::exists(config->state_file)) {
       if (absl::Status s = core.LoadState(config->state_file); !s.ok()) {

@@ -327,7 +327,8 @@ absl::StatusOr<ExtenderConfig> ParseExtenderConfig(std::string_view yaml, std::s
        [&](const YAML::Node& v, const std::string& path) {
          return p.Map(v, path,
                       {{"file", p.String(config.state_file)},
-                       {"saveInterval", p.Duration(config.state_save_interval, absl::Seconds(1))}});
+                       {"saveInterval", p.Duration(config.state_save_interval, absl::Seconds(1))},
+                       {"maxPods", p.Integer(config.state_max_pods, 1000, 10'000'000)}});
        }},
       {"log",
        [&](const YAML::Node& v, const std::string& path) {

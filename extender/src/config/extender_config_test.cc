@@ -27,6 +27,7 @@ TEST(ExtenderConfigTest, EmptyFileGivesDefaults) {
   EXPECT_EQ(c->http.max_connections, 64);
   EXPECT_EQ(c->http.read_timeout, absl::Seconds(5));
   EXPECT_EQ(c->state_file, "");
+  EXPECT_EQ(c->state_max_pods, 200'000);
   EXPECT_EQ(c->log_level, "info");
   EXPECT_DOUBLE_EQ(c->model.membw_headroom, ModelConfig().membw_headroom);
   EXPECT_EQ(c->model.label_rules.size(), 1u);
@@ -49,6 +50,7 @@ grpc:
 state:
   file: /tmp/neighborly-state.json
   saveInterval: 15s
+  maxPods: 50000
 log:
   level: debug
 model:
@@ -90,6 +92,7 @@ model:
   EXPECT_EQ(c->grpc_address, "[::1]:0");
   EXPECT_EQ(c->state_file, "/tmp/neighborly-state.json");
   EXPECT_EQ(c->state_save_interval, absl::Seconds(15));
+  EXPECT_EQ(c->state_max_pods, 50'000);
   EXPECT_EQ(c->log_level, "debug");
   const ModelConfig& m = c->model;
   ASSERT_EQ(m.label_rules.size(), 2u);
@@ -132,6 +135,8 @@ TEST(ExtenderConfigTest, WrongTypesAreNamedWithTheirLine) {
   EXPECT_THAT(ErrorOf("http:\n  workerThreads: many\n"),
               HasSubstr("extender.yaml:2: http.workerThreads: expected an integer, got \"many\""));
   EXPECT_THAT(ErrorOf("http:\n  workerThreads: 0\n"), HasSubstr("outside 1..4096"));
+  EXPECT_THAT(ErrorOf("state:\n  maxPods: 10\n"),
+              HasSubstr("extender.yaml:2: state.maxPods: 10 is outside 1000..10000000"));
   EXPECT_THAT(ErrorOf("\n\nmodel:\n  maxAge: 60\n"),
               HasSubstr("extender.yaml:4: model.maxAge: expected a duration"));
   EXPECT_THAT(ErrorOf("model:\n  isolateBatch: maybe\n"),

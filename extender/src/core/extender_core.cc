@@ -60,7 +60,8 @@ std::optional<RememberedPod> Learnable(ContentionClass c, ClassSource source,
 }  // namespace
 
 struct ExtenderCore::Impl {
-  Impl(ModelConfig c, const Clock& clk) : config(std::move(c)), clock(clk), ledger(state) {}
+  Impl(ModelConfig c, const Clock& clk, size_t max_remembered_pods)
+      : config(std::move(c)), clock(clk), registry(max_remembered_pods), ledger(state) {}
 
   absl::Status Apply(std::unique_ptr<NodeSnapshot> snapshot);  // a validated report
   void Decide(std::string_view verb, const IncomingPod& pod,
@@ -78,8 +79,8 @@ struct ExtenderCore::Impl {
   std::atomic<uint64_t> rejected{0};
 };
 
-ExtenderCore::ExtenderCore(ModelConfig config, const Clock& clock)
-    : impl_(std::make_unique<Impl>(std::move(config), clock)) {}
+ExtenderCore::ExtenderCore(ModelConfig config, const Clock& clock, size_t max_remembered_pods)
+    : impl_(std::make_unique<Impl>(std::move(config), clock, max_remembered_pods)) {}
 
 ExtenderCore::~ExtenderCore() = default;
 

@@ -113,7 +113,8 @@ struct IngestStats {
 
 class ExtenderCore : public Decider {
  public:
-  ExtenderCore(ModelConfig config, const Clock& clock);
+  // `max_remembered_pods` bounds the per-UID memory (state.maxPods).
+  ExtenderCore(ModelConfig config, const Clock& clock, size_t max_remembered_pods = 200'000);
   ~ExtenderCore() override;
 
   // Validates and applies one report (the gRPC ingest path). Invalid reports
