@@ -4,6 +4,7 @@
 #include <chrono>
 #include <climits>
 #include <cstdint>
+#include <mutex>
 #include <optional>
 #include <utility>
 
@@ -11,6 +12,7 @@
 #include "common/host_port.h"
 #include "common/strings.h"
 #include "common/thread_priority.h"
+#include "extender/src/ingest/protobuf_log.h"
 #include "spdlog/spdlog.h"
 
 namespace neighborly::extender {
@@ -192,7 +194,11 @@ class ReportReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grp
 }  // namespace
 
 TelemetryService::TelemetryService(ExtenderCore& core, IngestPolicy policy)
-    : core_(core), policy_(policy) {}
+    : core_(core), policy_(policy) {
+  // Malformed reports must not flood the log through protobuf's own messages.
+  static std::once_flag installed;
+  std::call_once(installed, [] { InstallProtobufLogLimiter(); });
+}
 
 grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* TelemetryService::Report(
     grpc::CallbackServerContext* context) {
