@@ -22,10 +22,11 @@ struct Path {
   Path(const char* s) : a(s) {}         // NOLINT: implicit on purpose
   Path(std::string_view s) : a(s) {}    // NOLINT
   Path(const std::string& s) : a(s) {}  // NOLINT
-  Path(std::string_view x, std::string_view y, std::string_view z = {}, std::string_view w = {})
-      : a(x), b(y), c(z), d(w) {}
-  std::string Str() const { return absl::StrCat(Av(a), Av(b), Av(c), Av(d)); }
-  std::string_view a, b, c, d;
+  Path(std::string_view x, std::string_view y, std::string_view z = {}, std::string_view w = {},
+       std::string_view v = {})
+      : a(x), b(y), c(z), d(w), e(v) {}
+  std::string Str() const { return absl::StrCat(Av(a), Av(b), Av(c), Av(d), Av(e)); }
+  std::string_view a, b, c, d, e;
 };
 
 absl::Status Bad(const Path& field, std::string_view problem) {
@@ -87,6 +88,26 @@ absl::Status CheckOneOf(std::string_view field, const std::string& value,
   return Bad(field, absl::StrCat("\"", value.substr(0, 64), "\" is not one of ", list));
 }
 
+// A pod's labels or annotations (`name` is ".labels" or ".annotations"):
+// entry count, non-empty keys, key and value lengths. Adds the bytes of keys
+// and values to `*total_bytes` when given.
+template <typename Map>
+absl::Status CheckStringMap(const Map& map, const std::string& field, const char* name,
+                            size_t max_entries, size_t max_key_bytes, size_t max_value_bytes,
+                            size_t* total_bytes) {
+  if (static_cast<size_t>(map.size()) > max_entries) {
+    return Bad(Path(field, name), absl::StrCat(map.size(), " entries, at most ", max_entries));
+  }
+  for (const auto& [k, v] : map) {
+    if (k.empty()) return Bad(Path(field, name), "empty key");
+    NB_RETURN_IF_ERROR(CheckLength(
+        Path(field, name, "[", std::string_view(k).substr(0, 64), "] key"), k, max_key_bytes));
+    NB_RETURN_IF_ERROR(CheckLength(Path(field, name, "[", k, "]"), v, max_value_bytes));
+    if (total_bytes != nullptr) *total_bytes += k.size() + v.size();
+  }
+  return absl::OkStatus();
+}
+
 absl::Status ValidatePod(const tv1::PodReport& pod, const std::string& field,
                          const std::set<uint32_t>& numa_ids, const CpuSet& all_cpus,
                          const ReportLimits& limits) {
@@ -99,32 +120,12 @@ absl::Status ValidatePod(const tv1::PodReport& pod, const std::string& field,
   if (!tv1::QosClass_IsValid(pod.qos_class())) {
     return Bad(Path(field, ".qos_class"), absl::StrCat("unknown value ", pod.qos_class()));
   }
-  if (static_cast<size_t>(pod.labels_size()) > limits.max_labels) {
-    return Bad(Path(field, ".labels"),
-               absl::StrCat(pod.labels_size(), " entries, at most ", limits.max_labels));
-  }
-  for (const auto& [k, v] : pod.labels()) {
-    if (k.empty()) return Bad(Path(field, ".labels"), "empty key");
-    NB_RETURN_IF_ERROR(
-        CheckLength(Path(field, ".labels[", std::string_view(k).substr(0, 64), "] key"), k,
-                    limits.max_key_bytes));
-    NB_RETURN_IF_ERROR(
-        CheckLength(Path(field, ".labels[", k, "]"), v, limits.max_label_value_bytes));
-  }
-  if (static_cast<size_t>(pod.annotations_size()) > limits.max_annotations) {
-    return Bad(Path(field, ".annotations"),
-               absl::StrCat(pod.annotations_size(), " entries, at most ", limits.max_annotations));
-  }
+  NB_RETURN_IF_ERROR(CheckStringMap(pod.labels(), field, ".labels", limits.max_labels,
+                                    limits.max_key_bytes, limits.max_label_value_bytes, nullptr));
   size_t total = 0;
-  for (const auto& [k, v] : pod.annotations()) {
-    if (k.empty()) return Bad(Path(field, ".annotations"), "empty key");
-    NB_RETURN_IF_ERROR(
-        CheckLength(Path(field, ".annotations[", std::string_view(k).substr(0, 64), "] key"), k,
-                    limits.max_key_bytes));
-    NB_RETURN_IF_ERROR(
-        CheckLength(Path(field, ".annotations[", k, "]"), v, limits.max_annotation_value_bytes));
-    total += k.size() + v.size();
-  }
+  NB_RETURN_IF_ERROR(CheckStringMap(pod.annotations(), field, ".annotations",
+                                    limits.max_annotations, limits.max_key_bytes,
+                                    limits.max_annotation_value_bytes, &total));
   if (total > limits.max_annotations_total_bytes) {
     return Bad(Path(field, ".annotations"), absl::StrCat("total size ", total, " bytes exceeds ",
                                                          limits.max_annotations_total_bytes));
