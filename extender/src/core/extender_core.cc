@@ -60,8 +60,12 @@ std::optional<RememberedPod> Learnable(ContentionClass c, ClassSource source,
 }  // namespace
 
 struct ExtenderCore::Impl {
-  Impl(ModelConfig c, const Clock& clk, size_t max_remembered_pods)
-      : config(std::move(c)), clock(clk), registry(max_remembered_pods), ledger(state) {}
+  Impl(ModelConfig c, const Clock& clk, size_t max_remembered_pods, size_t max_nodes)
+      : config(std::move(c)),
+        clock(clk),
+        state(max_nodes),
+        registry(max_remembered_pods),
+        ledger(state) {}
 
   absl::Status Apply(std::unique_ptr<NodeSnapshot> snapshot);  // a validated report
   void Decide(std::string_view verb, const IncomingPod& pod,
@@ -79,8 +83,9 @@ struct ExtenderCore::Impl {
   std::atomic<uint64_t> rejected{0};
 };
 
-ExtenderCore::ExtenderCore(ModelConfig config, const Clock& clock, size_t max_remembered_pods)
-    : impl_(std::make_unique<Impl>(std::move(config), clock, max_remembered_pods)) {}
+ExtenderCore::ExtenderCore(ModelConfig config, const Clock& clock, size_t max_remembered_pods,
+                           size_t max_nodes)
+    : impl_(std::make_unique<Impl>(std::move(config), clock, max_remembered_pods, max_nodes)) {}
 
 ExtenderCore::~ExtenderCore() = default;
 

@@ -113,8 +113,11 @@ struct IngestStats {
 
 class ExtenderCore : public Decider {
  public:
-  // `max_remembered_pods` bounds the per-UID memory (state.maxPods).
-  ExtenderCore(ModelConfig config, const Clock& clock, size_t max_remembered_pods = 200'000);
+  // `max_remembered_pods` bounds the per-UID memory (state.maxPods);
+  // `max_nodes` the nodes it tracks (a core for one node, as the report
+  // fuzzers build per input, skips the 50,000-node index's 3 MiB).
+  ExtenderCore(ModelConfig config, const Clock& clock, size_t max_remembered_pods = 200'000,
+               size_t max_nodes = 50'000);
   ~ExtenderCore() override;
 
   // Validates and applies one report (the gRPC ingest path). Invalid reports

@@ -94,6 +94,19 @@ TEST_F(ExtenderCoreTest, AcceptedReportIsVisibleInViews) {
   EXPECT_EQ(core_.ingest_stats().reports_accepted, 2u);
 }
 
+TEST(ExtenderCoreCapacityTest, ACoreSizedForOneNodeRefusesASecondAndKeepsTheFirst) {
+  FakeClock clock;
+  ExtenderCore core(ModelConfig{}, clock, /*max_remembered_pods=*/1000, /*max_nodes=*/1);
+  ASSERT_TRUE(core.Ingest(TwoSocketNode("node-1", 1)).ok());
+  const absl::Status second = core.Ingest(TwoSocketNode("node-2", 1));
+  EXPECT_EQ(second.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(std::string(second.message()), HasSubstr("node-2"));
+  EXPECT_TRUE(core.Ingest(TwoSocketNode("node-1", 2)).ok()) << "a known node still reports";
+  EXPECT_EQ(core.node_count(), 1u);
+  ASSERT_TRUE(core.Node("node-1").has_value());
+  EXPECT_EQ(core.Node("node-1")->sequence, 2u);
+}
+
 TEST_F(ExtenderCoreTest, InvalidReportChangesNoState) {
   ASSERT_TRUE(core_.Ingest(TwoSocketNode("node-1", 1)).ok());
   tv1::NodeReport bad = TwoSocketNode("node-1", 2);
