@@ -187,6 +187,14 @@ void ExtenderCore::Impl::Decide(std::string_view verb, const IncomingPod& pod,
 
   const ClusterState::View view = state.view();
   const bool any_bookings = ledger.size() > 0;
+  // Which precomputed isolation rejection this pod can meet, if any.
+  const bool latency_critical = req.contention_class == ContentionClass::kLatencyCritical;
+  std::string NodeProfile::*isolation_text = nullptr;
+  if (latency_critical && config.isolate_latency_critical) {
+    isolation_text = &NodeProfile::isolation_reason_latency_critical;
+  } else if (req.contention_class == ContentionClass::kBatch && config.isolate_batch) {
+    isolation_text = &NodeProfile::isolation_reason_batch;
+  }
   out.resize(nodes.size());
   // Candidates are looked up in batches, each level's memory fetched for the
   // whole batch before it is used (index slot, entry, snapshot), so that the
@@ -207,11 +215,24 @@ void ExtenderCore::Impl::Decide(std::string_view verb, const IncomingPod& pod,
       // Plain loads: `view` keeps whatever they return alive.
       snapshots[j] = entries[j] != nullptr ? entries[j]->snapshot.load() : nullptr;
       if (snapshots[j] != nullptr) {
-        const char* hot = reinterpret_cast<const char*>(&snapshots[j]->profile);
-        for (size_t line = 0; line < sizeof(NodeProfile::numa) + sizeof(NodeProfile::l3) + 64;
-             line += 64) {
-          __builtin_prefetch(hot + line);
+        const NodeProfile& p = snapshots[j]->profile;
+        const char* hot = reinterpret_cast<const char*>(&p);
+        const char* hot_end = reinterpret_cast<const char*>(&p.l3 + 1);
+        if (isolation_text != nullptr) {
+          hot_end = reinterpret_cast<const char*>(&(p.*isolation_text) + 1);
         }
+        for (; hot < hot_end; hot += 64) __builtin_prefetch(hot);
+      }
+    }
+    // The text of the isolation rejections this pod will meet (a separate
+    // allocation, copied into the decision), once the counts have arrived.
+    if (isolation_text != nullptr) {
+      for (size_t j = 0; j < count; ++j) {
+        if (snapshots[j] == nullptr) continue;
+        const NodeProfile& p = snapshots[j]->profile;
+        if ((latency_critical ? p.batch_pods : p.latency_critical_pods) == 0) continue;
+        const std::string& text = p.*isolation_text;
+        for (size_t at = 0; at < text.size(); at += 64) __builtin_prefetch(text.data() + at);
       }
     }
     for (size_t j = 0; j < count; ++j) {
@@ -289,7 +310,7 @@ NodeSummary ExtenderCore::Impl::Summarize(const ClusterState::Entry& entry,
   for (const L3Profile& l3 : p.l3) {
     L3DomainSummary d;
     d.id = l3.id;
-    d.numa_node = l3.numa_id;
+    d.numa_node = p.numa[l3.numa_index].id;
     d.size_bytes = static_cast<uint64_t>(l3.size_bytes);
     if (l3.occupancy_measured) d.occupancy_bytes = static_cast<uint64_t>(l3.occupancy_bytes);
     d.pressure = l3.size_bytes > 0 ? l3.occupancy_bytes / l3.size_bytes : 0;

@@ -69,55 +69,54 @@ void EncodeFilterResultView(const FilterResultView& view, std::string& out) {
 void EncodeFilterResult(const ExtenderArgs& args, std::span<const NodeDecision> decisions,
                         std::string& out) {
   const size_t n = std::min(args.node_names.size(), decisions.size());
-  const bool nodes_mode = args.has_nodes;
-  out += "{\"Nodes\":";
-  if (nodes_mode) {
-    out += "{\"metadata\":{},\"items\":[";
+  JsonAppender json(out);
+  if (args.has_nodes) {
+    json.Raw("{\"Nodes\":{\"metadata\":{},\"items\":[");
     bool first = true;
     for (size_t i = 0; i < n; ++i) {
       if (!decisions[i].feasible) continue;
-      if (!first) out.push_back(',');
+      if (!first) json.Char(',');
       first = false;
-      out.append(args.raw_nodes[i]);
+      json.Raw(args.raw_nodes[i]);
     }
-    out += "]},\"NodeNames\":null";
+    json.Raw("]},\"NodeNames\":null");
   } else {
-    out += "null,\"NodeNames\":[";
+    json.Raw("{\"Nodes\":null,\"NodeNames\":[");
     bool first = true;
     for (size_t i = 0; i < n; ++i) {
       if (!decisions[i].feasible) continue;
-      if (!first) out.push_back(',');
+      if (!first) json.Char(',');
       first = false;
-      AppendJsonString(args.node_names[i], out);
+      json.String(args.node_names[i]);
     }
-    out.push_back(']');
+    json.Char(']');
   }
-  out += ",\"FailedNodes\":{";
+  json.Raw(",\"FailedNodes\":{");
   bool first = true;
   for (size_t i = 0; i < n; ++i) {
     if (decisions[i].feasible) continue;
-    if (!first) out.push_back(',');
+    if (!first) json.Char(',');
     first = false;
-    AppendJsonString(args.node_names[i], out);
-    out.push_back(':');
-    AppendJsonString(decisions[i].reason.empty() ? kDefaultReason : decisions[i].reason, out);
+    json.String(args.node_names[i]);
+    json.Char(':');
+    json.String(decisions[i].reason.empty() ? kDefaultReason : decisions[i].reason);
   }
-  out += "},\"FailedAndUnresolvableNodes\":{},\"Error\":\"\"}";
+  json.Raw("},\"FailedAndUnresolvableNodes\":{},\"Error\":\"\"}");
 }
 
 void EncodePrioritizeResult(std::span<const std::string_view> names,
                             std::span<const NodeDecision> decisions, std::string& out) {
   const size_t n = std::min(names.size(), decisions.size());
-  out.push_back('[');
+  JsonAppender json(out);
+  json.Char('[');
   for (size_t i = 0; i < n; ++i) {
-    if (i > 0) out.push_back(',');
-    out += "{\"Host\":";
-    AppendJsonString(names[i], out);
-    out += ",\"Score\":";
-    AppendInt(std::clamp(decisions[i].score, 0, 10), out);
-    out.push_back('}');
+    json.Raw(i > 0 ? ",{\"Host\":" : "{\"Host\":");
+    json.String(names[i]);
+    json.Raw(",\"Score\":");
+    json.Int(std::clamp(decisions[i].score, 0, 10));
+    json.Char('}');
   }
-  out.push_back(']');
+  json.Char(']');
 }
 
 void EncodeError(std::string_view message, std::string& out) {

@@ -1,9 +1,14 @@
 #include "extender/src/http/json_writer.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 namespace neighborly::extender {
 namespace {
@@ -35,6 +40,41 @@ size_t Utf8SequenceLength(std::string_view s, size_t i) {
   return 0;
 }
 
+#if defined(__SSE2__)
+// Bit i set where byte i of the 16 at `p` needs escaping: '"', '\\', a control
+// character or a non-ASCII byte (a signed compare puts 0x80-0xFF below 0x20).
+inline unsigned EscapeMask16(const char* p) {
+  const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+  const __m128i special = _mm_or_si128(
+      _mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('"')), _mm_cmpeq_epi8(v, _mm_set1_epi8('\\'))),
+      _mm_cmplt_epi8(v, _mm_set1_epi8(0x20)));
+  return static_cast<unsigned>(_mm_movemask_epi8(special));
+}
+
+// Length of the prefix of `s` that needs no escaping, 16 bytes per step (SSE2,
+// part of every x86-64 CPU): the mask names the first byte exactly. The last
+// partial block is checked as the string's last 16 bytes (overlapping), or
+// for a short string as a copy padded with spaces, which need no escaping.
+size_t PlainPrefixSse2(std::string_view s) {
+  const char* p = s.data();
+  const size_t n = s.size();
+  size_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    if (const unsigned m = EscapeMask16(p + i)) return i + static_cast<size_t>(__builtin_ctz(m));
+  }
+  if (i == n) return n;
+  if (n >= 16) {
+    const unsigned m = EscapeMask16(p + n - 16);  // bytes before i are plain: their bits are 0
+    return m != 0 ? n - 16 + static_cast<size_t>(__builtin_ctz(m)) : n;
+  }
+  char padded[16];
+  std::memset(padded, ' ', sizeof(padded));
+  std::memcpy(padded, p, n);
+  const unsigned m = EscapeMask16(padded);
+  return m != 0 ? static_cast<size_t>(__builtin_ctz(m)) : n;
+}
+#endif
+
 bool NeedsEscape(unsigned char c) { return c < 0x20 || c == '"' || c == '\\' || c >= 0x80; }
 
 // Whether any of the 8 bytes in `w` needs escaping, 8 bytes per step instead
@@ -52,19 +92,45 @@ bool WordNeedsEscape(uint64_t w) {
   return ((w | control | has_quote | has_backslash) & kHighs) != 0;
 }
 
-// Length of the prefix of `s` that needs no escaping.
-size_t PlainPrefix(std::string_view s) {
+// Length of the prefix of `s` that needs no escaping. Whole words first; the
+// last partial word is checked as one word too (the string's last 8 bytes,
+// overlapping, or a short string padded with spaces, which need no escaping),
+// so a plain string never reaches the byte loop. For CPUs without SSE2.
+size_t PlainPrefixPortable(std::string_view s) {
+  const size_t n = s.size();
   size_t i = 0;
-  for (; i + 8 <= s.size(); i += 8) {
+  for (; i + 8 <= n; i += 8) {
     uint64_t w;
     std::memcpy(&w, s.data() + i, 8);
     if (WordNeedsEscape(w)) break;
   }
-  while (i < s.size() && !NeedsEscape(static_cast<unsigned char>(s[i]))) ++i;
+  if (i + 8 > n) {  // every whole word is plain: one word for the rest
+    uint64_t w = kOnes * ' ';
+    if (n >= 8) {
+      std::memcpy(&w, s.data() + n - 8, 8);
+    } else {
+      std::memcpy(&w, s.data(), n);
+    }
+    if (!WordNeedsEscape(w)) return n;
+  }
+  while (i < n && !NeedsEscape(static_cast<unsigned char>(s[i]))) ++i;
   return i;
 }
 
+size_t PlainPrefix(std::string_view s) {
+#if defined(__SSE2__)
+  return PlainPrefixSse2(s);
+#else
+  return PlainPrefixPortable(s);
+#endif
+}
+
 }  // namespace
+
+namespace internal {
+size_t JsonPlainPrefix(std::string_view s) { return PlainPrefix(s); }
+size_t JsonPlainPrefixPortable(std::string_view s) { return PlainPrefixPortable(s); }
+}  // namespace internal
 
 void AppendJsonString(std::string_view s, std::string& out) {
   size_t i = PlainPrefix(s);
@@ -138,6 +204,33 @@ void AppendInt(int64_t value, std::string& out) {
   char buf[24];
   const auto [ptr, ec] = std::to_chars(buf, buf + sizeof(buf), value);
   out.append(buf, static_cast<size_t>(ptr - buf));
+}
+
+void JsonAppender::Grow(size_t n) {
+  // Doubling (at least 4 KiB) keeps the zero-filling resize() does to about
+  // twice the reply, once per request: a scratch reply keeps its capacity.
+  out_.resize(std::max({at_ + n, 2 * out_.size(), out_.capacity(), size_t{4096}}));
+}
+
+void JsonAppender::String(std::string_view s) {
+  const size_t n = s.size();
+  if (PlainPrefix(s) == n) {
+    char* p = Room(n + 2);
+    p[0] = '"';
+    std::memcpy(p + 1, s.data(), n);
+    p[n + 1] = '"';
+    at_ += n + 2;
+    return;
+  }
+  out_.resize(at_);  // rare: escape through the string itself
+  AppendJsonString(s, out_);
+  at_ = out_.size();
+}
+
+void JsonAppender::Int(int64_t value) {
+  char* p = Room(24);
+  const auto [end, ec] = std::to_chars(p, p + 24, value);
+  at_ += static_cast<size_t>(end - p);
 }
 
 void AppendDouble(double value, std::string& out) {

@@ -10,6 +10,7 @@
 #define NEIGHBORLY_EXTENDER_SRC_HTTP_JSON_WRITER_H_
 
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <string_view>
 
@@ -28,6 +29,50 @@ void AppendInt(int64_t value, std::string& out);
 // Appends a number in a form Prometheus and JSON both accept ("NaN"/"+Inf" are
 // not valid JSON; callers of this function only pass finite values).
 void AppendDouble(double value, std::string& out);
+
+// Appends to a string through a raw cursor, for replies of thousands of
+// entries: room is made in large steps, each piece is a store or a memcpy,
+// and the string is cut to what was written when the appender goes away.
+// Output is byte for byte what the functions above append.
+//
+//   JsonAppender json(reply);
+//   json.Raw("{\"Host\":");
+//   json.String(name);
+//   json.Char('}');
+class JsonAppender {
+ public:
+  explicit JsonAppender(std::string& out) : out_(out), at_(out.size()) {}
+  ~JsonAppender() { out_.resize(at_); }
+  JsonAppender(const JsonAppender&) = delete;
+  JsonAppender& operator=(const JsonAppender&) = delete;
+
+  void Char(char c) {
+    *Room(1) = c;
+    ++at_;
+  }
+  void Raw(std::string_view s) {
+    std::memcpy(Room(s.size()), s.data(), s.size());
+    at_ += s.size();
+  }
+  void String(std::string_view s);  // as AppendJsonString
+  void Int(int64_t value);          // as AppendInt
+
+ private:
+  char* Room(size_t n) {
+    if (out_.size() - at_ < n) Grow(n);
+    return out_.data() + at_;
+  }
+  void Grow(size_t n);
+  std::string& out_;
+  size_t at_;  // written so far; out_.size() is the room
+};
+
+namespace internal {
+// How many leading bytes of `s` need no escaping: the kernel AppendJsonString
+// uses (SSE2 on x86-64) and the portable one, exposed for tests.
+size_t JsonPlainPrefix(std::string_view s);
+size_t JsonPlainPrefixPortable(std::string_view s);
+}  // namespace internal
 
 }  // namespace neighborly::extender
 

@@ -86,14 +86,14 @@ NodeProfile BuildNodeProfile(const tv1::NodeReport& report, const ModelConfig& c
   const auto& numa_in = report.topology().numa_nodes();
   const size_t numa_count = std::min<size_t>(numa_in.size(), kMaxNumaNodes);
   std::vector<CpuSet> numa_cpus(numa_count);
+  std::vector<int64_t> numa_memory(numa_count);
   p.numa.resize(numa_count);
   for (size_t n = 0; n < numa_count; ++n) {
     const tv1::NumaNode& in = numa_in[static_cast<int>(n)];
     NumaProfile& out = p.numa[n];
     out.id = in.id();
     numa_cpus[n] = ParseOrEmpty(in.cpus());
-    out.cpus = static_cast<int32_t>(numa_cpus[n].size());
-    out.memory_bytes = static_cast<int64_t>(std::min<uint64_t>(in.memory_bytes(), INT64_MAX));
+    numa_memory[n] = static_cast<int64_t>(std::min<uint64_t>(in.memory_bytes(), INT64_MAX));
     out.peak_membw = in.has_peak_membw_bytes_per_second() && in.peak_membw_bytes_per_second() > 0
                          ? static_cast<double>(in.peak_membw_bytes_per_second())
                          : static_cast<double>(config.default_peak_membw_bytes_per_second);
@@ -130,7 +130,6 @@ NodeProfile BuildNodeProfile(const tv1::NodeReport& report, const ModelConfig& c
     L3Profile& out = p.l3[d];
     out.id = in.id();
     out.numa_index = static_cast<uint16_t>(l3_in[d].numa);
-    out.numa_id = p.numa[out.numa_index].id;
     out.size_bytes = static_cast<double>(in.size_bytes());
     l3_cpus[d] = ParseOrEmpty(in.cpus());
     if (in.has_occupancy_bytes()) {
@@ -184,7 +183,7 @@ NodeProfile BuildNodeProfile(const tv1::NodeReport& report, const ModelConfig& c
   for (size_t n = 0; n < numa_count; ++n) {
     const int32_t taken = static_cast<int32_t>(IntersectionSize(numa_cpus[n], reserved) +
                                                IntersectionSize(numa_cpus[n], exclusive_all));
-    p.numa[n].free_exclusive_cpus = std::max(0, p.numa[n].cpus - taken);
+    p.numa[n].free_exclusive_cpus = std::max(0, static_cast<int32_t>(numa_cpus[n].size()) - taken);
   }
   {
     double total = 0;
@@ -329,7 +328,7 @@ NodeProfile BuildNodeProfile(const tv1::NodeReport& report, const ModelConfig& c
   }
   for (size_t n = 0; n < numa_count; ++n) {
     if (!p.numa[n].membw_measured) p.numa[n].membw = pred_numa_bw[n];
-    p.numa[n].free_memory_bytes = std::max<int64_t>(0, p.numa[n].memory_bytes - used_memory[n]);
+    p.numa[n].free_memory_bytes = std::max<int64_t>(0, numa_memory[n] - used_memory[n]);
   }
   for (size_t d = 0; d < p.l3.size(); ++d) {
     if (!p.l3[d].occupancy_measured) p.l3[d].occupancy_bytes = pred_l3_occ[d];
