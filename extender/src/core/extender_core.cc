@@ -221,7 +221,10 @@ void ExtenderCore::Impl::Decide(std::string_view verb, const IncomingPod& pod,
         if (isolation_text != nullptr) {
           hot_end = reinterpret_cast<const char*>(&(p.*isolation_text) + 1);
         }
-        for (; hot < hot_end; hot += 64) __builtin_prefetch(hot);
+        // Four lines in the usual case (the first four, unrolled), more only
+        // for a node with more NUMA nodes or L3 domains than fit inline.
+        for (int line = 0; line < 4; ++line) __builtin_prefetch(hot + 64 * line);
+        for (hot += 4 * 64; hot < hot_end; hot += 64) __builtin_prefetch(hot);
       }
     }
     // The text of the isolation rejections this pod will meet (a separate

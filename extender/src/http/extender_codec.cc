@@ -80,6 +80,48 @@ absl::Status SyntaxError(std::string_view body, simdjson::error_code e) {
   return absl::InvalidArgumentError(absl::StrCat("malformed JSON: ", simdjson::error_message(e)));
 }
 
+std::string_view DomTypeName(simdjson::dom::element_type t) {
+  switch (t) {
+    case simdjson::dom::element_type::OBJECT:
+      return "object";
+    case simdjson::dom::element_type::ARRAY:
+      return "array";
+    case simdjson::dom::element_type::STRING:
+      return "string";
+    case simdjson::dom::element_type::BOOL:
+      return "boolean";
+    case simdjson::dom::element_type::NULL_VALUE:
+      return "null";
+    default:
+      return "number";
+  }
+}
+
+// The candidate names of a NodeNames request, read from the validation DOM:
+// string_views into the DOM's string buffer, which the codec keeps until the
+// next Decode. Duplicate keys: the last NodeNames wins, as in the extraction
+// pass (which checked that it is an array).
+absl::Status NodeNamesFromDom(simdjson::dom::element root, ExtenderArgs& out) {
+  simdjson::dom::array names;
+  for (const simdjson::dom::key_value_pair field : simdjson::dom::object(root)) {
+    if (EqualsIgnoreCase(field.key, "NodeNames") && field.value.is_array()) {
+      names = simdjson::dom::array(field.value);
+    }
+  }
+  out.node_names.clear();
+  out.node_names.reserve(names.size());
+  for (const simdjson::dom::element name : names) {
+    std::string_view text;
+    if (name.get_string().get(text) != simdjson::SUCCESS) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("wrong type at NodeNames[", out.node_names.size(),
+                       "]: expected string, got ", Av(DomTypeName(name.type()))));
+    }
+    out.node_names.push_back(text);
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 namespace internal {
@@ -169,7 +211,13 @@ absl::Status ExtenderCodec::Decode(const RequestBody& body, ExtenderArgs& out) {
   }
 
   // Pass 2: extraction.
-  return impl_->decoder->Decode(text, body.capacity(), out);
+  bool node_names_deferred = false;
+  if (absl::Status s = impl_->decoder->Decode(text, body.capacity(), out, node_names_deferred);
+      !s.ok()) {
+    return s;
+  }
+  if (node_names_deferred && !out.has_nodes) return NodeNamesFromDom(root, out);
+  return absl::OkStatus();
 }
 
 }  // namespace neighborly::extender

@@ -9,8 +9,12 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <string>
+#include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "extender/src/http/extender_handler.h"
+#include "extender/src/http/json_writer.h"
 #include "extender/src/http/testing/fake_decider.h"
 
 namespace neighborly::extender {
@@ -234,6 +238,33 @@ TEST_F(CodecTest, ScoresAreClampedToZeroToTen) {
   std::string out;
   EncodePrioritizeResult(names, decisions, out);
   EXPECT_EQ(out, R"([{"Host":"a","Score":0},{"Host":"b","Score":10}])");
+}
+
+// Every score, plain and escaped names, and a reply long enough to grow the
+// buffer several times: the same bytes as the entries written one by one.
+TEST_F(CodecTest, PrioritizeRepliesMatchTheEntryByEntryEncoding) {
+  std::vector<std::string> owned;
+  for (int i = 0; i < 3000; ++i) {
+    owned.push_back(i % 7 == 3 ? absl::StrCat("odd\"name\\", i) : absl::StrCat("worker-", i));
+  }
+  const std::vector<std::string_view> names(owned.begin(), owned.end());
+  std::vector<NodeDecision> decisions(names.size());
+  std::string expected = "[";
+  for (size_t i = 0; i < names.size(); ++i) {
+    decisions[i].score = static_cast<int>(i % 13) - 1;  // -1 .. 11
+    if (i > 0) expected += ',';
+    expected += "{\"Host\":";
+    AppendJsonString(names[i], expected);
+    expected += ",\"Score\":";
+    AppendInt(std::clamp(decisions[i].score, 0, 10), expected);
+    expected += '}';
+  }
+  expected += ']';
+  std::string out = "stale bytes from the last request";
+  out.clear();
+  EncodePrioritizeResult(names, decisions, out);
+  EXPECT_EQ(out, expected);
+  EXPECT_EQ(nlohmann::json::parse(out).size(), names.size());
 }
 
 TEST_F(CodecTest, ReasonsAreEscaped) {

@@ -1,6 +1,8 @@
 // Encoding half of the extender codec: exact PascalCase keys, no omitempty,
 // written by hand into a reused buffer.
 #include <algorithm>
+#include <cstring>
+#include <string_view>
 
 #include "extender/src/http/extender_codec.h"
 #include "extender/src/http/json_writer.h"
@@ -109,11 +111,32 @@ void EncodePrioritizeResult(std::span<const std::string_view> names,
   const size_t n = std::min(names.size(), decisions.size());
   JsonAppender json(out);
   json.Char('[');
+  constexpr std::string_view kHost = "{\"Host\":\"";
+  constexpr std::string_view kScore = "\",\"Score\":";
   for (size_t i = 0; i < n; ++i) {
-    json.Raw(i > 0 ? ",{\"Host\":" : "{\"Host\":");
-    json.String(names[i]);
+    if (i > 0) json.Char(',');
+    const std::string_view name = names[i];
+    const int score = std::clamp(decisions[i].score, 0, 10);
+    if (internal::JsonPlainPrefix(name) == name.size()) {
+      // The usual entry in one piece: {"Host":"name","Score":7}
+      char* p = json.Room(kHost.size() + name.size() + kScore.size() + 3);
+      std::memcpy(p, kHost.data(), kHost.size());
+      p += kHost.size();
+      std::memcpy(p, name.data(), name.size());
+      p += name.size();
+      std::memcpy(p, kScore.data(), kScore.size());
+      p += kScore.size();
+      const size_t digits = score >= 10 ? 2 : 1;
+      p[0] = score >= 10 ? '1' : static_cast<char>('0' + score);
+      p[1] = '0';  // overwritten by '}' for one digit
+      p[digits] = '}';
+      json.Advance(kHost.size() + name.size() + kScore.size() + digits + 1);
+      continue;
+    }
+    json.Raw("{\"Host\":");
+    json.String(name);
     json.Raw(",\"Score\":");
-    json.Int(std::clamp(decisions[i].score, 0, 10));
+    json.SmallScore(score);
     json.Char('}');
   }
   json.Char(']');

@@ -40,6 +40,8 @@ size_t Utf8SequenceLength(std::string_view s, size_t i) {
   return 0;
 }
 
+bool NeedsEscapeByte(unsigned char c) { return c < 0x20 || c == '"' || c == '\\' || c >= 0x80; }
+
 #if defined(__SSE2__)
 // Bit i set where byte i of the 16 at `p` needs escaping: '"', '\\', a control
 // character or a non-ASCII byte (a signed compare puts 0x80-0xFF below 0x20).
@@ -67,15 +69,25 @@ size_t PlainPrefixSse2(std::string_view s) {
     const unsigned m = EscapeMask16(p + n - 16);  // bytes before i are plain: their bits are 0
     return m != 0 ? n - 16 + static_cast<size_t>(__builtin_ctz(m)) : n;
   }
-  char padded[16];
-  std::memset(padded, ' ', sizeof(padded));
-  std::memcpy(padded, p, n);
-  const unsigned m = EscapeMask16(padded);
-  return m != 0 ? static_cast<size_t>(__builtin_ctz(m)) : n;
+  // Shorter than 16: its first and last halves (overlapping) side by side.
+  // A byte of the overlap shows in both; the first half's bit comes first.
+  if (n >= 8) {
+    uint64_t head, tail;
+    std::memcpy(&head, p, 8);
+    std::memcpy(&tail, p + n - 8, 8);
+    char both[16];
+    std::memcpy(both, &head, 8);
+    std::memcpy(both + 8, &tail, 8);
+    const unsigned m = EscapeMask16(both);
+    if (m == 0) return n;
+    return (m & 0xFF) != 0 ? static_cast<size_t>(__builtin_ctz(m))
+                           : n - 8 + static_cast<size_t>(__builtin_ctz(m >> 8));
+  }
+  size_t k = 0;
+  while (k < n && !NeedsEscapeByte(static_cast<unsigned char>(p[k]))) ++k;
+  return k;
 }
 #endif
-
-bool NeedsEscape(unsigned char c) { return c < 0x20 || c == '"' || c == '\\' || c >= 0x80; }
 
 // Whether any of the 8 bytes in `w` needs escaping, 8 bytes per step instead
 // of one (node names and reasons are plain ASCII almost always). Exact: the
@@ -113,7 +125,7 @@ size_t PlainPrefixPortable(std::string_view s) {
     }
     if (!WordNeedsEscape(w)) return n;
   }
-  while (i < n && !NeedsEscape(static_cast<unsigned char>(s[i]))) ++i;
+  while (i < n && !NeedsEscapeByte(static_cast<unsigned char>(s[i]))) ++i;
   return i;
 }
 
@@ -217,7 +229,16 @@ void JsonAppender::String(std::string_view s) {
   if (PlainPrefix(s) == n) {
     char* p = Room(n + 2);
     p[0] = '"';
-    std::memcpy(p + 1, s.data(), n);
+    const char* from = s.data();
+    if (n >= 8 && n <= 16) {  // most node names: two overlapping word copies
+      std::memcpy(p + 1, from, 8);
+      std::memcpy(p + 1 + n - 8, from + n - 8, 8);
+    } else if (n > 16 && n <= 32) {
+      std::memcpy(p + 1, from, 16);
+      std::memcpy(p + 1 + n - 16, from + n - 16, 16);
+    } else {
+      std::memcpy(p + 1, from, n);
+    }
     p[n + 1] = '"';
     at_ += n + 2;
     return;

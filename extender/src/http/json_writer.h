@@ -56,12 +56,28 @@ class JsonAppender {
   }
   void String(std::string_view s);  // as AppendJsonString
   void Int(int64_t value);          // as AppendInt
+  // A score, 0..10, as AppendInt writes it.
+  void SmallScore(int score) {
+    char* p = Room(2);
+    if (score >= 10) {
+      p[0] = '1';
+      p[1] = '0';
+      at_ += 2;
+    } else {
+      p[0] = static_cast<char>('0' + (score < 0 ? 0 : score));
+      at_ += 1;
+    }
+  }
 
- private:
+  // For a writer that knows its piece: at least `n` bytes to write at the
+  // returned cursor, then Advance() by what it wrote.
   char* Room(size_t n) {
     if (out_.size() - at_ < n) Grow(n);
     return out_.data() + at_;
   }
+  void Advance(size_t n) { at_ += n; }
+
+ private:
   void Grow(size_t n);
   std::string& out_;
   size_t at_;  // written so far; out_.size() is the room

@@ -402,14 +402,6 @@ Booking MakeBooking(std::string_view pod_uid, const PodRequest& req, const NodeD
   return b;
 }
 
-double Confidence(const NodeProfile& profile, absl::Time now, const ModelConfig& config) {
-  // fresh_until = received_at + fresh_intervals x window; stale_at = received_at + max_age
-  // (precomputed from `config` by BuildNodeProfile).
-  if (now <= profile.fresh_until) return 1.0;
-  if (now >= profile.stale_at) return 0.0;
-  return absl::FDivDuration(profile.stale_at - now, profile.stale_at - profile.fresh_until);
-}
-
 void EvaluateNode(const PodRequest& pod, const NodeProfile* profile,
                   std::span<const Booking> bookings, absl::Time now, const ModelConfig& config,
                   NodeDecision& out) {

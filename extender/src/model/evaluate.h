@@ -44,7 +44,14 @@ Booking MakeBooking(std::string_view pod_uid, const PodRequest& req, const NodeD
 
 // 1 while the report is younger than fresh_intervals x its window, falling
 // linearly to 0 at max_age (both taken from the config the profile was built with).
-double Confidence(const NodeProfile& profile, absl::Time now, const ModelConfig& config);
+// Inline: evaluation asks it for every candidate node.
+inline double Confidence(const NodeProfile& profile, absl::Time now, const ModelConfig&) {
+  // fresh_until = received_at + fresh_intervals x window; stale_at = received_at + max_age
+  // (precomputed from the config by BuildNodeProfile).
+  if (now <= profile.fresh_until) return 1.0;
+  if (now >= profile.stale_at) return 0.0;
+  return absl::FDivDuration(profile.stale_at - now, profile.stale_at - profile.fresh_until);
+}
 
 // Fills `out` (reusing its reason's storage). `profile` == nullptr: no telemetry.
 // Bookings whose expires_at has passed are ignored.
