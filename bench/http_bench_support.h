@@ -109,9 +109,11 @@ inline telemetry::v1::NodeReport SyntheticReport(int i, uint64_t sequence = 1, i
 
 // The real decision core with `nodes` two-socket nodes of fresh telemetry
 // (SyntheticReport), so that filter and prioritize do their full work.
+// `evaluation_threads` as http.evaluationThreads (1: the request's own only).
 struct SyntheticCluster {
-  explicit SyntheticCluster(int nodes) {
-    core = std::make_unique<extender::ExtenderCore>(extender::ModelConfig(), clock);
+  explicit SyntheticCluster(int nodes, size_t evaluation_threads = 1) {
+    core = std::make_unique<extender::ExtenderCore>(extender::ModelConfig(), clock, 200'000, 50'000,
+                                                    evaluation_threads);
     clock.Set(absl::FromUnixSeconds(1'700'000'001));
     for (int i = 0; i < nodes; ++i) {
       if (absl::Status s = core->Ingest(SyntheticReport(i)); !s.ok()) {

@@ -13,6 +13,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -40,8 +41,17 @@ const std::string& FullBody() {
   return *body;
 }
 
-void RunHandler(benchmark::State& state, Verb verb, const std::string& body) {
-  ExtenderHandler handler(*Cluster().core, nullptr);
+// The same cluster, with helper threads for large requests (http.evaluationThreads).
+SyntheticCluster& ClusterWithThreads(size_t threads) {
+  static std::map<size_t, SyntheticCluster*>* clusters = new std::map<size_t, SyntheticCluster*>;
+  SyntheticCluster*& cluster = (*clusters)[threads];
+  if (cluster == nullptr) cluster = new SyntheticCluster(kClusterNodes, threads);
+  return *cluster;
+}
+
+void RunHandler(benchmark::State& state, Verb verb, const std::string& body,
+                SyntheticCluster& cluster = Cluster()) {
+  ExtenderHandler handler(*cluster.core, nullptr);
   ScratchPool::Lease scratch = handler.scratch().Acquire();
   scratch->body.Assign(body);
   scratch->body.Seal();
@@ -64,6 +74,29 @@ void BM_PrioritizeNames(benchmark::State& state) {
   RunHandler(state, Verb::kPrioritize, NamesBody(static_cast<int>(state.range(0))));
 }
 BENCHMARK(BM_PrioritizeNames)->Arg(500)->Arg(5000)->Arg(15000)->Unit(benchmark::kMicrosecond);
+
+// The same requests with the candidates shared over `threads` threads (the
+// request's own and helpers): wall time is the latency kube-scheduler sees
+// ("Time"), CPU is every thread's ("CPU", the process's).
+void BM_FilterNamesThreads(benchmark::State& state) {
+  RunHandler(state, Verb::kFilter, NamesBody(static_cast<int>(state.range(0))),
+             ClusterWithThreads(static_cast<size_t>(state.range(1))));
+}
+BENCHMARK(BM_FilterNamesThreads)
+    ->ArgsProduct({{500, 5000, 15000}, {2}})
+    ->UseRealTime()
+    ->MeasureProcessCPUTime()
+    ->Unit(benchmark::kMicrosecond);
+
+void BM_PrioritizeNamesThreads(benchmark::State& state) {
+  RunHandler(state, Verb::kPrioritize, NamesBody(static_cast<int>(state.range(0))),
+             ClusterWithThreads(static_cast<size_t>(state.range(1))));
+}
+BENCHMARK(BM_PrioritizeNamesThreads)
+    ->ArgsProduct({{500, 5000, 15000}, {2}})
+    ->UseRealTime()
+    ->MeasureProcessCPUTime()
+    ->Unit(benchmark::kMicrosecond);
 
 // The transport's share: decode + encode around a Decider that does nothing
 // (every node passes with score 5).

@@ -5,6 +5,7 @@
 // save state, exit 0. Bad flags or config: one line on stderr, exit 2.
 #include <signal.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <filesystem>
@@ -19,6 +20,7 @@
 #include "extender/src/api/core_operator_source.h"
 #include "extender/src/api/operator_api.h"
 #include "extender/src/config/extender_config.h"
+#include "extender/src/core/evaluation_pool.h"
 #include "extender/src/core/extender_core.h"
 #include "extender/src/http/http_server.h"
 #include "extender/src/ingest/node_identity.h"
@@ -136,7 +138,12 @@ int Run(int argc, char** argv) {
   sigaddset(&signals, SIGINT);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
-  ExtenderCore core(config->model, clock, static_cast<size_t>(config->state_max_pods));
+  const size_t evaluation_threads = config->evaluation_threads > 0
+                                        ? static_cast<size_t>(config->evaluation_threads)
+                                        : std::min<size_t>(4, EvaluationPool::UsableCpus());
+  ExtenderCore core(config->model, clock, static_cast<size_t>(config->state_max_pods),
+                    /*max_nodes=*/50'000, evaluation_threads);
+  spdlog::info("requests of 1,024 names or more are evaluated by {} thread(s)", evaluation_threads);
   if (!config->state_file.empty()) {
     if (std::filesystem::exists(config->state_file)) {
       if (absl::Status s = core.LoadState(config->state_file); !s.ok()) {

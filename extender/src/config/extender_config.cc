@@ -283,6 +283,7 @@ absl::StatusOr<ExtenderConfig> ParseExtenderConfig(std::string_view yaml, std::s
               {"requestTimeout", p.Duration(config.http.request_timeout, absl::Milliseconds(1))},
               {"workerThreads", p.Integer(config.http.worker_threads, 1, 4096)},
               {"maxConnections", p.Integer(config.http.max_connections, 1, 65536)},
+              {"evaluationThreads", p.Integer(config.evaluation_threads, 0, 64)},
               {"tls", [&](const YAML::Node& t, const std::string& tpath) {
                  return p.Map(t, tpath,
                               {{"certFile", p.String(config.http.tls_cert_file)},

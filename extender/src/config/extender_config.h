@@ -50,6 +50,9 @@ struct ExtenderConfig {
   absl::Duration identity_leeway = absl::Seconds(30);
   // How often the key files are checked for changes (rotated issuer keys).
   absl::Duration identity_reload_interval = absl::Seconds(10);
+  // http.evaluationThreads: threads (the request's own included) that evaluate
+  // a request of 1,024 names or more. 0: auto, min(4, the CPUs usable).
+  int evaluation_threads = 0;
   // state: learned knowledge that survives restarts. Empty file: not persisted.
   std::string state_file;
   absl::Duration state_save_interval = absl::Seconds(60);

@@ -28,6 +28,7 @@ TEST(ExtenderConfigTest, EmptyFileGivesDefaults) {
   EXPECT_EQ(c->http.read_timeout, absl::Seconds(5));
   EXPECT_EQ(c->state_file, "");
   EXPECT_EQ(c->state_max_pods, 200'000);
+  EXPECT_EQ(c->evaluation_threads, 0);
   EXPECT_EQ(c->log_level, "info");
   EXPECT_DOUBLE_EQ(c->model.membw_headroom, ModelConfig().membw_headroom);
   EXPECT_EQ(c->model.label_rules.size(), 1u);
@@ -44,6 +45,7 @@ http:
   keepAliveTimeout: 4s
   requestTimeout: 500ms
   workerThreads: 16
+  evaluationThreads: 2
   maxConnections: 32
 grpc:
   address: "[::1]:0"
@@ -88,6 +90,7 @@ model:
   EXPECT_EQ(c->http.keep_alive_timeout, absl::Seconds(4));
   EXPECT_EQ(c->http.request_timeout, absl::Milliseconds(500));
   EXPECT_EQ(c->http.worker_threads, 16);
+  EXPECT_EQ(c->evaluation_threads, 2);
   EXPECT_EQ(c->http.max_connections, 32);
   EXPECT_EQ(c->grpc_address, "[::1]:0");
   EXPECT_EQ(c->state_file, "/tmp/neighborly-state.json");
@@ -135,6 +138,8 @@ TEST(ExtenderConfigTest, WrongTypesAreNamedWithTheirLine) {
   EXPECT_THAT(ErrorOf("http:\n  workerThreads: many\n"),
               HasSubstr("extender.yaml:2: http.workerThreads: expected an integer, got \"many\""));
   EXPECT_THAT(ErrorOf("http:\n  workerThreads: 0\n"), HasSubstr("outside 1..4096"));
+  EXPECT_THAT(ErrorOf("http:\n  evaluationThreads: 65\n"),
+              HasSubstr("http.evaluationThreads: 65 is outside 0..64"));
   EXPECT_THAT(ErrorOf("state:\n  maxPods: 10\n"),
               HasSubstr("extender.yaml:2: state.maxPods: 10 is outside 1000..10000000"));
   EXPECT_THAT(ErrorOf("\n\nmodel:\n  maxAge: 60\n"),

@@ -7,6 +7,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "common/strings.h"
+#include "extender/src/core/evaluation_pool.h"
 #include "extender/src/core/report_validation.h"
 #include "extender/src/model/classify.h"
 #include "extender/src/model/evaluate.h"
@@ -60,12 +61,15 @@ std::optional<RememberedPod> Learnable(ContentionClass c, ClassSource source,
 }  // namespace
 
 struct ExtenderCore::Impl {
-  Impl(ModelConfig c, const Clock& clk, size_t max_remembered_pods, size_t max_nodes)
+  Impl(ModelConfig c, const Clock& clk, size_t max_remembered_pods, size_t max_nodes,
+       size_t evaluation_threads)
       : config(std::move(c)),
         clock(clk),
         state(max_nodes),
         registry(max_remembered_pods),
-        ledger(state) {}
+        ledger(state),
+        pool(evaluation_threads > 1 ? std::make_unique<EvaluationPool>(evaluation_threads)
+                                    : nullptr) {}
 
   absl::Status Apply(std::unique_ptr<NodeSnapshot> snapshot);  // a validated report
   void Decide(std::string_view verb, const IncomingPod& pod,
@@ -79,13 +83,28 @@ struct ExtenderCore::Impl {
   PodRegistry registry;
   BookingLedger ledger;
   DecisionLog log;
+  // Requests of at least kParallelMinNodes names are evaluated in chunks of
+  // kParallelChunk by the pool (docs/performance.md: below ~1,000 names a
+  // helper's wake-up costs more than its share saves).
+  static constexpr size_t kParallelMinNodes = 1024;
+  static constexpr size_t kParallelChunk = 256;
+  std::unique_ptr<EvaluationPool> pool;  // null: one thread
   std::atomic<uint64_t> accepted{0};
   std::atomic<uint64_t> rejected{0};
 };
 
 ExtenderCore::ExtenderCore(ModelConfig config, const Clock& clock, size_t max_remembered_pods,
-                           size_t max_nodes)
-    : impl_(std::make_unique<Impl>(std::move(config), clock, max_remembered_pods, max_nodes)) {}
+                           size_t max_nodes, size_t evaluation_threads)
+    : impl_(std::make_unique<Impl>(std::move(config), clock, max_remembered_pods, max_nodes,
+                                   evaluation_threads)) {}
+
+size_t ExtenderCore::evaluation_threads() const {
+  return impl_->pool != nullptr ? impl_->pool->threads() : 1;
+}
+
+uint64_t ExtenderCore::shared_evaluations() const {
+  return impl_->pool != nullptr ? impl_->pool->shared_runs() : 0;
+}
 
 ExtenderCore::~ExtenderCore() = default;
 
@@ -199,53 +218,66 @@ void ExtenderCore::Impl::Decide(std::string_view verb, const IncomingPod& pod,
   // Candidates are looked up in batches, each level's memory fetched for the
   // whole batch before it is used (index slot, entry, snapshot), so that the
   // cache misses of a batch overlap instead of following one another.
-  constexpr size_t kBatch = 16;
-  for (size_t base = 0; base < nodes.size(); base += kBatch) {
-    const size_t count = std::min(kBatch, nodes.size() - base);
-    std::array<uint64_t, kBatch> hashes;
-    for (size_t j = 0; j < count; ++j) {
-      hashes[j] = NodeNameHash(nodes[base + j]);
-      view.PrefetchSlot(hashes[j]);
-    }
-    for (size_t j = 0; j < count; ++j) view.PrefetchEntry(hashes[j]);
-    std::array<const ClusterState::Entry*, kBatch> entries;
-    std::array<const NodeSnapshot*, kBatch> snapshots;
-    for (size_t j = 0; j < count; ++j) {
-      entries[j] = view.Find(nodes[base + j], hashes[j]);
-      // Plain loads: `view` keeps whatever they return alive.
-      snapshots[j] = entries[j] != nullptr ? entries[j]->snapshot.load() : nullptr;
-      if (snapshots[j] != nullptr) {
-        const NodeProfile& p = snapshots[j]->profile;
-        const char* hot = reinterpret_cast<const char*>(&p);
-        const char* hot_end = reinterpret_cast<const char*>(&p.l3 + 1);
-        if (isolation_text != nullptr) {
-          hot_end = reinterpret_cast<const char*>(&(p.*isolation_text) + 1);
-        }
-        // Four lines in the usual case (the first four, unrolled), more only
-        // for a node with more NUMA nodes or L3 domains than fit inline.
-        for (int line = 0; line < 4; ++line) __builtin_prefetch(hot + 64 * line);
-        for (hot += 4 * 64; hot < hot_end; hot += 64) __builtin_prefetch(hot);
-      }
-    }
-    // The text of the isolation rejections this pod will meet (a separate
-    // allocation, copied into the decision), once the counts have arrived.
-    if (isolation_text != nullptr) {
+  auto evaluate = [&](size_t begin, size_t end) {
+    constexpr size_t kBatch = 16;
+    for (size_t base = begin; base < end; base += kBatch) {
+      const size_t count = std::min(kBatch, end - base);
+      std::array<uint64_t, kBatch> hashes;
       for (size_t j = 0; j < count; ++j) {
-        if (snapshots[j] == nullptr) continue;
-        const NodeProfile& p = snapshots[j]->profile;
-        if ((latency_critical ? p.batch_pods : p.latency_critical_pods) == 0) continue;
-        const std::string& text = p.*isolation_text;
-        for (size_t at = 0; at < text.size(); at += 64) __builtin_prefetch(text.data() + at);
+        hashes[j] = NodeNameHash(nodes[base + j]);
+        view.PrefetchSlot(hashes[j]);
+      }
+      for (size_t j = 0; j < count; ++j) view.PrefetchEntry(hashes[j]);
+      std::array<const ClusterState::Entry*, kBatch> entries;
+      std::array<const NodeSnapshot*, kBatch> snapshots;
+      for (size_t j = 0; j < count; ++j) {
+        entries[j] = view.Find(nodes[base + j], hashes[j]);
+        // Plain loads: `view` keeps whatever they return alive.
+        snapshots[j] = entries[j] != nullptr ? entries[j]->snapshot.load() : nullptr;
+        if (snapshots[j] != nullptr) {
+          const NodeProfile& p = snapshots[j]->profile;
+          const char* hot = reinterpret_cast<const char*>(&p);
+          const char* hot_end = reinterpret_cast<const char*>(&p.l3 + 1);
+          if (isolation_text != nullptr) {
+            hot_end = reinterpret_cast<const char*>(&(p.*isolation_text) + 1);
+          }
+          // Four lines in the usual case (the first four, unrolled), more only
+          // for a node with more NUMA nodes or L3 domains than fit inline.
+          for (int line = 0; line < 4; ++line) __builtin_prefetch(hot + 64 * line);
+          for (hot += 4 * 64; hot < hot_end; hot += 64) __builtin_prefetch(hot);
+        }
+      }
+      // The text of the isolation rejections this pod will meet (a separate
+      // allocation, copied into the decision), once the counts have arrived.
+      if (isolation_text != nullptr) {
+        for (size_t j = 0; j < count; ++j) {
+          if (snapshots[j] == nullptr) continue;
+          const NodeProfile& p = snapshots[j]->profile;
+          if ((latency_critical ? p.batch_pods : p.latency_critical_pods) == 0) continue;
+          const std::string& text = p.*isolation_text;
+          for (size_t at = 0; at < text.size(); at += 64) __builtin_prefetch(text.data() + at);
+        }
+      }
+      for (size_t j = 0; j < count; ++j) {
+        // Most requests find no booking anywhere: skip the second load then.
+        const BookingList* booked =
+            any_bookings && entries[j] != nullptr ? entries[j]->bookings.load() : nullptr;
+        EvaluateNode(req, snapshots[j] != nullptr ? &snapshots[j]->profile : nullptr,
+                     booked ? std::span<const Booking>(*booked) : std::span<const Booking>(), now,
+                     config, out[base + j]);
       }
     }
-    for (size_t j = 0; j < count; ++j) {
-      // Most requests find no booking anywhere: skip the second load then.
-      const BookingList* booked =
-          any_bookings && entries[j] != nullptr ? entries[j]->bookings.load() : nullptr;
-      EvaluateNode(req, snapshots[j] != nullptr ? &snapshots[j]->profile : nullptr,
-                   booked ? std::span<const Booking>(*booked) : std::span<const Booking>(), now,
-                   config, out[base + j]);
-    }
+  };
+  // A large request's candidates are shared with idle helper threads, in
+  // chunks that write disjoint decisions; all read through this one View,
+  // which outlives the Run.
+  if (pool != nullptr && nodes.size() >= kParallelMinNodes) {
+    const size_t chunks = (nodes.size() + kParallelChunk - 1) / kParallelChunk;
+    pool->Run(chunks, [&](size_t c) {
+      evaluate(c * kParallelChunk, std::min(nodes.size(), (c + 1) * kParallelChunk));
+    });
+  } else {
+    evaluate(0, nodes.size());
   }
 
   std::string booked_node;

@@ -115,9 +115,11 @@ class ExtenderCore : public Decider {
  public:
   // `max_remembered_pods` bounds the per-UID memory (state.maxPods);
   // `max_nodes` the nodes it tracks (a core for one node, as the report
-  // fuzzers build per input, skips the 50,000-node index's 3 MiB).
+  // fuzzers build per input, skips the 50,000-node index's 3 MiB);
+  // `evaluation_threads` (http.evaluationThreads) the threads, the request's
+  // own included, that evaluate a request of 1,024 names or more.
   ExtenderCore(ModelConfig config, const Clock& clock, size_t max_remembered_pods = 200'000,
-               size_t max_nodes = 50'000);
+               size_t max_nodes = 50'000, size_t evaluation_threads = 1);
   ~ExtenderCore() override;
 
   // Validates and applies one report (the gRPC ingest path). Invalid reports
@@ -140,6 +142,10 @@ class ExtenderCore : public Decider {
   // Latest decisions for a pod, matched by uid, "namespace/name" or name; newest first.
   std::vector<DecisionRecord> Decisions(std::string_view pod, size_t limit) const;
   size_t node_count() const;
+  // Threads that evaluate a large request (1: its own only), and how many
+  // requests a helper thread took part in.
+  size_t evaluation_threads() const;
+  uint64_t shared_evaluations() const;
   // Counters for /metrics: reports accepted/rejected by Ingest (streams_open
   // is 0 here; the gRPC server's TelemetryServer::stats() fills it), bookings
   // in flight, pod UIDs remembered.

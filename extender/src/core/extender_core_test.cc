@@ -2,6 +2,7 @@
 // the current clock, bookings, remembered classes, views, persistence.
 #include "extender/src/core/extender_core.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -259,6 +260,76 @@ TEST_F(ExtenderCoreTest, DecisionsAreServedWhileIngestRuns) {
   for (const NodeDecision& x : Filter(lc, {"node-0", "node-1", "node-2", "node-3"})) {
     EXPECT_FALSE(x.feasible);
   }
+}
+
+// A large request is shared with helper threads: every decision is the one
+// a single thread makes (and the same node is booked).
+TEST(ExtenderCoreParallelTest, HelperThreadsDecideExactlyAsOneThread) {
+  FakeClock clock;
+  ExtenderCore one(ModelConfig{}, clock);
+  ExtenderCore four(ModelConfig{}, clock, 200'000, 50'000, /*evaluation_threads=*/4);
+  EXPECT_EQ(one.evaluation_threads(), 1u);
+  EXPECT_EQ(four.evaluation_threads(), 4u);
+  std::vector<std::string> names;
+  for (int i = 0; i < 3000; ++i) {
+    names.push_back("node-" + std::to_string(i));
+    if (i % 10 == 9) continue;  // no telemetry
+    tv1::NodeReport r = TwoSocketNode(names.back());
+    SetMeasured(r, static_cast<uint32_t>(i % 2), static_cast<uint64_t>(i % 25) << 20,
+                static_cast<uint64_t>(i % 47) * 1'000'000'000);
+    if (i % 3 == 0) {
+      AddPod(
+          r,
+          {.uid = "b" + std::to_string(i), .name = "scan", .labels = {{"workload-type", "batch"}}});
+    }
+    if (i % 7 == 0) {
+      AddPod(r, {.uid = "l" + std::to_string(i),
+                 .name = "api",
+                 .annotations = {{"neighborly.io/class", "latency-critical"}}});
+    }
+    ASSERT_TRUE(one.Ingest(r).ok());
+    ASSERT_TRUE(four.Ingest(r).ok());
+  }
+  names.push_back("never-reported");
+  const std::vector<std::string_view> views(names.begin(), names.end());
+  IncomingPod pinned = LatencyCritical("pinned");
+  pinned.qos = QosClass::kGuaranteed;
+  pinned.cpu_request_millicores = 4000;
+  pinned.wants_exclusive_cpus = true;
+  const std::vector<IncomingPod> pods = {
+      LatencyCritical("lc"), Pod("batch", {}, {{"workload-type", "batch"}}), Pod("web"), pinned};
+  for (const IncomingPod& pod : pods) {
+    for (bool prioritize : {false, true}) {
+      std::vector<NodeDecision> a, b;
+      if (prioritize) {
+        one.Prioritize(pod, views, a);
+        four.Prioritize(pod, views, b);
+      } else {
+        one.Filter(pod, views, a);
+        four.Filter(pod, views, b);
+      }
+      ASSERT_EQ(a.size(), views.size());
+      ASSERT_EQ(b.size(), views.size());
+      for (size_t i = 0; i < views.size(); ++i) {
+        SCOPED_TRACE(std::string(views[i]) + " for " + pod.name);
+        EXPECT_EQ(a[i].feasible, b[i].feasible);
+        EXPECT_EQ(a[i].reason, b[i].reason);
+        EXPECT_EQ(a[i].score, b[i].score);
+        EXPECT_EQ(a[i].cost, b[i].cost);
+        EXPECT_EQ(a[i].confidence, b[i].confidence);
+        EXPECT_EQ(a[i].numa_node, b[i].numa_node);
+        EXPECT_EQ(a[i].l3_domain, b[i].l3_domain);
+      }
+    }
+  }
+  // Rejections and passes both occurred, so the comparison covered both.
+  std::vector<NodeDecision> d;
+  one.Filter(pods[0], views, d);
+  EXPECT_GT(std::count_if(d.begin(), d.end(), [](const NodeDecision& x) { return !x.feasible; }),
+            100);
+  EXPECT_GT(std::count_if(d.begin(), d.end(), [](const NodeDecision& x) { return x.feasible; }),
+            100);
+  EXPECT_EQ(one.Decisions("", 100).size(), four.Decisions("", 100).size() + 1);
 }
 
 }  // namespace
