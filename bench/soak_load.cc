@@ -67,14 +67,17 @@ struct Options {
   // tell the pod registry's growth (bounded by its capacity) from the rest.
   bool declared_pods = true;
   // Nice value of the simulated fleet's threads (they stand for agents on
-  // other machines); the scheduler client keeps the priority it was started with.
+  // other machines), which also run SCHED_IDLE unless --fleet-no-idle; the
+  // scheduler client keeps the priority it was started with.
   int fleet_nice = 19;
+  bool fleet_idle = true;
   absl::Duration duration = absl::Seconds(20);
   absl::Duration print_every = absl::Seconds(10);
 };
 
-// --fleet-nice, read by the fleet's gRPC callbacks and pacing thread.
+// --fleet-nice and --fleet-no-idle, read by the fleet's gRPC callbacks and pacing thread.
 int g_fleet_nice = 19;
+bool g_fleet_idle = true;
 
 [[noreturn]] void Die(const std::string& message) {
   std::fprintf(stderr, "soak_load: %s\n", message.c_str());
@@ -106,7 +109,7 @@ Options ParseFlags(int argc, char** argv) {
     if (const size_t eq = flag.find('='); eq != std::string::npos) {
       value = flag.substr(eq + 1);
       flag = flag.substr(0, eq);
-    } else if (flag != "--help" && flag != "--undeclared-pods") {
+    } else if (flag != "--help" && flag != "--undeclared-pods" && flag != "--fleet-no-idle") {
       if (i + 1 >= argc) Die(absl::StrCat(flag, " needs a value"));
       value = argv[++i];
     }
@@ -118,10 +121,12 @@ Options ParseFlags(int argc, char** argv) {
           "                 [--nodes 5000] [--pods-per-node 50] [--report-hz 1]\n"
           "                 [--pods-per-second 200] [--candidates 500] [--channels 8]\n"
           "                 [--duration 20s] [--print-every 10s] [--undeclared-pods]\n"
-          "                 [--fleet-nice 19]\n");
+          "                 [--fleet-nice 19] [--fleet-no-idle]\n");
       std::exit(0);
     } else if (flag == "--undeclared-pods") {
       o.declared_pods = false;
+    } else if (flag == "--fleet-no-idle") {
+      o.fleet_idle = false;
     } else if (flag == "--extender") {
       o.extender = value;
     } else if (flag == "--config") {
@@ -318,15 +323,16 @@ class NodeStream final : public grpc::ClientBidiReactor<tv1::NodeReport, tv1::Re
   bool done() const { return done_.load(std::memory_order_acquire); }
 
   // The simulated fleet stands for agents on 5,000 other machines: its threads
-  // run at the lowest priority, so that on a shared load machine the CPU goes
-  // first to the extender and to the scheduler client being measured.
+  // run at the lowest priority (nice 19 and SCHED_IDLE), so that on a shared
+  // load machine the CPU goes first to the extender and to the scheduler
+  // client being measured.
   void OnWriteDone(bool ok) override {
-    LowerThisThreadPriority(g_fleet_nice);
+    LowerThisThreadPriority(g_fleet_nice, g_fleet_idle);
     if (ok) counters_.written.fetch_add(1, std::memory_order_relaxed);
     writing_.store(!ok, std::memory_order_release);  // a failed write: the stream is ending
   }
   void OnReadDone(bool ok) override {
-    LowerThisThreadPriority(g_fleet_nice);
+    LowerThisThreadPriority(g_fleet_nice, g_fleet_idle);
     if (!ok) return;
     counters_.acked.fetch_add(1, std::memory_order_relaxed);
     StartRead(&ack_);
@@ -439,6 +445,7 @@ void PrintServerSide(const std::string& http) {
 int Run(int argc, char** argv) {
   Options o = ParseFlags(argc, argv);
   g_fleet_nice = o.fleet_nice;
+  g_fleet_idle = o.fleet_idle;
   pid_t pid = o.pid;
   const bool own_extender = !o.extender.empty();
   if (own_extender) pid = StartExtender(o);
@@ -477,7 +484,7 @@ int Run(int argc, char** argv) {
 
   // One pacing thread: node n reports at n/nodes of every period.
   std::thread pacer([&] {
-    LowerThisThreadPriority(g_fleet_nice);
+    LowerThisThreadPriority(g_fleet_nice, g_fleet_idle);
     const double per_second = o.report_hz * o.nodes;
     uint64_t ticked = 0;
     while (!stop.load()) {

@@ -1,5 +1,6 @@
 #include "common/thread_priority.h"
 
+#include <sched.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -20,7 +21,7 @@ int ThisThreadNice() {
   return errno == 0 ? nice : -100;
 }
 
-int LowerThisThreadPriority(int increment) {
+int LowerThisThreadPriority(int increment, bool idle_policy) {
   thread_local int applied = -2;  // -2: not tried on this thread yet
   if (applied != -2) return applied;
   const int current = ThisThreadNice();
@@ -32,7 +33,15 @@ int LowerThisThreadPriority(int increment) {
   } else {
     applied = ThisThreadNice();
   }
+  if (idle_policy) {
+    // sched_setscheduler(0, ...) is per thread on Linux, too; a refusal
+    // leaves the thread at its (already lowered) nice value.
+    const sched_param param{};
+    ::sched_setscheduler(0, SCHED_IDLE, &param);
+  }
   return applied;
 }
+
+bool ThisThreadIsIdlePolicy() { return ::sched_getscheduler(0) == SCHED_IDLE; }
 
 }  // namespace neighborly

@@ -37,5 +37,23 @@ TEST(ThreadPriorityTest, ClampsToTheValidRange) {
   EXPECT_EQ(negative, base);
 }
 
+TEST(ThreadPriorityTest, IdlePolicyIsPerThread) {
+  ASSERT_FALSE(ThisThreadIsIdlePolicy());
+  bool idle = false, plain = true;
+  std::thread worker([&] {
+    LowerThisThreadPriority(10, /*idle_policy=*/true);
+    idle = ThisThreadIsIdlePolicy();
+  });
+  worker.join();
+  std::thread other([&] {
+    LowerThisThreadPriority(10);
+    plain = ThisThreadIsIdlePolicy();
+  });
+  other.join();
+  EXPECT_TRUE(idle);
+  EXPECT_FALSE(plain) << "only asked for: a nice value";
+  EXPECT_FALSE(ThisThreadIsIdlePolicy()) << "the process's other threads keep their policy";
+}
+
 }  // namespace
 }  // namespace neighborly

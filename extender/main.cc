@@ -79,6 +79,7 @@ int Run(int argc, char** argv) {
   telemetry_options.max_receive_message_bytes = static_cast<int>(config->grpc_max_report_bytes);
   telemetry_options.policy.max_reports_per_second = config->grpc_max_reports_per_second;
   telemetry_options.policy.report_burst = config->grpc_report_burst;
+  telemetry_options.policy.idle_ingest_threads = config->grpc_idle_ingest_threads;
   if (config->grpc_insecure_plaintext) {
     spdlog::warn(
         "grpc.insecurePlaintext: telemetry is accepted without TLS; anyone who can reach {} can "

@@ -5,6 +5,7 @@
 #include <httplib.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -524,6 +525,14 @@ TEST_F(FaultsTest, IngestThreadsYieldTheCpuToTheSchedulingPath) {
   }
   EXPECT_GE(lowered, 1) << "no ingest thread runs at nice 10";
   EXPECT_EQ(after.at(extender_->pid()), base) << "the main thread keeps its priority";
+  // ... and under SCHED_IDLE (grpc.ingestScheduling: idle, the default): a
+  // waking /filter worker preempts them at once.
+  int idle = 0;
+  for (const auto& [tid, nice] : after) {
+    idle += ::sched_getscheduler(tid) == SCHED_IDLE ? 1 : 0;
+  }
+  EXPECT_EQ(idle, lowered) << "the ingest threads, and only they, run SCHED_IDLE";
+  EXPECT_NE(::sched_getscheduler(extender_->pid()), SCHED_IDLE);
   // The HTTP workers (the threads that existed before any stream) that are not
   // gRPC's keep the base priority: at least one thread is still at `base`.
   int unchanged = 0;

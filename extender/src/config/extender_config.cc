@@ -302,6 +302,17 @@ absl::StatusOr<ExtenderConfig> ParseExtenderConfig(std::string_view yaml, std::s
               {"maxReportBytes", p.Bytes(config.grpc_max_report_bytes, 4096)},
               {"maxReportsPerSecond", p.Double(config.grpc_max_reports_per_second, 0, 1e6)},
               {"reportBurst", p.Double(config.grpc_report_burst, 1, 1e6)},
+              {"ingestScheduling",
+               [&](const YAML::Node& s, const std::string& spath) -> absl::Status {
+                 absl::StatusOr<std::string> value = p.Scalar(s, spath, "idle or nice");
+                 if (!value.ok()) return value.status();
+                 if (*value != "idle" && *value != "nice") {
+                   return p.Error(
+                       s, absl::StrCat(spath, ": expected idle or nice, got \"", *value, "\""));
+                 }
+                 config.grpc_idle_ingest_threads = *value == "idle";
+                 return absl::OkStatus();
+               }},
               {"tls",
                [&](const YAML::Node& t, const std::string& tpath) {
                  return p.Map(t, tpath,

@@ -40,6 +40,8 @@ struct ExtenderConfig {
   int64_t grpc_max_report_bytes = 8 << 20;
   double grpc_max_reports_per_second = 5;
   double grpc_report_burst = 10;
+  // grpc.ingestScheduling: "idle" (SCHED_IDLE) or "nice" (nice +10 only).
+  bool grpc_idle_ingest_threads = true;
   // grpc.identity: bind each stream to the node of the agent's ServiceAccount
   // token. Enabled when issuer is set.
   std::string identity_issuer;

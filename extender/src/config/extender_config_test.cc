@@ -29,6 +29,7 @@ TEST(ExtenderConfigTest, EmptyFileGivesDefaults) {
   EXPECT_EQ(c->state_file, "");
   EXPECT_EQ(c->state_max_pods, 200'000);
   EXPECT_EQ(c->evaluation_threads, 0);
+  EXPECT_TRUE(c->grpc_idle_ingest_threads);
   EXPECT_EQ(c->log_level, "info");
   EXPECT_DOUBLE_EQ(c->model.membw_headroom, ModelConfig().membw_headroom);
   EXPECT_EQ(c->model.label_rules.size(), 1u);
@@ -138,6 +139,9 @@ TEST(ExtenderConfigTest, WrongTypesAreNamedWithTheirLine) {
   EXPECT_THAT(ErrorOf("http:\n  workerThreads: many\n"),
               HasSubstr("extender.yaml:2: http.workerThreads: expected an integer, got \"many\""));
   EXPECT_THAT(ErrorOf("http:\n  workerThreads: 0\n"), HasSubstr("outside 1..4096"));
+  EXPECT_THAT(ErrorOf("grpc:\n  ingestScheduling: realtime\n"),
+              HasSubstr("extender.yaml:2: grpc.ingestScheduling: expected idle or nice, got "
+                        "\"realtime\""));
   EXPECT_THAT(ErrorOf("http:\n  evaluationThreads: 65\n"),
               HasSubstr("http.evaluationThreads: 65 is outside 0..64"));
   EXPECT_THAT(ErrorOf("state:\n  maxPods: 10\n"),
@@ -239,6 +243,7 @@ grpc:
   maxReportBytes: 4Mi
   maxReportsPerSecond: 2.5
   reportBurst: 6
+  ingestScheduling: nice
   tls:
     caFile: /tls/ca.crt
     certFile: /tls/tls.crt
@@ -256,6 +261,7 @@ grpc:
 )",
                                                          "x.yaml");
   ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_FALSE(c->grpc_idle_ingest_threads);
   EXPECT_EQ(c->http.tls_cert_file, "/tls/http.crt");
   EXPECT_EQ(c->http.tls_key_file, "/tls/http.key");
   EXPECT_EQ(c->http.tls_client_ca_file, "/tls/scheduler-ca.crt");

@@ -69,7 +69,7 @@ class ReportReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grp
 
   void OnReadDone(bool ok) override {
     // Ingest yields the CPU to the scheduling path (common/thread_priority.h).
-    LowerThisThreadPriority(kIngestNiceIncrement);
+    LowerThisThreadPriority(kIngestNiceIncrement, policy_.idle_ingest_threads);
     if (!ok) {  // the agent closed its side (or the call was cancelled)
       Finish(grpc::Status::OK);
       return;
@@ -202,7 +202,7 @@ TelemetryService::TelemetryService(ExtenderCore& core, IngestPolicy policy)
 
 grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* TelemetryService::Report(
     grpc::CallbackServerContext* context) {
-  LowerThisThreadPriority(kIngestNiceIncrement);
+  LowerThisThreadPriority(kIngestNiceIncrement, policy_.idle_ingest_threads);
   const Clock& clock = policy_.clock != nullptr ? *policy_.clock : real_clock_;
   std::optional<NodeIdentity> identity;
   if (policy_.identity != nullptr) {

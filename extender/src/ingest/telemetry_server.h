@@ -61,6 +61,9 @@ struct IngestPolicy {
   // drops messages above twice this (its own RESOURCE_EXHAUSTED, not counted here).
   size_t max_report_bytes = 8 << 20;
   const Clock* clock = nullptr;  // nullptr: the real clock
+  // grpc.ingestScheduling: ingest threads run SCHED_IDLE (true) or only at
+  // nice +10 (common/thread_priority.h).
+  bool idle_ingest_threads = true;
 };
 
 // The service alone (tests and embedders may register it on their own server).
