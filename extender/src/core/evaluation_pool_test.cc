@@ -34,17 +34,20 @@ TEST(EvaluationPoolTest, OneThreadRunsEverythingOnTheCaller) {
   EXPECT_EQ(pool.shared_runs(), 0u);
 }
 
-// Chunk 0 (the caller's first) waits until another chunk has run on another
-// thread: only a helper can run it, so the Run finishes only if helpers join.
+// The caller's first chunk waits until a helper has run a chunk: only a
+// helper can run the others meanwhile, so the Run finishes only if helpers
+// join (and a helper never waits: no order of wake-ups can deadlock it).
 TEST(EvaluationPoolTest, HelpersTakeChunksWhileTheCallerWorks) {
   EvaluationPool pool(3);
   const std::thread::id caller = std::this_thread::get_id();
   std::atomic<bool> helper_ran{false};
-  pool.Run(16, [&](size_t i) {
-    if (i == 0) {
-      while (!helper_ran.load()) std::this_thread::yield();
-    } else if (std::this_thread::get_id() != caller) {
+  bool caller_waited = false;  // touched by the caller only
+  pool.Run(16, [&](size_t) {
+    if (std::this_thread::get_id() != caller) {
       helper_ran.store(true);
+    } else if (!caller_waited) {
+      caller_waited = true;
+      while (!helper_ran.load()) std::this_thread::yield();
     }
   });
   EXPECT_TRUE(helper_ran.load());
