@@ -3,6 +3,7 @@
 #include <sched.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <fstream>
 #include <optional>
@@ -48,6 +49,7 @@ void EvaluationPool::Run(size_t count, absl::FunctionRef<void(size_t)> fn) {
     std::lock_guard<std::mutex> lock(mu_);
     job_ = &job;
     ++generation_;
+    signal_.fetch_add(1, std::memory_order_release);
   }
   wake_.notify_all();
   Work(job);
@@ -64,12 +66,44 @@ void EvaluationPool::Run(size_t count, absl::FunctionRef<void(size_t)> fn) {
   busy_.store(false, std::memory_order_release);
 }
 
+void EvaluationPool::Prewake() {
+  if (helpers_.empty() || busy_.load(std::memory_order_relaxed)) return;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++prewake_generation_;
+    signal_.fetch_add(1, std::memory_order_release);
+  }
+  wake_.notify_all();
+}
+
 void EvaluationPool::HelperLoop() {
   uint64_t seen = 0;
+  uint64_t prewakes_seen = 0;
   std::unique_lock<std::mutex> lock(mu_);
   while (true) {
-    wake_.wait(lock, [&] { return stop_ || (job_ != nullptr && generation_ != seen); });
+    wake_.wait(lock, [&] {
+      return stop_ || (job_ != nullptr && generation_ != seen) ||
+             prewake_generation_ != prewakes_seen;
+    });
     if (stop_) return;
+    if (prewake_generation_ != prewakes_seen && !(job_ != nullptr && generation_ != seen)) {
+      // Prewoken: spin (without the lock) until the Run arrives or the spin
+      // budget is spent, then look again under the lock.
+      prewakes_seen = prewake_generation_;
+      const uint64_t signal = signal_.load(std::memory_order_acquire);
+      lock.unlock();
+      const auto give_up =
+          std::chrono::steady_clock::now() + std::chrono::nanoseconds(kPrewakeSpinNanos);
+      while (signal_.load(std::memory_order_acquire) == signal &&
+             std::chrono::steady_clock::now() < give_up) {
+#if defined(__x86_64__) || defined(__i386__)
+        __builtin_ia32_pause();
+#endif
+      }
+      lock.lock();
+      continue;
+    }
+    prewakes_seen = prewake_generation_;
     seen = generation_;
     Job& job = *job_;
     ++job.helpers_inside;

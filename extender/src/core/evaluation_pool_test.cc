@@ -54,6 +54,27 @@ TEST(EvaluationPoolTest, HelpersTakeChunksWhileTheCallerWorks) {
   EXPECT_EQ(pool.shared_runs(), 1u);
 }
 
+// A prewake before the Run (the request still being parsed) changes nothing
+// the Run does; one with no Run after it, or before the pool goes away, only
+// costs the helpers' spin.
+TEST(EvaluationPoolTest, PrewakeIsOnlyAHint) {
+  {
+    EvaluationPool pool(3);
+    for (int round = 0; round < 50; ++round) {
+      pool.Prewake();
+      std::vector<std::atomic<int>> calls(40);
+      pool.Run(calls.size(), [&](size_t i) { calls[i].fetch_add(1); });
+      for (const auto& c : calls) ASSERT_EQ(c.load(), 1) << "round " << round;
+    }
+    pool.Prewake();  // and none after it
+  }
+  EvaluationPool alone(1);
+  alone.Prewake();  // no helpers: nothing to wake
+  int ran = 0;
+  alone.Run(3, [&](size_t) { ++ran; });
+  EXPECT_EQ(ran, 3);
+}
+
 // Requests arrive on many HTTP workers at once: a Run that finds the helpers
 // busy runs its chunks itself, and none is lost or run twice.
 TEST(EvaluationPoolTest, ConcurrentRunsEachCompleteTheirOwnChunks) {

@@ -315,6 +315,10 @@ void ExtenderCore::Prioritize(const IncomingPod& pod, std::span<const std::strin
   impl_->Decide("prioritize", pod, nodes, out, /*book=*/true);
 }
 
+void ExtenderCore::ExpectLargeRequest() {
+  if (impl_->pool != nullptr) impl_->pool->Prewake();
+}
+
 NodeSummary ExtenderCore::Impl::Summarize(const ClusterState::Entry& entry,
                                           const NodeSnapshot& snap, absl::Time now,
                                           bool with_pods) const {

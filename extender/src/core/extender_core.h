@@ -135,6 +135,8 @@ class ExtenderCore : public Decider {
               std::vector<NodeDecision>& out) override;
   void Prioritize(const IncomingPod& pod, std::span<const std::string_view> nodes,
                   std::vector<NodeDecision>& out) override;
+  // Wakes the evaluation helpers (if any) ahead of a large request.
+  void ExpectLargeRequest() override;
 
   // Operator views; safe to call concurrently with everything else.
   std::vector<NodeSummary> Nodes() const;  // sorted by contention, highest first

@@ -25,6 +25,11 @@ class Decider {
   // (in-flight accounting), so the next request sees it.
   virtual void Prioritize(const IncomingPod& pod, std::span<const std::string_view> nodes,
                           std::vector<NodeDecision>& out) = 0;
+
+  // A hint, before the body is decoded, that a large request (many
+  // candidates) is coming: a Decider that evaluates those on several threads
+  // can wake its helpers now, while the body is parsed.
+  virtual void ExpectLargeRequest() {}
 };
 
 }  // namespace neighborly::extender

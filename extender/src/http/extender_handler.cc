@@ -28,6 +28,10 @@ void ScratchPool::Release(std::unique_ptr<ExtenderScratch> scratch) {
 
 int ExtenderHandler::Handle(Verb verb, ExtenderScratch& scratch) {
   scratch.reply.clear();
+  // ~13 bytes per name: 16 KiB of body is about 1,000 candidate names (or a
+  // few full Node objects), where the Decider starts sharing the work.
+  constexpr size_t kLargeBodyBytes = 16 << 10;
+  if (scratch.body.view().size() >= kLargeBodyBytes) decider_.ExpectLargeRequest();
   ExtenderArgs& args = scratch.args;
   if (absl::Status s = scratch.codec.Decode(scratch.body, args); !s.ok()) {
     EncodeError(Sv(s.message()), scratch.reply);
