@@ -102,10 +102,6 @@ size_t ExtenderCore::evaluation_threads() const {
   return impl_->pool != nullptr ? impl_->pool->threads() : 1;
 }
 
-uint64_t ExtenderCore::shared_evaluations() const {
-  return impl_->pool != nullptr ? impl_->pool->shared_runs() : 0;
-}
-
 ExtenderCore::~ExtenderCore() = default;
 
 absl::Status ExtenderCore::Ingest(const tv1::NodeReport& report) {

@@ -144,10 +144,8 @@ class ExtenderCore : public Decider {
   // Latest decisions for a pod, matched by uid, "namespace/name" or name; newest first.
   std::vector<DecisionRecord> Decisions(std::string_view pod, size_t limit) const;
   size_t node_count() const;
-  // Threads that evaluate a large request (1: its own only), and how many
-  // requests a helper thread took part in.
+  // Threads that evaluate a large request (1: its own only).
   size_t evaluation_threads() const;
-  uint64_t shared_evaluations() const;
   // Counters for /metrics: reports accepted/rejected by Ingest (streams_open
   // is 0 here; the gRPC server's TelemetryServer::stats() fills it), bookings
   // in flight, pod UIDs remembered.
