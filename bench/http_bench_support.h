@@ -112,8 +112,9 @@ inline telemetry::v1::NodeReport SyntheticReport(int i, uint64_t sequence = 1, i
 // `evaluation_threads` as http.evaluationThreads (1: the request's own only).
 struct SyntheticCluster {
   explicit SyntheticCluster(int nodes, size_t evaluation_threads = 1) {
-    core = std::make_unique<extender::ExtenderCore>(extender::ModelConfig(), clock, 200'000, 50'000,
-                                                    evaluation_threads);
+    core = std::make_unique<extender::ExtenderCore>(
+        extender::ModelConfig(), clock,
+        extender::ExtenderCore::Options{.evaluation_threads = evaluation_threads});
     clock.Set(absl::FromUnixSeconds(1'700'000'001));
     for (int i = 0; i < nodes; ++i) {
       if (absl::Status s = core->Ingest(SyntheticReport(i)); !s.ok()) {

@@ -142,8 +142,9 @@ int Run(int argc, char** argv) {
   const size_t evaluation_threads = config->evaluation_threads > 0
                                         ? static_cast<size_t>(config->evaluation_threads)
                                         : std::min<size_t>(4, EvaluationPool::UsableCpus());
-  ExtenderCore core(config->model, clock, static_cast<size_t>(config->state_max_pods),
-                    /*max_nodes=*/50'000, evaluation_threads);
+  ExtenderCore core(config->model, clock,
+                    {.max_remembered_pods = static_cast<size_t>(config->state_max_pods),
+                     .evaluation_threads = evaluation_threads});
   spdlog::info("requests of 1,024 names or more are evaluated by {} thread(s)", evaluation_threads);
   if (!config->state_file.empty()) {
     if (std::filesystem::exists(config->state_file)) {

@@ -60,8 +60,8 @@ inline void CheckReport(const telemetry::v1::NodeReport& report) {
   FakeClock clock;
   // Sized for the one node: a fresh 50,000-node core per input was a third
   // of the fuzzer's time (docs/fuzzing.md).
-  extender::ExtenderCore core(extender::ModelConfig(), clock, /*max_remembered_pods=*/1000,
-                              /*max_nodes=*/1);
+  extender::ExtenderCore core(extender::ModelConfig(), clock,
+                              {.max_remembered_pods = 1000, .max_nodes = 1});
   NEIGHBORLY_FUZZ_CHECK(core.Ingest(report).ok(),
                         "Ingest refused a report ValidateReport accepted");
   const std::vector<std::string_view> names = {report.node_name()};

@@ -61,15 +61,15 @@ std::optional<RememberedPod> Learnable(ContentionClass c, ClassSource source,
 }  // namespace
 
 struct ExtenderCore::Impl {
-  Impl(ModelConfig c, const Clock& clk, size_t max_remembered_pods, size_t max_nodes,
-       size_t evaluation_threads)
+  Impl(ModelConfig c, const Clock& clk, const Options& options)
       : config(std::move(c)),
         clock(clk),
-        state(max_nodes),
-        registry(max_remembered_pods),
+        state(options.max_nodes),
+        registry(options.max_remembered_pods),
         ledger(state),
-        pool(evaluation_threads > 1 ? std::make_unique<EvaluationPool>(evaluation_threads)
-                                    : nullptr) {}
+        pool(options.evaluation_threads > 1
+                 ? std::make_unique<EvaluationPool>(options.evaluation_threads)
+                 : nullptr) {}
 
   absl::Status Apply(std::unique_ptr<NodeSnapshot> snapshot);  // a validated report
   void Decide(std::string_view verb, const IncomingPod& pod,
@@ -93,10 +93,8 @@ struct ExtenderCore::Impl {
   std::atomic<uint64_t> rejected{0};
 };
 
-ExtenderCore::ExtenderCore(ModelConfig config, const Clock& clock, size_t max_remembered_pods,
-                           size_t max_nodes, size_t evaluation_threads)
-    : impl_(std::make_unique<Impl>(std::move(config), clock, max_remembered_pods, max_nodes,
-                                   evaluation_threads)) {}
+ExtenderCore::ExtenderCore(ModelConfig config, const Clock& clock, Options options)
+    : impl_(std::make_unique<Impl>(std::move(config), clock, options)) {}
 
 size_t ExtenderCore::evaluation_threads() const {
   return impl_->pool != nullptr ? impl_->pool->threads() : 1;

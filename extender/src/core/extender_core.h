@@ -111,15 +111,22 @@ struct IngestStats {
   uint64_t streams_open = 0;
 };
 
+// How an ExtenderCore is sized (see its constructor).
+struct ExtenderCoreOptions {
+  // Pod UIDs whose classes and hints are remembered (state.maxPods).
+  size_t max_remembered_pods = 200'000;
+  // Nodes tracked (a core for one node, as the report fuzzers build per
+  // input, skips the 50,000-node index's 3 MiB).
+  size_t max_nodes = 50'000;
+  // Threads, the request's own included, that evaluate a request of 1,024
+  // names or more (http.evaluationThreads).
+  size_t evaluation_threads = 1;
+};
+
 class ExtenderCore : public Decider {
  public:
-  // `max_remembered_pods` bounds the per-UID memory (state.maxPods);
-  // `max_nodes` the nodes it tracks (a core for one node, as the report
-  // fuzzers build per input, skips the 50,000-node index's 3 MiB);
-  // `evaluation_threads` (http.evaluationThreads) the threads, the request's
-  // own included, that evaluate a request of 1,024 names or more.
-  ExtenderCore(ModelConfig config, const Clock& clock, size_t max_remembered_pods = 200'000,
-               size_t max_nodes = 50'000, size_t evaluation_threads = 1);
+  using Options = ExtenderCoreOptions;
+  ExtenderCore(ModelConfig config, const Clock& clock, Options options = {});
   ~ExtenderCore() override;
 
   // Validates and applies one report (the gRPC ingest path). Invalid reports

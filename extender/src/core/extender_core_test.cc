@@ -97,7 +97,7 @@ TEST_F(ExtenderCoreTest, AcceptedReportIsVisibleInViews) {
 
 TEST(ExtenderCoreCapacityTest, ACoreSizedForOneNodeRefusesASecondAndKeepsTheFirst) {
   FakeClock clock;
-  ExtenderCore core(ModelConfig{}, clock, /*max_remembered_pods=*/1000, /*max_nodes=*/1);
+  ExtenderCore core(ModelConfig{}, clock, {.max_remembered_pods = 1000, .max_nodes = 1});
   ASSERT_TRUE(core.Ingest(TwoSocketNode("node-1", 1)).ok());
   const absl::Status second = core.Ingest(TwoSocketNode("node-2", 1));
   EXPECT_EQ(second.code(), absl::StatusCode::kResourceExhausted);
@@ -267,7 +267,7 @@ TEST_F(ExtenderCoreTest, DecisionsAreServedWhileIngestRuns) {
 TEST(ExtenderCoreParallelTest, HelperThreadsDecideExactlyAsOneThread) {
   FakeClock clock;
   ExtenderCore one(ModelConfig{}, clock);
-  ExtenderCore four(ModelConfig{}, clock, 200'000, 50'000, /*evaluation_threads=*/4);
+  ExtenderCore four(ModelConfig{}, clock, {.evaluation_threads = 4});
   EXPECT_EQ(one.evaluation_threads(), 1u);
   EXPECT_EQ(four.evaluation_threads(), 4u);
   std::vector<std::string> names;

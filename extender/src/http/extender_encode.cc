@@ -116,27 +116,19 @@ void EncodePrioritizeResult(std::span<const std::string_view> names,
   for (size_t i = 0; i < n; ++i) {
     if (i > 0) json.Char(',');
     const std::string_view name = names[i];
-    const int score = std::clamp(decisions[i].score, 0, 10);
     if (internal::JsonPlainPrefix(name) == name.size()) {
-      // The usual entry in one piece: {"Host":"name","Score":7}
-      char* p = json.Room(kHost.size() + name.size() + kScore.size() + 3);
+      // The usual name, with the keys around it in one piece: {"Host":"name","Score":
+      char* p = json.Room(kHost.size() + name.size() + kScore.size());
       std::memcpy(p, kHost.data(), kHost.size());
-      p += kHost.size();
-      std::memcpy(p, name.data(), name.size());
-      p += name.size();
-      std::memcpy(p, kScore.data(), kScore.size());
-      p += kScore.size();
-      const size_t digits = score >= 10 ? 2 : 1;
-      p[0] = score >= 10 ? '1' : static_cast<char>('0' + score);
-      p[1] = '0';  // overwritten by '}' for one digit
-      p[digits] = '}';
-      json.Advance(kHost.size() + name.size() + kScore.size() + digits + 1);
-      continue;
+      std::memcpy(p + kHost.size(), name.data(), name.size());
+      std::memcpy(p + kHost.size() + name.size(), kScore.data(), kScore.size());
+      json.Advance(kHost.size() + name.size() + kScore.size());
+    } else {
+      json.Raw("{\"Host\":");
+      json.String(name);
+      json.Raw(",\"Score\":");
     }
-    json.Raw("{\"Host\":");
-    json.String(name);
-    json.Raw(",\"Score\":");
-    json.SmallScore(score);
+    json.SmallScore(std::clamp(decisions[i].score, 0, 10));
     json.Char('}');
   }
   json.Char(']');

@@ -9,6 +9,7 @@
 #ifndef NEIGHBORLY_EXTENDER_SRC_HTTP_JSON_WRITER_H_
 #define NEIGHBORLY_EXTENDER_SRC_HTTP_JSON_WRITER_H_
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <string>
@@ -56,17 +57,10 @@ class JsonAppender {
   }
   void String(std::string_view s);  // as AppendJsonString
   void Int(int64_t value);          // as AppendInt
-  // A score, 0..10, as AppendInt writes it.
+  // A score in 0..10, as AppendInt writes it.
   void SmallScore(int score) {
-    char* p = Room(2);
-    if (score >= 10) {
-      p[0] = '1';
-      p[1] = '0';
-      at_ += 2;
-    } else {
-      p[0] = static_cast<char>('0' + (score < 0 ? 0 : score));
-      at_ += 1;
-    }
+    if (score >= 10) return Raw("10");
+    Char(static_cast<char>('0' + std::max(score, 0)));
   }
 
   // For a writer that knows its piece: at least `n` bytes to write at the

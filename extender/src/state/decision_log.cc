@@ -67,37 +67,24 @@ void LoggedDecision::AddNodes(std::span<const std::string_view> nodes,
     top[slot] = i;
   }
   std::sort(top.begin(), top.begin() + kept);  // back to input order
-  // Sized first, so that appending 1,700 reasons and records never regrows.
-  auto kept_node = [&, next_top = size_t{0}](size_t i) mutable {
-    if (!decisions[i].feasible) return true;
-    if (next_top == kept || top[next_top] != i) return false;
-    ++next_top;
-    return true;
-  };
-  size_t records = 0, name_bytes = 0, reason_bytes = 0;
-  {
-    auto counting = kept_node;
-    for (size_t i = 0; i < n; ++i) {
-      if (!counting(i)) continue;
-      ++records;
-      name_bytes += nodes[i].size();
-      if (!decisions[i].feasible) reason_bytes += decisions[i].reason.size();
-    }
-  }
-  names_.reserve(names_.size() + name_bytes);
-  reasons_.reserve(reasons_.size() + reason_bytes);
-  per_node_.reserve(per_node_.size() + records);
+  // Records are recycled with their buffers (DecisionLog::NewRecord), so the
+  // appends below reuse the capacity an earlier request grew.
+  size_t next_top = 0;
   for (size_t i = 0; i < n; ++i) {
-    if (!kept_node(i)) continue;
-    names_.append(nodes[i]);
-    if (!decisions[i].feasible) reasons_.append(decisions[i].reason);
-    per_node_.push_back(Pack(static_cast<uint32_t>(names_.size()),
-                             static_cast<uint32_t>(reasons_.size()), decisions[i]));
+    if (decisions[i].feasible) {
+      if (next_top == kept || top[next_top] != i) continue;
+      ++next_top;
+    }
+    Append(nodes[i], decisions[i]);
   }
 }
 
 void LoggedDecision::AddNode(std::string_view node, const NodeDecision& d) {
   ++candidates;
+  Append(node, d);
+}
+
+void LoggedDecision::Append(std::string_view node, const NodeDecision& d) {
   names_.append(node);
   if (!d.feasible) reasons_.append(d.reason);
   per_node_.push_back(

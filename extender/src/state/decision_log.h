@@ -74,6 +74,7 @@ struct LoggedDecision {
   static constexpr uint8_t kFeasible = 1;
   static constexpr uint8_t kHasTelemetry = 2;
   static PerNode Pack(uint32_t name_end, uint32_t reason_end, const NodeDecision& d);
+  void Append(std::string_view node, const NodeDecision& d);  // one kept node
   std::string names_;
   std::string reasons_;
   std::vector<PerNode> per_node_;
