@@ -74,6 +74,9 @@ int Run(int argc, char** argv) {
   if (absl::Status s = CheckTransportSecurity(*config); !s.ok()) return Fail(2, Sv(s.message()));
 
   // Transport security and identity, all checked before anything listens (docs/security.md).
+  RealClock clock;
+  ExtenderMetrics metrics;  // counts certificate and identity-key reloads too
+  ServerTls grpc_tls;       // the telemetry port's checked certificate files
   TelemetryServer::Options telemetry_options;
   telemetry_options.address = config->grpc_address;
   telemetry_options.max_receive_message_bytes = static_cast<int>(config->grpc_max_report_bytes);
@@ -86,18 +89,17 @@ int Run(int argc, char** argv) {
         "read and forge node reports",
         config->grpc_address);
   } else {
-    absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> credentials =
-        MakeServerCredentials({.ca_file = config->grpc_tls_ca_file,
-                               .cert_file = config->grpc_tls_cert_file,
-                               .key_file = config->grpc_tls_key_file,
-                               .require_client_cert = config->grpc_tls_require_client_cert,
-                               .reload_interval = config->grpc_tls_reload_interval});
-    if (!credentials.ok())
-      return Fail(2, absl::StrCat("grpc.tls: ", credentials.status().message()));
-    telemetry_options.credentials = *credentials;
+    absl::StatusOr<ServerTls> tls = MakeServerCredentials(
+        {.ca_file = config->grpc_tls_ca_file,
+         .cert_file = config->grpc_tls_cert_file,
+         .key_file = config->grpc_tls_key_file,
+         .require_client_cert = config->grpc_tls_require_client_cert,
+         .reload_interval = config->grpc_tls_reload_interval,
+         .on_reload = [&metrics](bool ok) { metrics.RecordTlsReload(TlsListener::kGrpc, ok); }});
+    if (!tls.ok()) return Fail(2, absl::StrCat("grpc.tls: ", tls.status().message()));
+    telemetry_options.credentials = tls->credentials;
+    grpc_tls = std::move(*tls);
   }
-  RealClock clock;
-  ExtenderMetrics metrics;  // counts identity-key reloads too
   std::unique_ptr<TokenVerifier> identity;
   if (!config->identity_issuer.empty()) {
     absl::StatusOr<std::unique_ptr<TokenVerifier>> verifier = TokenVerifier::Create(
@@ -121,8 +123,9 @@ int Run(int argc, char** argv) {
                  config->identity_audience, identity->key_count());
   }
   if (!config->http.tls_cert_file.empty()) {
-    if (absl::Status s = CheckTlsFiles(config->http.tls_client_ca_file, config->http.tls_cert_file,
-                                       config->http.tls_key_file);
+    if (absl::Status s = CheckTlsFiles({.ca_file = config->http.tls_client_ca_file,
+                                        .cert_file = config->http.tls_cert_file,
+                                        .key_file = config->http.tls_key_file});
         !s.ok()) {
       return Fail(2, absl::StrCat("http.tls: ", s.message()));
     }

@@ -11,6 +11,7 @@
 #include <regex>
 #include <sstream>
 
+#include "absl/time/clock.h"
 #include "test/support/subprocess.h"
 #include "test/support/test_pki.h"
 
@@ -169,6 +170,56 @@ TEST(ExtenderMainTest, ServesHttpsAndMutualTlsFromConfiguredFiles) {
   plain.set_read_timeout(20, 0);
   httplib::Result plain_result = plain.Get("/healthz");
   EXPECT_TRUE(!plain_result || plain_result->status != 200);
+
+  EXPECT_EQ(p->Terminate(absl::Seconds(30)), 0) << p->Stderr();
+}
+
+// gRPC reloads the telemetry certificate itself and says nothing; the
+// extender checks the same files and logs and counts a rotation that does not
+// load, then the one that does.
+TEST(ExtenderMainTest, TelemetryCertificateReloadsAreLoggedAndCounted) {
+  const std::string dir = TempDir("grpc_reload");
+  TestPki pki(dir);
+  ASSERT_TRUE(pki.MakeCa("ca").ok());
+  ASSERT_TRUE(pki.Issue("ca", "server", "neighborly-extender").ok());
+  ASSERT_TRUE(pki.Issue("ca", "rotated", "neighborly-extender").ok());
+  std::ofstream(dir + "/extender.yaml")
+      << "http:\n  address: 127.0.0.1:0\ngrpc:\n  address: 127.0.0.1:0\n  tls:\n    caFile: "
+      << pki.Path("ca.crt") << "\n    certFile: " << pki.Path("server.crt")
+      << "\n    keyFile: " << pki.Path("server.key") << "\n    reloadInterval: 1s\n";
+  auto p = Start({"--config", dir + "/extender.yaml"});
+  ASSERT_NE(p, nullptr);
+  std::optional<std::string> line = p->WaitForLine("listening http=", absl::Seconds(30));
+  ASSERT_TRUE(line.has_value()) << p->Stderr();
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(*line, m, std::regex(R"(http=127\.0\.0\.1:(\d+))"))) << *line;
+  httplib::Client http("127.0.0.1", std::stoi(m[1]));
+  http.set_read_timeout(20, 0);
+  auto metric = [&http](const std::string& sample) {
+    httplib::Result r = http.Get("/metrics");
+    return r && r->body.find(sample) != std::string::npos;
+  };
+  auto eventually = [&metric](const std::string& sample) {
+    for (int i = 0; i < 300 && !metric(sample); ++i) absl::SleepFor(absl::Milliseconds(100));
+    return metric(sample);
+  };
+  ASSERT_TRUE(metric(R"(neighborly_tls_reload_failures_total{listener="grpc"} 0)"));
+
+  // A certificate whose key has not followed yet: refused, counted, named.
+  std::filesystem::copy_file(pki.Path("rotated.crt"), pki.Path("server.crt"),
+                             std::filesystem::copy_options::overwrite_existing);
+  EXPECT_TRUE(eventually(R"(neighborly_tls_reload_failures_total{listener="grpc"} 1)"))
+      << p->Stderr();
+  EXPECT_TRUE(metric(R"(neighborly_tls_reloads_total{listener="grpc"} 0)"));
+  EXPECT_TRUE(metric(R"(neighborly_tls_reload_failures_total{listener="http"} 0)"));
+  EXPECT_THAT(p->Stderr(), HasSubstr("grpc.tls"));
+  EXPECT_THAT(p->Stderr(), HasSubstr(pki.Path("server.key")));
+
+  // The key follows: the pair loads.
+  std::filesystem::copy_file(pki.Path("rotated.key"), pki.Path("server.key"),
+                             std::filesystem::copy_options::overwrite_existing);
+  EXPECT_TRUE(eventually(R"(neighborly_tls_reloads_total{listener="grpc"} 1)")) << p->Stderr();
+  EXPECT_TRUE(metric(R"(neighborly_tls_reload_failures_total{listener="grpc"} 1)"));
 
   EXPECT_EQ(p->Terminate(absl::Seconds(30)), 0) << p->Stderr();
 }

@@ -272,10 +272,13 @@ absl::StatusOr<ReportStreamOptions> StreamOptions(const Flags& flags) {
         "anyone on the network path can read or forge it");
     return options;
   }
-  absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> credentials = MakeChannelCredentials(
-      {.ca_file = flags.tls_ca, .cert_file = flags.tls_cert, .key_file = flags.tls_key});
-  if (!credentials.ok()) return credentials.status();
-  options.credentials = *credentials;
+  absl::StatusOr<ClientTls> tls = MakeChannelCredentials({.ca_file = flags.tls_ca,
+                                                          .cert_file = flags.tls_cert,
+                                                          .key_file = flags.tls_key,
+                                                          .on_reload = {}});
+  if (!tls.ok()) return tls.status();
+  options.credentials = tls->credentials;
+  options.tls_files = tls->files;
   options.server_name = flags.tls_server_name;
   return options;
 }

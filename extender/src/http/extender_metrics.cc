@@ -158,14 +158,24 @@ void ExtenderMetrics::AppendPrometheus(std::string& out) const {
   counter("neighborly_extender_rejected_connections_total", "",
           "Connections refused because max_connections was reached.",
           rejected_connections_.load(std::memory_order_relaxed));
-  counter("neighborly_tls_reloads_total", "{listener=\"http\"}",
-          "Certificate reloads after the files changed, by listener (the HTTPS port; gRPC's own "
-          "reloads are not counted).",
-          tls_reloads_.load(std::memory_order_relaxed));
-  counter("neighborly_tls_reload_failures_total", "{listener=\"http\"}",
-          "Changed certificate files that could not be loaded (unreadable, damaged, key not "
-          "matching); the previous certificate stays in use.",
-          tls_reload_failures_.load(std::memory_order_relaxed));
+  // Two samples per family, one HELP and TYPE.
+  auto tls_counter = [&out, this](std::string_view name, std::string_view help, bool failures) {
+    absl::StrAppend(&out, "# HELP ", Av(name), " ", Av(help), "\n# TYPE ", Av(name), " counter\n");
+    for (TlsListener listener : {TlsListener::kHttp, TlsListener::kGrpc}) {
+      const TlsReloads& r = tls_[static_cast<size_t>(listener)];
+      absl::StrAppend(&out, Av(name), "{listener=\"",
+                      listener == TlsListener::kHttp ? "http" : "grpc", "\"} ",
+                      (failures ? r.failures : r.reloads).load(std::memory_order_relaxed), "\n");
+    }
+  };
+  tls_counter("neighborly_tls_reloads_total",
+              "Certificate, key or CA reloads after the files changed, by listener (http: the "
+              "scheduler's HTTPS port; grpc: the agents' telemetry port).",
+              false);
+  tls_counter("neighborly_tls_reload_failures_total",
+              "Changed certificate files that could not be loaded (unreadable, damaged, key not "
+              "matching); the previous certificate stays in use.",
+              true);
   counter("neighborly_identity_key_reloads_total", "",
           "Reloads of the service-account issuer's public keys (grpc.identity) after their "
           "files changed.",

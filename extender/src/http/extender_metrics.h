@@ -38,6 +38,10 @@ std::string_view OutcomeName(Outcome outcome);  // "accepted" | "rejected" | "sc
 std::string_view ReasonName(Outcome outcome);   // "isolation" | ... | "none"
 Outcome ClassifyRejection(std::string_view reason);
 
+// The TLS listeners whose certificate files are watched: the scheduler's
+// HTTPS port and the agents' gRPC port.
+enum class TlsListener : uint8_t { kHttp, kGrpc };
+
 class ExtenderMetrics {
  public:
   // Upper bounds of the latency histogram buckets, in seconds (+Inf implied).
@@ -51,10 +55,11 @@ class ExtenderMetrics {
   void RecordDecisions(Verb verb, std::span<const NodeDecision> decisions);
   // Connections refused because max_connections was reached.
   void RecordRejectedConnection() { rejected_connections_.fetch_add(1, std::memory_order_relaxed); }
-  // A reload of the HTTPS certificate, key or client CA after the files
-  // changed: done (ok) or refused, the previous material kept (tls_reloader.h).
-  void RecordTlsReload(bool ok) {
-    (ok ? tls_reloads_ : tls_reload_failures_).fetch_add(1, std::memory_order_relaxed);
+  // A reload of a listener's certificate, key or CA after the files changed:
+  // done (ok) or refused, the previous material kept (tls_reloader.h).
+  void RecordTlsReload(TlsListener listener, bool ok) {
+    TlsReloads& r = tls_[static_cast<size_t>(listener)];
+    (ok ? r.reloads : r.failures).fetch_add(1, std::memory_order_relaxed);
   }
   // The same for the node-identity issuer keys (grpc.identity, node_identity.h).
   void RecordIdentityKeyReload(bool ok) {
@@ -67,8 +72,8 @@ class ExtenderMetrics {
   // outcome="error"), neighborly_decisions_without_telemetry_total{verb},
   // neighborly_extender_requests_total{verb,code},
   // neighborly_extender_rejected_connections_total,
-  // neighborly_tls_reloads_total{listener="http"},
-  // neighborly_tls_reload_failures_total{listener="http"},
+  // neighborly_tls_reloads_total{listener="http"|"grpc"},
+  // neighborly_tls_reload_failures_total{listener="http"|"grpc"},
   // neighborly_identity_key_reloads_total,
   // neighborly_identity_key_reload_failures_total; with HELP and TYPE lines.
   void AppendPrometheus(std::string& out) const;
@@ -86,8 +91,11 @@ class ExtenderMetrics {
   };
   std::array<PerVerb, kVerbs> verbs_{};
   std::atomic<uint64_t> rejected_connections_{0};
-  std::atomic<uint64_t> tls_reloads_{0};
-  std::atomic<uint64_t> tls_reload_failures_{0};
+  struct TlsReloads {
+    std::atomic<uint64_t> reloads{0};
+    std::atomic<uint64_t> failures{0};
+  };
+  std::array<TlsReloads, 2> tls_{};  // by TlsListener
   std::atomic<uint64_t> identity_key_reloads_{0};
   std::atomic<uint64_t> identity_key_reload_failures_{0};
 };

@@ -113,12 +113,12 @@ std::pair<time_t, time_t> SecUsec(absl::Duration d) {
 HttpServer::HttpServer(HttpServerOptions options, Decider& decider, ExtenderMetrics& metrics)
     : options_(std::move(options)), metrics_(metrics), handler_(decider, &metrics) {
   if (!options_.tls_cert_file.empty()) {
-    absl::StatusOr<std::unique_ptr<TlsReloader>> tls =
-        TlsReloader::Create({.cert_file = options_.tls_cert_file,
-                             .key_file = options_.tls_key_file,
-                             .client_ca_file = options_.tls_client_ca_file,
-                             .reload_interval = options_.tls_reload_interval},
-                            clock_, [&metrics](bool ok) { metrics.RecordTlsReload(ok); });
+    absl::StatusOr<std::unique_ptr<TlsReloader>> tls = TlsReloader::Create(
+        {.cert_file = options_.tls_cert_file,
+         .key_file = options_.tls_key_file,
+         .client_ca_file = options_.tls_client_ca_file,
+         .reload_interval = options_.tls_reload_interval},
+        clock_, [&metrics](bool ok) { metrics.RecordTlsReload(TlsListener::kHttp, ok); });
     if (tls.ok()) {
       tls_ = std::move(*tls);
     } else {

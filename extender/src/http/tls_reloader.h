@@ -7,7 +7,7 @@
 //
 //   absl::StatusOr<std::unique_ptr<TlsReloader>> tls = TlsReloader::Create(
 //       {.cert_file = "/tls/tls.crt", .key_file = "/tls/tls.key", .client_ca_file = "/tls/ca.crt"},
-//       clock, [&](bool ok) { metrics.RecordTlsReload(ok); });
+//       clock, [&](bool ok) { metrics.RecordTlsReload(TlsListener::kHttp, ok); });
 //   httplib::SSLServer server([&](SSL_CTX& ctx) { return (*tls)->Configure(ctx); });
 #ifndef NEIGHBORLY_EXTENDER_SRC_HTTP_TLS_RELOADER_H_
 #define NEIGHBORLY_EXTENDER_SRC_HTTP_TLS_RELOADER_H_
@@ -23,7 +23,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "common/clock.h"
-#include "extender/src/http/reloading_files.h"
+#include "common/reloading_files.h"
 
 namespace neighborly::extender {
 

@@ -34,7 +34,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "common/clock.h"
-#include "extender/src/http/reloading_files.h"
+#include "common/reloading_files.h"
 
 namespace neighborly::extender {
 

@@ -88,15 +88,17 @@ class ChannelSecurityTest : public ::testing::Test {
   }
 
   ReportStreamOptions Options() {
-    absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> creds =
-        MakeChannelCredentials({.ca_file = pki_->Path("ca.crt"),
-                                .cert_file = pki_->Path("client.crt"),
-                                .key_file = pki_->Path("client.key")});
-    EXPECT_TRUE(creds.ok()) << creds.status();
+    absl::StatusOr<ClientTls> tls = MakeChannelCredentials({.ca_file = pki_->Path("ca.crt"),
+                                                            .cert_file = pki_->Path("client.crt"),
+                                                            .key_file = pki_->Path("client.key")});
+    EXPECT_TRUE(tls.ok()) << tls.status();
     ReportStreamOptions options;
     options.target = absl::StrCat("127.0.0.1:", port_);
     options.node_name = "worker-1";
-    options.credentials = *creds;
+    if (tls.ok()) {
+      options.credentials = tls->credentials;
+      options.tls_files = tls->files;
+    }
     options.initial_backoff = absl::Milliseconds(20);
     options.max_backoff = absl::Milliseconds(200);
     return options;

@@ -23,6 +23,7 @@
 #include <thread>
 
 #include "absl/time/time.h"
+#include "common/verified_tls_files.h"
 #include "grpcpp/grpcpp.h"
 #include "neighborly/telemetry/v1/telemetry.grpc.pb.h"
 
@@ -33,6 +34,8 @@ struct ReportStreamOptions {
   std::string node_name;  // for logs and metrics
   // nullptr: plaintext. TLS: MakeChannelCredentials (channel_security.h).
   std::shared_ptr<grpc::ChannelCredentials> credentials;
+  // The checked certificate files `credentials` reads (MakeChannelCredentials).
+  std::shared_ptr<VerifiedTlsFiles> tls_files;
   // The name the extender's certificate must carry when `target` is an address
   // (the agents dial every replica's IP); empty: the target's host.
   std::string server_name;

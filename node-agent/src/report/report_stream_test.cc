@@ -109,6 +109,7 @@ ReportStreamOptions Options(int port) {
   return ReportStreamOptions{.target = absl::StrCat("127.0.0.1:", port),
                              .node_name = "node-1",
                              .credentials = nullptr,
+                             .tls_files = nullptr,
                              .server_name = "",
                              .identity_token_file = "",
                              .initial_backoff = absl::Milliseconds(20),

@@ -1,4 +1,4 @@
-#include "extender/src/http/reloading_files.h"
+#include "common/reloading_files.h"
 
 #include <sys/stat.h>
 
@@ -9,7 +9,7 @@
 #include "absl/strings/str_join.h"
 #include "spdlog/spdlog.h"
 
-namespace neighborly::extender::internal {
+namespace neighborly::internal {
 namespace {
 
 // Credential files are small; anything larger is not one.
@@ -125,4 +125,4 @@ void FileChangeCheck::Fail(const std::string& message) {
   if (options_.on_reload) options_.on_reload(false);
 }
 
-}  // namespace neighborly::extender::internal
+}  // namespace neighborly::internal

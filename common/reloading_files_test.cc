@@ -1,6 +1,6 @@
 // Reloading of file-backed material, paced by a FakeClock: files in a
 // per-process temporary directory, a parser that refuses text starting "bad".
-#include "extender/src/http/reloading_files.h"
+#include "common/reloading_files.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -11,7 +11,7 @@
 #include <fstream>
 #include <thread>
 
-namespace neighborly::extender {
+namespace neighborly {
 namespace {
 
 using ::testing::HasSubstr;
@@ -146,4 +146,4 @@ TEST_F(ReloadingFilesTest, ProblemsAtCreationAreErrorsNamingTheFile) {
 }
 
 }  // namespace
-}  // namespace neighborly::extender
+}  // namespace neighborly

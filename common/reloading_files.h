@@ -20,8 +20,8 @@
 // file. Only when a file changed are the files read and parsed, by the one
 // reader that takes the check (try_lock): the others keep the current
 // material and never wait for file I/O.
-#ifndef NEIGHBORLY_EXTENDER_SRC_HTTP_RELOADING_FILES_H_
-#define NEIGHBORLY_EXTENDER_SRC_HTTP_RELOADING_FILES_H_
+#ifndef NEIGHBORLY_COMMON_RELOADING_FILES_H_
+#define NEIGHBORLY_COMMON_RELOADING_FILES_H_
 
 #include <atomic>
 #include <cstdint>
@@ -39,7 +39,7 @@
 #include "absl/time/time.h"
 #include "common/clock.h"
 
-namespace neighborly::extender {
+namespace neighborly {
 
 struct ReloadingFilesOptions {
   std::string what;                // names the material in logs ("http.tls")
@@ -160,6 +160,6 @@ class ReloadingFiles {
   std::shared_ptr<const T> current_;
 };
 
-}  // namespace neighborly::extender
+}  // namespace neighborly
 
-#endif  // NEIGHBORLY_EXTENDER_SRC_HTTP_RELOADING_FILES_H_
+#endif  // NEIGHBORLY_COMMON_RELOADING_FILES_H_
