@@ -187,6 +187,8 @@ absl::StatusOr<std::unique_ptr<VerifiedTlsFiles>> VerifiedTlsFiles::Create(Optio
   if (names.ca_file.empty() && names.cert_file.empty()) {
     return absl::InvalidArgumentError("no TLS files are configured");
   }
+  // First with the errors of CheckTlsFiles, which say which file is which.
+  if (absl::Status s = CheckTlsFiles(names); !s.ok()) return s;
   // The files in the order ReloadingFiles reads them: certificate, key, CA.
   const bool identity = !names.cert_file.empty();
   const bool ca = !names.ca_file.empty();

@@ -138,7 +138,8 @@ TEST_F(VerifiedTlsFilesTest, BadFilesAtStartAreErrorsNamingTheFile) {
   auto missing = VerifiedTlsFiles::Create(
       {.files = {.ca_file = pki_->Path("nope.crt"), .cert_file = "", .key_file = ""}});
   ASSERT_FALSE(missing.ok());
-  EXPECT_THAT(missing.status().message(), HasSubstr("nope.crt: cannot read"));
+  EXPECT_THAT(missing.status().message(),
+              HasSubstr("CA file " + pki_->Path("nope.crt") + ": cannot read"));
 
   TlsFileNames mismatch = Names();
   mismatch.key_file = pki_->Path("server2.key");
