@@ -21,23 +21,27 @@ constexpr size_t kMaxFileBytes = 4 << 20;
 // git does for "racily clean" index entries).
 constexpr absl::Duration kRacyWindow = absl::Seconds(2);
 
-absl::StatusOr<std::string> ReadSmallFile(const std::string& path) {
+// `name` is the path, or "<label> <path>" where the file has a label.
+absl::StatusOr<std::string> ReadSmallFile(const std::string& path, const std::string& name) {
   std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError(absl::StrCat(path, ": cannot read the file"));
+  if (!in) return absl::NotFoundError(absl::StrCat(name, ": cannot read the file"));
   std::stringstream s;
   s << in.rdbuf();
-  if (in.bad()) return absl::DataLossError(absl::StrCat(path, ": read error"));
+  if (in.bad()) return absl::DataLossError(absl::StrCat(name, ": read error"));
   if (s.str().size() > kMaxFileBytes) {
-    return absl::InvalidArgumentError(absl::StrCat(path, ": larger than 4 MiB"));
+    return absl::InvalidArgumentError(absl::StrCat(name, ": larger than 4 MiB"));
   }
   return s.str();
 }
 
-absl::StatusOr<std::vector<std::string>> ReadAll(const std::vector<std::string>& paths) {
+absl::StatusOr<std::vector<std::string>> ReadAll(const ReloadingFilesOptions& options) {
   std::vector<std::string> contents;
-  contents.reserve(paths.size());
-  for (const std::string& path : paths) {
-    absl::StatusOr<std::string> text = ReadSmallFile(path);
+  contents.reserve(options.paths.size());
+  for (size_t i = 0; i < options.paths.size(); ++i) {
+    const std::string& path = options.paths[i];
+    const std::string name =
+        i < options.labels.size() ? absl::StrCat(options.labels[i], " ", path) : path;
+    absl::StatusOr<std::string> text = ReadSmallFile(path, name);
     if (!text.ok()) return text.status();
     contents.push_back(std::move(*text));
   }
@@ -74,7 +78,7 @@ absl::StatusOr<std::vector<std::string>> FileChangeCheck::ReadInitial() {
   stats_ = StatAll();
   racy_ = true;
   next_check_ns_ = absl::ToUnixNanos(clock_.Now() + options_.interval);
-  return ReadAll(options_.paths);
+  return ReadAll(options_);
 }
 
 std::optional<std::vector<std::string>> FileChangeCheck::Check() {
@@ -89,7 +93,7 @@ std::optional<std::vector<std::string>> FileChangeCheck::Check() {
     racy_ = racy_ || s.mtime_ns >= racy_after_ns || s.ctime_ns >= racy_after_ns;
   }
   stats_ = std::move(stats);
-  absl::StatusOr<std::vector<std::string>> contents = ReadAll(options_.paths);
+  absl::StatusOr<std::vector<std::string>> contents = ReadAll(options_);
   if (!contents.ok()) {
     const std::string message(contents.status().message());
     if (message != failed_read_) Fail(message);

@@ -44,6 +44,8 @@ namespace neighborly {
 struct ReloadingFilesOptions {
   std::string what;                // names the material in logs ("http.tls")
   std::vector<std::string> paths;  // read in this order; all must exist
+  // Optional, per path: what the file is ("CA file"), named before the path in errors.
+  std::vector<std::string> labels;
   // How often the files are checked; zero: on every Current() (tests).
   absl::Duration interval = absl::Seconds(10);
   // Called after each reload attempt that parsed changed content (true) or

@@ -187,17 +187,22 @@ absl::StatusOr<std::unique_ptr<VerifiedTlsFiles>> VerifiedTlsFiles::Create(Optio
   if (names.ca_file.empty() && names.cert_file.empty()) {
     return absl::InvalidArgumentError("no TLS files are configured");
   }
-  // First with the errors of CheckTlsFiles, which say which file is which.
-  if (absl::Status s = CheckTlsFiles(names); !s.ok()) return s;
   // The files in the order ReloadingFiles reads them: certificate, key, CA.
   const bool identity = !names.cert_file.empty();
   const bool ca = !names.ca_file.empty();
   ReloadingFilesOptions reloading{.what = options.what,
                                   .paths = {},
+                                  .labels = {},
                                   .interval = absl::ZeroDuration(),  // paced by the watch thread
                                   .on_reload = options.on_reload};
-  if (identity) reloading.paths = {names.cert_file, names.key_file};
-  if (ca) reloading.paths.push_back(names.ca_file);
+  if (identity) {
+    reloading.paths = {names.cert_file, names.key_file};
+    reloading.labels = {"certificate file", "key file"};
+  }
+  if (ca) {
+    reloading.paths.push_back(names.ca_file);
+    reloading.labels.push_back("CA file");
+  }
   std::unique_ptr<VerifiedTlsFiles> self(new VerifiedTlsFiles(std::move(options)));
   absl::StatusOr<std::unique_ptr<ReloadingFiles<CheckedSet>>> files =
       ReloadingFiles<CheckedSet>::Create(

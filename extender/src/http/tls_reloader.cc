@@ -127,6 +127,7 @@ absl::StatusOr<std::unique_ptr<TlsReloader>> TlsReloader::Create(
   }
   ReloadingFilesOptions options{.what = "http.tls",
                                 .paths = {files.cert_file, files.key_file},
+                                .labels = {},
                                 .interval = files.reload_interval,
                                 .on_reload = std::move(on_reload)};
   if (!files.client_ca_file.empty()) options.paths.push_back(files.client_ca_file);

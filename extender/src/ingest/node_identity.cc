@@ -366,6 +366,7 @@ absl::StatusOr<std::unique_ptr<TokenVerifier>> TokenVerifier::Create(NodeIdentit
   }
   ReloadingFilesOptions files{.what = "grpc.identity keys",
                               .paths = options.public_key_files,
+                              .labels = {},
                               .interval = options.reload_interval,
                               .on_reload = options.on_reload};
   const bool has_jwks = !options.jwks_file.empty();
