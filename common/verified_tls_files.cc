@@ -260,6 +260,12 @@ VerifiedTlsFiles::~VerifiedTlsFiles() {
   if (watcher_.joinable()) watcher_.join();
 }
 
+std::shared_ptr<grpc::experimental::CertificateProviderInterface> VerifiedTlsFiles::GrpcProvider()
+    const {
+  return std::make_shared<grpc::experimental::FileWatcherCertificateProvider>(
+      paths_.key_file, paths_.cert_file, paths_.ca_file, 1);
+}
+
 void VerifiedTlsFiles::Check() {
   std::shared_ptr<const CheckedSet> now = files_->Current();
   std::lock_guard<std::mutex> lock(publish_mu_);

@@ -12,8 +12,7 @@
 //       {.files = {.ca_file = "/tls/ca.crt", .cert_file = "/tls/tls.crt",
 //                  .key_file = "/tls/tls.key"},
 //        .what = "grpc.tls", .reload_interval = absl::Seconds(10)});
-//   FileWatcherCertificateProvider((*tls)->paths().key_file, (*tls)->paths().cert_file,
-//                                  (*tls)->paths().ca_file, 1);
+//   grpc::experimental::TlsServerCredentialsOptions options((*tls)->GrpcProvider());
 //
 // The certificate and key are published as one file (given to gRPC as both),
 // whose modification time moves on by at least a second at each publication,
@@ -35,6 +34,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "common/reloading_files.h"
+#include "grpcpp/security/tls_certificate_provider.h"
 
 namespace neighborly {
 
@@ -75,6 +75,9 @@ class VerifiedTlsFiles {
   // The paths gRPC is to read: in-memory copies of the last good set; the key
   // path equals the certificate path. Empty where the file is not configured.
   const TlsFileNames& paths() const { return paths_; }
+  // A gRPC certificate provider that reads paths() every second (they change
+  // only when the real files were checked, every reload_interval).
+  std::shared_ptr<grpc::experimental::CertificateProviderInterface> GrpcProvider() const;
   // Checks the files and publishes a changed set that passes.
   void Check();
 

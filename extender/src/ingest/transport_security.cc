@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <utility>
 
-#include "grpcpp/security/tls_certificate_provider.h"
 #include "grpcpp/security/tls_credentials_options.h"
 
 namespace neighborly::extender {
@@ -24,12 +23,7 @@ absl::StatusOr<ServerTls> MakeServerCredentials(ServerTlsFiles files) {
                                 .watch_thread = true,
                                 .on_reload = std::move(files.on_reload)});
   if (!verified.ok()) return verified.status();
-  // gRPC looks at the checked copies every second; they change only when the
-  // real files were checked (every reload_interval).
-  const TlsFileNames& paths = (*verified)->paths();
-  auto provider = std::make_shared<grpc::experimental::FileWatcherCertificateProvider>(
-      paths.key_file, paths.cert_file, paths.ca_file, 1);
-  grpc::experimental::TlsServerCredentialsOptions options(provider);
+  grpc::experimental::TlsServerCredentialsOptions options((*verified)->GrpcProvider());
   options.watch_identity_key_cert_pairs();
   if (!files.ca_file.empty()) options.watch_root_certs();
   options.set_cert_request_type(

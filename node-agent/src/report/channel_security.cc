@@ -5,7 +5,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
-#include "grpcpp/security/tls_certificate_provider.h"
 #include "grpcpp/security/tls_certificate_verifier.h"
 #include "grpcpp/security/tls_credentials_options.h"
 
@@ -26,13 +25,8 @@ absl::StatusOr<ClientTls> MakeChannelCredentials(const ClientTlsFiles& files) {
                                 .watch_thread = true,
                                 .on_reload = files.on_reload});
   if (!verified.ok()) return verified.status();
-  // gRPC looks at the checked copies every second; they change only when the
-  // real files were checked (every reload_interval).
-  const TlsFileNames& paths = (*verified)->paths();
-  auto provider = std::make_shared<grpc::experimental::FileWatcherCertificateProvider>(
-      paths.key_file, paths.cert_file, paths.ca_file, 1);
   grpc::experimental::TlsChannelCredentialsOptions options;
-  options.set_certificate_provider(provider);
+  options.set_certificate_provider((*verified)->GrpcProvider());
   options.watch_root_certs();
   if (!files.cert_file.empty()) options.watch_identity_key_cert_pairs();
   options.set_verify_server_certs(true);
