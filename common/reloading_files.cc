@@ -7,22 +7,19 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/strings.h"
 #include "spdlog/spdlog.h"
 
-namespace neighborly::internal {
+namespace neighborly {
 namespace {
 
 // Credential files are small; anything larger is not one.
 constexpr size_t kMaxFileBytes = 4 << 20;
 
-// A file whose timestamps are this close to the time it was examined may
-// change again without its stat changing (timestamps are kept at the kernel
-// tick's granularity): its contents are compared on the next check too (as
-// git does for "racily clean" index entries).
-constexpr absl::Duration kRacyWindow = absl::Seconds(2);
+}  // namespace
 
-// `name` is the path, or "<label> <path>" where the file has a label.
-absl::StatusOr<std::string> ReadSmallFile(const std::string& path, const std::string& name) {
+absl::StatusOr<std::string> ReadCredentialFile(const std::string& path, std::string_view label) {
+  const std::string name = label.empty() ? path : absl::StrCat(Av(label), " ", path);
   std::ifstream in(path, std::ios::binary);
   if (!in) return absl::NotFoundError(absl::StrCat(name, ": cannot read the file"));
   std::stringstream s;
@@ -31,17 +28,24 @@ absl::StatusOr<std::string> ReadSmallFile(const std::string& path, const std::st
   if (s.str().size() > kMaxFileBytes) {
     return absl::InvalidArgumentError(absl::StrCat(name, ": larger than 4 MiB"));
   }
-  return s.str();
+  return std::move(s).str();
 }
+
+namespace internal {
+namespace {
+
+// A file whose timestamps are this close to the time it was examined may
+// change again without its stat changing (timestamps are kept at the kernel
+// tick's granularity): its contents are compared on the next check too (as
+// git does for "racily clean" index entries).
+constexpr absl::Duration kRacyWindow = absl::Seconds(2);
 
 absl::StatusOr<std::vector<std::string>> ReadAll(const ReloadingFilesOptions& options) {
   std::vector<std::string> contents;
   contents.reserve(options.paths.size());
   for (size_t i = 0; i < options.paths.size(); ++i) {
-    const std::string& path = options.paths[i];
-    const std::string name =
-        i < options.labels.size() ? absl::StrCat(options.labels[i], " ", path) : path;
-    absl::StatusOr<std::string> text = ReadSmallFile(path, name);
+    absl::StatusOr<std::string> text = ReadCredentialFile(
+        options.paths[i], i < options.labels.size() ? options.labels[i] : std::string_view());
     if (!text.ok()) return text.status();
     contents.push_back(std::move(*text));
   }
@@ -129,4 +133,5 @@ void FileChangeCheck::Fail(const std::string& message) {
   if (options_.on_reload) options_.on_reload(false);
 }
 
-}  // namespace neighborly::internal
+}  // namespace internal
+}  // namespace neighborly

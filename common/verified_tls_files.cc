@@ -1,10 +1,6 @@
 #include "common/verified_tls_files.h"
 
 #include <fcntl.h>
-#include <openssl/bio.h>
-#include <openssl/err.h>
-#include <openssl/pem.h>
-#include <openssl/x509.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -12,8 +8,6 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <fstream>
-#include <sstream>
 #include <utility>
 #include <vector>
 
@@ -25,47 +19,6 @@
 namespace neighborly {
 namespace {
 
-struct BioDeleter {
-  void operator()(BIO* b) const { BIO_free(b); }
-};
-struct X509Deleter {
-  void operator()(X509* x) const { X509_free(x); }
-};
-struct PkeyDeleter {
-  void operator()(EVP_PKEY* k) const { EVP_PKEY_free(k); }
-};
-
-// An encrypted key is refused rather than prompting on a terminal.
-int NoPassphrase(char*, int, int, void*) { return 0; }
-
-std::unique_ptr<BIO, BioDeleter> MemoryBio(std::string_view pem) {
-  return std::unique_ptr<BIO, BioDeleter>(
-      BIO_new_mem_buf(pem.data(), static_cast<int>(std::min<size_t>(pem.size(), INT32_MAX))));
-}
-
-// The first certificate of `pem`; `what` names the file in the error.
-absl::StatusOr<std::unique_ptr<X509, X509Deleter>> FirstCertificate(std::string_view pem,
-                                                                    const std::string& what) {
-  std::unique_ptr<BIO, BioDeleter> bio = MemoryBio(pem);
-  std::unique_ptr<X509, X509Deleter> cert(
-      bio == nullptr ? nullptr : PEM_read_bio_X509(bio.get(), nullptr, NoPassphrase, nullptr));
-  ERR_clear_error();
-  if (cert == nullptr) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(what, ": no PEM certificate (BEGIN CERTIFICATE) in it"));
-  }
-  return cert;
-}
-
-absl::StatusOr<std::string> ReadWholeFile(const std::string& what, const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream text;
-  if (!in || !(text << in.rdbuf())) {
-    return absl::NotFoundError(absl::StrCat(what, " ", path, ": cannot read the file"));
-  }
-  return std::move(text).str();
-}
-
 const Clock& Wall() {
   static const RealClock clock;
   return clock;
@@ -73,49 +26,19 @@ const Clock& Wall() {
 
 }  // namespace
 
-absl::Status CheckTlsPem(const TlsFileNames& names, std::string_view ca_pem,
-                         std::string_view cert_pem, std::string_view key_pem) {
-  if (!names.ca_file.empty()) {
-    absl::StatusOr<std::unique_ptr<X509, X509Deleter>> ca =
-        FirstCertificate(ca_pem, absl::StrCat("CA file ", names.ca_file));
-    if (!ca.ok()) return ca.status();
-  }
-  if (names.cert_file.empty() && names.key_file.empty()) return absl::OkStatus();
-  if (names.cert_file.empty() || names.key_file.empty()) {
-    return absl::InvalidArgumentError("a certificate needs both a certificate file and a key file");
-  }
-  absl::StatusOr<std::unique_ptr<X509, X509Deleter>> cert =
-      FirstCertificate(cert_pem, absl::StrCat("certificate file ", names.cert_file));
-  if (!cert.ok()) return cert.status();
-  std::unique_ptr<BIO, BioDeleter> bio = MemoryBio(key_pem);
-  std::unique_ptr<EVP_PKEY, PkeyDeleter> key(
-      bio == nullptr ? nullptr
-                     : PEM_read_bio_PrivateKey(bio.get(), nullptr, NoPassphrase, nullptr));
-  ERR_clear_error();
-  if (key == nullptr) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("key file ", names.key_file, ": no unencrypted PEM private key in it"));
-  }
-  if (X509_check_private_key(cert->get(), key.get()) != 1) {
-    ERR_clear_error();
-    return absl::InvalidArgumentError(absl::StrCat(
-        "key file ", names.key_file, " does not belong to certificate ", names.cert_file));
-  }
-  return absl::OkStatus();
-}
-
 absl::Status CheckTlsFiles(const TlsFileNames& names) {
-  std::string ca, cert, key;
-  const std::pair<const std::string*, std::string*> files[] = {
-      {&names.ca_file, &ca}, {&names.cert_file, &cert}, {&names.key_file, &key}};
-  const char* whats[] = {"CA file", "certificate file", "key file"};
+  std::string contents[3];  // certificate, key, CA
+  const std::pair<const std::string*, const char*> files[] = {
+      {&names.cert_file, "certificate file"},
+      {&names.key_file, "key file"},
+      {&names.ca_file, "CA file"}};
   for (size_t i = 0; i < 3; ++i) {
     if (files[i].first->empty()) continue;
-    absl::StatusOr<std::string> text = ReadWholeFile(whats[i], *files[i].first);
+    absl::StatusOr<std::string> text = ReadCredentialFile(*files[i].first, files[i].second);
     if (!text.ok()) return text.status();
-    *files[i].second = std::move(*text);
+    contents[i] = std::move(*text);
   }
-  return CheckTlsPem(names, ca, cert, key);
+  return ParseTlsMaterial(names, contents[0], contents[1], contents[2]).status();
 }
 
 // One in-memory file at a fixed path, /proc/self/fd/N: replacing it puts a
@@ -212,7 +135,9 @@ absl::StatusOr<std::unique_ptr<VerifiedTlsFiles>> VerifiedTlsFiles::Create(Optio
             const std::string_view cert = identity ? std::string_view(contents[0]) : "";
             const std::string_view key = identity ? std::string_view(contents[1]) : "";
             const std::string_view ca_pem = ca ? std::string_view(contents.back()) : "";
-            if (absl::Status s = CheckTlsPem(names, ca_pem, cert, key); !s.ok()) return s;
+            if (absl::Status s = ParseTlsMaterial(names, cert, key, ca_pem).status(); !s.ok()) {
+              return s;
+            }
             auto set = std::make_shared<CheckedSet>();
             if (identity)
               set->identity = absl::StrCat(Av(cert), cert.ends_with('\n') ? "" : "\n", Av(key));

@@ -3,7 +3,7 @@
 // so a half-rotated pair (a new key beside the old certificate) would break
 // every new handshake until the pair matched again. VerifiedTlsFiles reads the
 // configured files itself, checks each changed set (PEM, key belongs to the
-// certificate), and hands gRPC only sets that pass: gRPC watches in-memory
+// certificate; tls_material.h), and hands gRPC only sets that pass: gRPC watches in-memory
 // copies (memfd, named /proc/self/fd/N) that are replaced whole. A set that
 // does not pass keeps the last good one, is logged naming the file and is
 // counted (reloading_files.h).
@@ -34,22 +34,12 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "common/reloading_files.h"
+#include "common/tls_material.h"
 #include "grpcpp/security/tls_certificate_provider.h"
 
 namespace neighborly {
 
-struct TlsFileNames {
-  std::string ca_file;    // CA bundle; empty: none
-  std::string cert_file;  // certificate chain, leaf first; empty together with key_file: none
-  std::string key_file;   // unencrypted private key of the leaf
-};
-
-// Checks the files' contents: the CA file holds at least one certificate, the
-// certificate file a certificate, the key file a private key that belongs to
-// it. Errors name the file. Files whose name is empty are not checked.
-absl::Status CheckTlsPem(const TlsFileNames& names, std::string_view ca_pem,
-                         std::string_view cert_pem, std::string_view key_pem);
-// Reads the files and checks them.
+// Reads the files and checks them as ParseTlsMaterial does.
 absl::Status CheckTlsFiles(const TlsFileNames& names);
 
 class VerifiedTlsFiles {

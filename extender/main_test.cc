@@ -179,9 +179,8 @@ TEST(ExtenderMainTest, ServesHttpsAndMutualTlsFromConfiguredFiles) {
   EXPECT_EQ(p->Terminate(absl::Seconds(30)), 0) << p->Stderr();
 }
 
-// gRPC reloads the telemetry certificate itself and says nothing; the
-// extender checks the same files and logs and counts a rotation that does not
-// load, then the one that does.
+// The extender checks the telemetry certificate files before gRPC sees them,
+// and logs and counts a rotation that does not load, then the one that does.
 TEST(ExtenderMainTest, TelemetryCertificateReloadsAreLoggedAndCounted) {
   const std::string dir = TempDir("grpc_reload");
   TestPki pki(dir);

@@ -24,22 +24,9 @@
 #include "absl/time/time.h"
 #include "common/clock.h"
 #include "common/reloading_files.h"
+#include "common/tls_material.h"
 
 namespace neighborly::extender {
-
-// One consistent set: a certificate chain, its key, and (optionally) the CAs
-// that client certificates must chain to.
-struct TlsMaterial {
-  TlsMaterial() = default;
-  TlsMaterial(const TlsMaterial&) = delete;
-  TlsMaterial& operator=(const TlsMaterial&) = delete;
-  ~TlsMaterial();
-
-  X509* cert = nullptr;              // the leaf
-  STACK_OF(X509) * chain = nullptr;  // intermediates after the leaf in the file
-  EVP_PKEY* key = nullptr;           // matches cert
-  X509_STORE* client_cas = nullptr;  // nullptr: no client CA file
-};
 
 struct TlsFiles {
   std::string cert_file;       // PEM chain, leaf first
@@ -47,12 +34,6 @@ struct TlsFiles {
   std::string client_ca_file;  // PEM CA bundle; empty: client certificates not requested
   absl::Duration reload_interval = absl::Seconds(10);  // zero: check on every handshake
 };
-
-// Parses the files' contents; errors name the file and the problem.
-absl::StatusOr<std::shared_ptr<const TlsMaterial>> ParseTlsMaterial(const TlsFiles& files,
-                                                                    std::string_view cert_pem,
-                                                                    std::string_view key_pem,
-                                                                    std::string_view ca_pem);
 
 class TlsReloader {
  public:

@@ -20,7 +20,6 @@ absl::StatusOr<ServerTls> MakeServerCredentials(ServerTlsFiles files) {
                                           .key_file = files.key_file},
                                 .what = "grpc.tls",
                                 .reload_interval = files.reload_interval,
-                                .watch_thread = true,
                                 .on_reload = std::move(files.on_reload)});
   if (!verified.ok()) return verified.status();
   grpc::experimental::TlsServerCredentialsOptions options((*verified)->GrpcProvider());

@@ -22,7 +22,6 @@ absl::StatusOr<ClientTls> MakeChannelCredentials(const ClientTlsFiles& files) {
                                           .key_file = files.key_file},
                                 .what = "tls",
                                 .reload_interval = files.reload_interval,
-                                .watch_thread = true,
                                 .on_reload = files.on_reload});
   if (!verified.ok()) return verified.status();
   grpc::experimental::TlsChannelCredentialsOptions options;
