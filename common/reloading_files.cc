@@ -16,8 +16,7 @@ namespace {
 // Credential files are small; anything larger is not one.
 constexpr size_t kMaxFileBytes = 4 << 20;
 
-}  // namespace
-
+// Errors name the file as "<label> <path>", or by its path where `label` is empty.
 absl::StatusOr<std::string> ReadCredentialFile(const std::string& path, std::string_view label) {
   const std::string name = label.empty() ? path : absl::StrCat(Av(label), " ", path);
   std::ifstream in(path, std::ios::binary);
@@ -30,6 +29,8 @@ absl::StatusOr<std::string> ReadCredentialFile(const std::string& path, std::str
   }
   return std::move(s).str();
 }
+
+}  // namespace
 
 namespace internal {
 namespace {

@@ -31,7 +31,6 @@
 #include <optional>
 #include <span>
 #include <string>
-#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -53,11 +52,6 @@ struct ReloadingFilesOptions {
   // failed (false); e.g. to count it in /metrics.
   std::function<void(bool ok)> on_reload;
 };
-
-// Reads one credential file (at most 4 MiB). Errors name it as
-// "<label> <path>", or by its path alone where `label` is empty.
-absl::StatusOr<std::string> ReadCredentialFile(const std::string& path,
-                                               std::string_view label = "");
 
 namespace internal {
 

@@ -43,28 +43,27 @@ TEST(TlsMaterialTest, ParsesAChainItsKeyAndACaBundle) {
   EXPECT_THAT(ParseTlsMaterial(names, cert, key, cut, "client CA file").status().message(),
               HasSubstr("client CA file ca.pem: certificate 2"));
   // Only a CA: no certificate or key needed.
-  EXPECT_TRUE(ParseTlsMaterial({.ca_file = "ca.pem", .cert_file = "", .key_file = ""}, "", "", ca)
-                  .ok());
+  EXPECT_TRUE(
+      ParseTlsMaterial({.ca_file = "ca.pem", .cert_file = "", .key_file = ""}, "", "", ca).ok());
   std::filesystem::remove_all(dir);
 }
 
 TEST(TlsMaterialTest, NamesTheFileAndTheProblem) {
   const TlsFileNames no_ca{.ca_file = "", .cert_file = "tls.crt", .key_file = "tls.key"};
-  EXPECT_THAT(ParseTlsMaterial({.ca_file = "ca.pem", .cert_file = "", .key_file = ""}, "", "",
-                               "junk")
-                  .status()
-                  .message(),
-              HasSubstr("CA file ca.pem: no PEM certificate"));
-  EXPECT_THAT(ParseTlsMaterial(no_ca, "-----BEGIN CERTIFICATE-----\n!!\n-----END CERTIFICATE-----\n",
-                               "", "")
+  EXPECT_THAT(
+      ParseTlsMaterial({.ca_file = "ca.pem", .cert_file = "", .key_file = ""}, "", "", "junk")
+          .status()
+          .message(),
+      HasSubstr("CA file ca.pem: no PEM certificate"));
+  EXPECT_THAT(ParseTlsMaterial(
+                  no_ca, "-----BEGIN CERTIFICATE-----\n!!\n-----END CERTIFICATE-----\n", "", "")
                   .status()
                   .message(),
               HasSubstr("certificate file tls.crt: certificate 1 cannot be decoded"));
-  EXPECT_THAT(
-      ParseTlsMaterial({.ca_file = "", .cert_file = "tls.crt", .key_file = ""}, "", "", "")
-          .status()
-          .message(),
-      HasSubstr("needs both a certificate file and a key file"));
+  EXPECT_THAT(ParseTlsMaterial({.ca_file = "", .cert_file = "tls.crt", .key_file = ""}, "", "", "")
+                  .status()
+                  .message(),
+              HasSubstr("needs both a certificate file and a key file"));
   EXPECT_TRUE(ParseTlsMaterial({}, "", "", "").ok());  // nothing configured, nothing to check
 }
 

@@ -26,21 +26,6 @@ const Clock& Wall() {
 
 }  // namespace
 
-absl::Status CheckTlsFiles(const TlsFileNames& names) {
-  std::string contents[3];  // certificate, key, CA
-  const std::pair<const std::string*, const char*> files[] = {
-      {&names.cert_file, "certificate file"},
-      {&names.key_file, "key file"},
-      {&names.ca_file, "CA file"}};
-  for (size_t i = 0; i < 3; ++i) {
-    if (files[i].first->empty()) continue;
-    absl::StatusOr<std::string> text = ReadCredentialFile(*files[i].first, files[i].second);
-    if (!text.ok()) return text.status();
-    contents[i] = std::move(*text);
-  }
-  return ParseTlsMaterial(names, contents[0], contents[1], contents[2]).status();
-}
-
 // One in-memory file at a fixed path, /proc/self/fd/N: replacing it puts a
 // new memfd at descriptor N (dup3), so a reader opens either the old content
 // or the new, never a mixture.

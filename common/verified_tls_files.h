@@ -39,9 +39,6 @@
 
 namespace neighborly {
 
-// Reads the files and checks them as ParseTlsMaterial does.
-absl::Status CheckTlsFiles(const TlsFileNames& names);
-
 class VerifiedTlsFiles {
  public:
   struct Options {

@@ -21,6 +21,13 @@ using ::neighborly::testing::TestPki;
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
 
+// Whether the files at `paths` load as a TLS library would load them.
+absl::Status Loads(const TlsFileNames& paths) {
+  return ParseTlsMaterial(paths, TestPki::Read(paths.cert_file), TestPki::Read(paths.key_file),
+                          TestPki::Read(paths.ca_file))
+      .status();
+}
+
 class VerifiedTlsFilesTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -79,7 +86,7 @@ TEST_F(VerifiedTlsFilesTest, GrpcReadsInMemoryCopiesOfTheCheckedFiles) {
   EXPECT_EQ(TestPki::Read(paths.cert_file), Pair("server"));
   EXPECT_EQ(TestPki::Read(paths.ca_file), TestPki::Read(pki_->Path("ca.crt")));
   // The copies are what a TLS library needs: the pair checks out.
-  EXPECT_TRUE(CheckTlsFiles(paths).ok()) << CheckTlsFiles(paths);
+  EXPECT_TRUE(Loads(paths).ok()) << Loads(paths);
 }
 
 TEST_F(VerifiedTlsFilesTest, AHalfRotatedPairIsNeverPublishedAndTheWholeOneIs) {
@@ -103,7 +110,7 @@ TEST_F(VerifiedTlsFilesTest, AHalfRotatedPairIsNeverPublishedAndTheWholeOneIs) {
   EXPECT_EQ(files->reloads(), 1u);
   EXPECT_EQ(reloads_.load(), 1);
   EXPECT_GT(Mtime(path), first_mtime);  // gRPC's straddled-read check sees every swap
-  EXPECT_TRUE(CheckTlsFiles(files->paths()).ok());
+  EXPECT_TRUE(Loads(files->paths()).ok());
 }
 
 TEST_F(VerifiedTlsFilesTest, ARotatedCaIsPublishedAndADamagedOneIsNot) {

@@ -122,15 +122,6 @@ int Run(int argc, char** argv) {
     spdlog::info("node identity: streams bound to the node of their {} token ({} issuer keys)",
                  config->identity_audience, identity->key_count());
   }
-  if (!config->http.tls_cert_file.empty()) {
-    if (absl::Status s = CheckTlsFiles({.ca_file = config->http.tls_client_ca_file,
-                                        .cert_file = config->http.tls_cert_file,
-                                        .key_file = config->http.tls_key_file});
-        !s.ok()) {
-      return Fail(2, absl::StrCat("http.tls: ", s.message()));
-    }
-  }
-
   // Signals are taken synchronously by this thread (sigtimedwait below); block
   // them before any other thread exists so that every thread inherits the mask.
   // A peer that closes mid-reply must cost that connection, not the process
@@ -161,14 +152,17 @@ int Run(int argc, char** argv) {
     }
   }
 
-  absl::StatusOr<std::unique_ptr<TelemetryServer>> telemetry =
-      TelemetryServer::Start(core, telemetry_options);
-  if (!telemetry.ok()) return Fail(1, Sv(telemetry.status().message()));
-
+  // The HTTPS files are read and checked here, once, before anything listens.
   HttpServerOptions http_options = config->http;
   http_options.host = http_address->host;
   http_options.port = http_address->port;
   HttpServer http(http_options, core, metrics);
+  if (!http.tls_status().ok())
+    return Fail(2, absl::StrCat("http.tls: ", http.tls_status().message()));
+
+  absl::StatusOr<std::unique_ptr<TelemetryServer>> telemetry =
+      TelemetryServer::Start(core, telemetry_options);
+  if (!telemetry.ok()) return Fail(1, Sv(telemetry.status().message()));
   TelemetryServer& ingest = **telemetry;
   CoreOperatorSource source(core, [&ingest] { return ingest.stats(); });
   std::atomic<bool> stopping{false};

@@ -129,6 +129,37 @@ TEST(ExtenderMainTest, RefusesPlaintextTelemetryUnlessAskedFor) {
               HasSubstr("grpc.identity: " + dir + "/missing.json: cannot read"));
 }
 
+// A TLS file that does not load stops the start with one line naming the
+// listener, the file and the problem, before either port listens.
+TEST(ExtenderMainTest, UnusableTlsFilesExitTwoNamingTheFile) {
+  const std::string dir = TempDir("bad_tls");
+  TestPki pki(dir);
+  ASSERT_TRUE(pki.MakeCa("ca").ok());
+  ASSERT_TRUE(pki.Issue("ca", "server", "neighborly-extender").ok());
+  ASSERT_TRUE(pki.Issue("ca", "other", "neighborly-extender").ok());
+  std::ofstream(dir + "/https.yaml")
+      << "http:\n  address: 127.0.0.1:0\n  tls:\n    certFile: " << pki.Path("server.crt")
+      << "\n    keyFile: " << pki.Path("other.key")
+      << "\ngrpc:\n  address: 127.0.0.1:0\n  insecurePlaintext: true\n";
+  auto https = Start({"--config", dir + "/https.yaml"});
+  ASSERT_NE(https, nullptr);
+  EXPECT_EQ(https->Wait(absl::Seconds(20)), 2);
+  EXPECT_THAT(https->Stderr(),
+              HasSubstr("http.tls: key file " + pki.Path("other.key") +
+                        " does not belong to certificate " + pki.Path("server.crt")));
+  EXPECT_THAT(https->Stderr(), ::testing::Not(HasSubstr("listening")));
+
+  std::ofstream(dir + "/grpc.yaml")
+      << "http:\n  address: 127.0.0.1:0\ngrpc:\n  address: "
+         "127.0.0.1:0\n  tls:\n    caFile: "
+      << dir << "/missing.crt\n    certFile: " << pki.Path("server.crt")
+      << "\n    keyFile: " << pki.Path("server.key") << "\n";
+  auto grpc = Start({"--config", dir + "/grpc.yaml"});
+  ASSERT_NE(grpc, nullptr);
+  EXPECT_EQ(grpc->Wait(absl::Seconds(20)), 2);
+  EXPECT_THAT(grpc->Stderr(), HasSubstr("grpc.tls: CA file " + dir + "/missing.crt: cannot read"));
+}
+
 // Both ports with TLS: telemetry over mutual TLS, kube-scheduler's verbs over
 // HTTPS with a client certificate required.
 TEST(ExtenderMainTest, ServesHttpsAndMutualTlsFromConfiguredFiles) {

@@ -52,6 +52,9 @@ class HttpServer {
   // For registering more routes; only before Start().
   httplib::Server& server() { return *server_; }
   bool tls() const { return !options_.tls_cert_file.empty(); }
+  // With TLS: whether the files read at construction loaded (an error names
+  // the file and the problem; Start() refuses to serve then).
+  const absl::Status& tls_status() const { return tls_status_; }
 
   // Binds and starts serving on a background thread; returns the bound port.
   // With TLS, fails (naming the file and the problem) when the files read at
