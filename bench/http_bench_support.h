@@ -92,8 +92,17 @@ inline telemetry::v1::NodeReport SyntheticReport(int i, uint64_t sequence = 1, i
     extender::testing::PodSpec pod;
     pod.uid = absl::StrCat("uid-", i, "-", p);
     pod.name = absl::StrCat("pod-", i, "-", p);
+    // Pods belong to a handful of workloads, as in a real cluster; pod 2 is a
+    // replica of the trainer Deployment the benchmark requests place, so its
+    // workload profile is in play on every request.
+    pod.labels = {{"app", absl::StrCat("service-", p)}};
+    if (p == 2) {
+      pod.namespace_name = "ml";
+      pod.name = absl::StrCat("trainer-7d9f8-", std::string(1, "bcdfghjklm"[i % 10]), "x2kq");
+      pod.labels = {{"app", "trainer"}, {"pod-template-hash", "7d9f8"}};
+    }
     if (p == 0 && i % 3 == 0) pod.annotations = {{"neighborly.io/class", "latency-critical"}};
-    if (p == 1 && i % 5 == 0) pod.labels = {{"workload-type", "batch"}};
+    if (p == 1 && i % 5 == 0) pod.labels["workload-type"] = "batch";
     pod.cpu_request_millicores = 1000;
     pod.memory_request_bytes = uint64_t{2} << 30;
     pod.llc_bytes = static_cast<uint64_t>(2 + (i + p) % 6) << 20;

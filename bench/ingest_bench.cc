@@ -86,6 +86,33 @@ void BM_IngestCore(benchmark::State& state) {
 }
 BENCHMARK(BM_IngestCore)->Threads(1)->Threads(2)->UseRealTime()->Unit(benchmark::kMicrosecond);
 
+// The same on one thread with workload profiles on (the default) and off, in
+// one run: the difference is what learning profiles costs per 50-pod report
+// (keys, lookups and one profile update per measured pod).
+void IngestOneThread(benchmark::State& state, bool profiles) {
+  static FakeClock* clock = new FakeClock();
+  extender::ModelConfig config;
+  config.workloads.enabled = profiles;
+  extender::ExtenderCore core(config, *clock);
+  std::vector<tv1::NodeReport> reports = Reports(0, kNodes, NextSequenceBase());
+  size_t next = 0;
+  for (auto _ : state) {
+    tv1::NodeReport& r = reports[next];
+    r.set_sequence(r.sequence() + 1);
+    if (absl::Status s = core.Ingest(r); !s.ok()) {
+      state.SkipWithError(std::string(s.message()).c_str());
+      break;
+    }
+    next = next + 1 == reports.size() ? 0 : next + 1;
+  }
+  state.SetItemsProcessed(state.iterations());
+  state.counters["workloads"] = static_cast<double>(core.workload_profiles());
+}
+void BM_IngestProfilesOn(benchmark::State& state) { IngestOneThread(state, true); }
+void BM_IngestProfilesOff(benchmark::State& state) { IngestOneThread(state, false); }
+BENCHMARK(BM_IngestProfilesOff)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_IngestProfilesOn)->Unit(benchmark::kMicrosecond);
+
 // As the gRPC service calls it: the parsed report is handed over (moved into
 // the snapshot), not copied. The copy each iteration needs is not timed.
 void BM_IngestCoreMove(benchmark::State& state) {

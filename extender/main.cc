@@ -138,6 +138,7 @@ int Run(int argc, char** argv) {
                                         : std::min<size_t>(4, EvaluationPool::UsableCpus());
   ExtenderCore core(config->model, clock,
                     {.max_remembered_pods = static_cast<size_t>(config->state_max_pods),
+                     .max_workloads = static_cast<size_t>(config->state_max_workloads),
                      .evaluation_threads = evaluation_threads});
   spdlog::info("requests of 1,024 names or more are evaluated by {} thread(s)", evaluation_threads);
   if (!config->state_file.empty()) {

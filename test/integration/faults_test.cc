@@ -432,11 +432,12 @@ TEST_F(FaultsTest, KillNineWhileSavingNeverCorruptsState) {
 // 2. The agent dies: the node's confidence stays 1 for three report intervals,
 // falls linearly to 0 at model.maxAge, and then the node is neutral (score 5)
 // and passes a filter that rejected it while its telemetry was fresh.
-TEST_F(FaultsTest, AgentDeathFadesToNeutralAndNeverFilters) {
+TEST_F(FaultsTest, AgentDeathFadesToBlindAndOnlyIsolationOutlivesTheLoad) {
   TempDir dir;
   constexpr double kMaxAgeSeconds = 6;
   constexpr double kFreshSeconds = 3;  // freshIntervals 3 x the agent's 1 s window
-  const std::string config = dir.Write("extender.yaml", "model:\n  maxAge: 6s\n");
+  const std::string config =
+      dir.Write("extender.yaml", "model:\n  maxAge: 6s\n  residentsMaxAge: 12s\n");
   StartExtender(config);
   StartFleet();
   const std::vector<std::string> names = AllNames();
@@ -482,12 +483,27 @@ TEST_F(FaultsTest, AgentDeathFadesToNeutralAndNeverFilters) {
   ASSERT_TRUE(neutral) << sample.dump();
   EXPECT_TRUE(saw_graded) << "confidence flipped instead of fading";
 
+  // Load-based filters (bandwidth, NUMA admission) fail open at once; the
+  // residents a node last reported keep isolation until residentsMaxAge.
   const json stale_filter = Call("filter", article, names);
-  EXPECT_TRUE(stale_filter["FailedNodes"].empty()) << stale_filter.dump();
-  EXPECT_EQ(stale_filter["NodeNames"], json(names));
+  EXPECT_LT(stale_filter["FailedNodes"].size(), fresh_filter["FailedNodes"].size())
+      << stale_filter.dump();
+  for (const auto& [node, reason] : stale_filter["FailedNodes"].items()) {
+    EXPECT_THAT(reason.get<std::string>(), HasSubstr("isolation")) << node;
+  }
+  json open_filter;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        open_filter = Call("filter", article, names);
+        return open_filter["FailedNodes"].empty();
+      },
+      absl::Seconds(30)))
+      << open_filter.dump();
+  EXPECT_EQ(open_filter["NodeNames"], json(names));
+  // A latency-critical pod scores every blind node below neutral.
   const json scores = Call("prioritize", article, names);
   ASSERT_EQ(scores.size(), names.size());
-  for (const json& s : scores) EXPECT_EQ(s["Score"], 5) << s.dump();
+  for (const json& s : scores) EXPECT_EQ(s["Score"], 3) << s.dump();
   EXPECT_EQ(extender_->Terminate(), 0) << extender_->Stderr();
 }
 

@@ -201,6 +201,15 @@ void Place(httplib::Client& client, const json& pod, std::vector<ScenarioNode>& 
     for (const json& hp : prio) scores[hp["Host"].get<std::string>()] = hp["Score"].get<int>();
   }
 
+  // Where the pod's footprint came from (its workload's profile, hints or a prior).
+  if (httplib::Result r = client.Get("/v1/decisions?limit=1&pod=" + meta["uid"].get<std::string>());
+      r && r->status == 200) {
+    const json records = json::parse(r->body, nullptr, /*allow_exceptions=*/false);
+    if (records.is_array() && !records.empty() && records[0].value("prediction", "") != "") {
+      std::cout << "   footprint: " << records[0]["prediction"].get<std::string>() << "\n\n";
+    }
+  }
+
   std::string neighborly_pick, default_pick;
   int best_score = -1;
   int64_t best_default = -1;

@@ -8,6 +8,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "common/strings.h"
 #include "tools/neighborlyctl/render.h"
 
@@ -27,6 +28,8 @@ constexpr std::string_view kUsage =
     "  explain POD [--limit N]\n"
     "                        the latest decisions for a pod (uid, namespace/name or\n"
     "                        name): per node the verdict and the terms behind it\n"
+    "  workloads             workload profiles learned from running replicas\n"
+    "  workload NS/KIND/NAME one profile, e.g. shop/Deployment/event-scan\n"
     "\n"
     "Flags:\n"
     "  --server URL          extender HTTP address, e.g. http://127.0.0.1:8888\n"
@@ -112,7 +115,8 @@ struct Command {
 
 absl::StatusOr<Command> Resolve(const Options& o) {
   if (o.positional.empty()) {
-    return absl::InvalidArgumentError("no command (nodes, node NAME, explain POD)");
+    return absl::InvalidArgumentError(
+        "no command (nodes, node NAME, explain POD, workloads, workload NS/KIND/NAME)");
   }
   const std::string& cmd = o.positional[0];
   const size_t args = o.positional.size() - 1;
@@ -130,8 +134,24 @@ absl::StatusOr<Command> Resolve(const Options& o) {
         absl::StrCat("/v1/decisions?pod=", PercentEncode(o.positional[1]), "&limit=", o.limit),
         &RenderDecisions};
   }
+  if (cmd == "workloads") {
+    if (args != 0) return absl::InvalidArgumentError("workloads takes no argument");
+    return Command{"/v1/workloads", &RenderWorkloadsTable};
+  }
+  if (cmd == "workload") {
+    if (args != 1) return absl::InvalidArgumentError("workload needs exactly one NS/KIND/NAME");
+    std::vector<std::string> parts = absl::StrSplit(o.positional[1], '/');
+    if (parts.size() != 3 || parts[0].empty() || parts[1].empty() || parts[2].empty()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "workload \"", o.positional[1], "\": expected NS/KIND/NAME, e.g. shop/Deployment/web"));
+    }
+    return Command{absl::StrCat("/v1/workloads/", PercentEncode(parts[0]), "/",
+                                PercentEncode(parts[1]), "/", PercentEncode(parts[2])),
+                   &RenderWorkloadDetail};
+  }
   return absl::InvalidArgumentError(
-      absl::StrCat("unknown command ", cmd, " (nodes, node NAME, explain POD)"));
+      absl::StrCat("unknown command ", cmd,
+                   " (nodes, node NAME, explain POD, workloads, workload NS/KIND/NAME)"));
 }
 
 std::string OneLine(absl::string_view message) {

@@ -10,6 +10,7 @@
 //     nodes              all nodes, highest contention first
 //     node NAME          one node: L3 domains, NUMA nodes, pods
 //     explain POD        latest decisions for a pod (uid, namespace/name or name)
+//     workloads          workload profiles; workload NS/KIND/NAME: one of them
 //
 // Example:
 //   std::vector<std::string> args = {"--server", "http://127.0.0.1:8888", "nodes"};

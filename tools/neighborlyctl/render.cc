@@ -353,6 +353,8 @@ absl::StatusOr<std::string> RenderDecisions(std::string_view body) {
     const std::string booked = String(rec, "booked_node", "");
     if (!booked.empty()) absl::StrAppend(&out, "  booked on ", booked);
     out += "\n";
+    const std::string prediction = String(rec, "prediction", "");
+    if (!prediction.empty()) absl::StrAppend(&out, "footprint: ", prediction, "\n");
     const json* nodes = Field(rec, "nodes");
     if (nodes == nullptr || !nodes->is_array()) continue;
     std::vector<Row> rows = {{"NODE", "VERDICT", "SCORE", "COST", "CONF", "TERMS / REASON"}};
@@ -372,6 +374,80 @@ absl::StatusOr<std::string> RenderDecisions(std::string_view body) {
                       " more feasible nodes with lower scores not kept)\n");
     }
   }
+  return out;
+}
+
+namespace {
+
+// "mean / p95" of one metric of a workload, formatted by `format`.
+template <typename F>
+std::string MeanHigh(const json& w, const char* metric, F format) {
+  const json* metrics = Field(w, "metrics");
+  const json* m = metrics != nullptr ? Field(*metrics, metric) : nullptr;
+  if (m == nullptr) return "-";
+  return absl::StrCat(OrDash(Number(*m, "mean"), format), " / ", OrDash(Number(*m, "p95"), format));
+}
+
+std::string Verdict(const json& w) {
+  if (String(w, "aggressor", "false") != "true") return "-";
+  return absl::StrCat("aggressor (", String(w, "aggressor_why", "measured"), ")");
+}
+
+}  // namespace
+
+absl::StatusOr<std::string> RenderWorkloadsTable(std::string_view body) {
+  absl::StatusOr<json> doc = Parse(body);
+  if (!doc.ok()) return doc.status();
+  absl::StatusOr<json> workloads = List(*doc, "workloads");
+  if (!workloads.ok()) return workloads.status();
+  if (workloads->empty())
+    return std::string("No workload profiles yet: no replica has been measured.\n");
+  std::vector<Row> rows = {{"WORKLOAD", "REPLICAS", "NODES", "WINDOWS", "CONF", "MEMBW mean / p95",
+                            "L3 mean / p95", "MPKI", "VERDICT"}};
+  for (const json& w : *workloads) {
+    rows.push_back(
+        {String(w, "workload"), String(w, "replicas"), String(w, "nodes"),
+         OrDash(Number(w, "windows"), [](double v) { return Fixed(v, 0); }),
+         OrDash(Number(w, "confidence"), [](double v) { return Fixed(v, 2); }),
+         MeanHigh(w, "membw_total_bytes_per_second", FormatBytesPerSecond),
+         MeanHigh(w, "llc_occupancy_bytes", FormatBytes),
+         MeanHigh(w, "llc_misses_per_kilo_instructions", [](double v) { return Fixed(v, 1); }),
+         Verdict(w)});
+  }
+  return Table(rows);
+}
+
+absl::StatusOr<std::string> RenderWorkloadDetail(std::string_view body) {
+  absl::StatusOr<json> doc = Parse(body);
+  if (!doc.ok()) return doc.status();
+  if (!doc->is_object()) return absl::InvalidArgumentError("expected a JSON object");
+  const json& w = *doc;
+  std::string out = absl::StrCat(
+      "Workload ", String(w, "workload"), "\n", "  replicas ", String(w, "replicas"), " on ",
+      String(w, "nodes"), " node(s), ",
+      OrDash(Number(w, "windows"), [](double v) { return Fixed(v, 0); }),
+      " replica-windows (confidence ",
+      OrDash(Number(w, "confidence"), [](double v) { return Fixed(v, 2); }), ")\n",
+      "  predicted: ", OrDash(Number(w, "predicted_membw_bytes_per_second"), FormatBytesPerSecond),
+      String(w, "membw_estimated", "false") == "true" ? " (estimated from LLC misses)" : "", ", ",
+      OrDash(Number(w, "predicted_llc_bytes"), FormatBytes), " of L3\n",
+      "  verdict: ", Verdict(w) == "-" ? "not an aggressor" : Verdict(w));
+  const std::string since = String(w, "aggressor_since", "");
+  if (!since.empty()) absl::StrAppend(&out, " since ", since);
+  absl::StrAppend(&out, "\n  last measured: ", String(w, "last_update"), "\n\n");
+  std::vector<Row> rows = {{"METRIC", "MEAN", "P95"}};
+  const json* metrics = Field(w, "metrics");
+  if (metrics != nullptr && metrics->is_object()) {
+    for (const auto& [name, m] : metrics->items()) {
+      auto format = [&name](double v) {
+        if (name.find("bytes_per_second") != std::string::npos) return FormatBytesPerSecond(v);
+        if (name.find("bytes") != std::string::npos) return FormatBytes(v);
+        return Fixed(v, 2);
+      };
+      rows.push_back({name, OrDash(Number(m, "mean"), format), OrDash(Number(m, "p95"), format)});
+    }
+  }
+  out += Table(rows);
   return out;
 }
 

@@ -38,6 +38,12 @@ absl::StatusOr<std::string> RenderDecisions(std::string_view body);
 // not JSON.
 absl::StatusOr<std::string> RenderJson(std::string_view body);
 
+// /v1/workloads as a table: per workload replicas, nodes, evidence, bandwidth
+// and L3 (mean / p95), MPKI and the aggressor verdict.
+absl::StatusOr<std::string> RenderWorkloadsTable(std::string_view body);
+// /v1/workloads/{ns}/{kind}/{name}: the prediction, the verdict and every metric.
+absl::StatusOr<std::string> RenderWorkloadDetail(std::string_view body);
+
 // Formatting helpers, exposed for tests.
 std::string FormatBytes(double bytes);           // "18.3MiB"
 std::string FormatBytesPerSecond(double bytes);  // "2.80GB/s"

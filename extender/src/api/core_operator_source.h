@@ -22,6 +22,14 @@ class CoreOperatorSource final : public OperatorSource {
     return core_.Decisions(pod, limit);
   }
   IngestStats Ingest() const override { return ingest_ ? ingest_() : IngestStats{}; }
+  std::vector<WorkloadView> Workloads() const override { return core_.Workloads(); }
+  std::optional<WorkloadView> Workload(std::string_view key) const override {
+    return core_.Workload(key);
+  }
+  WorkloadCounts WorkloadCountsNow() const override {
+    return {core_.workload_profiles(), core_.workload_capacity(),
+            core_.workload_predictions_used()};
+  }
 
  private:
   const ExtenderCore& core_;

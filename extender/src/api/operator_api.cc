@@ -140,9 +140,42 @@ nlohmann::json DecisionRecordJson(const DecisionRecord& r) {
           {"contentionClass", r.contention_class},
           {"classSource", r.class_source},
           {"bookedNode", r.booked_node},
+          {"workload", r.workload},
+          {"prediction", r.prediction},
           {"candidates", r.candidates},
           {"omittedNodes", r.candidates - std::min(r.candidates, r.nodes.size())},
           {"nodes", std::move(nodes)}};
+}
+
+nlohmann::json WorkloadViewJson(const WorkloadView& w) {
+  const WorkloadPrediction& p = w.prediction;
+  nlohmann::json metrics = nlohmann::json::object();
+  for (int m = 0; m < kWorkloadMetrics; ++m) {
+    if (!w.metrics[m]) continue;
+    metrics[std::string(WorkloadMetricName(static_cast<WorkloadMetric>(m)))] = {
+        {"mean", Finite(w.metrics[m]->mean)}, {"p95", Finite(w.metrics[m]->high)}};
+  }
+  nlohmann::json out = {{"workload", w.key},
+                        {"windows", Finite(p.windows)},
+                        {"confidence", Finite(p.confidence)},
+                        {"replicas", p.replicas},
+                        {"nodes", p.nodes},
+                        {"aggressor", p.aggressor},
+                        {"aggressorWhy", p.aggressor_why},
+                        {"membwEstimated", p.membw_estimated},
+                        {"metrics", std::move(metrics)}};
+  if (p.llc_bytes) out["predictedLlcBytes"] = Finite(*p.llc_bytes);
+  if (p.membw_bytes_per_second)
+    out["predictedMembwBytesPerSecond"] = Finite(*p.membw_bytes_per_second);
+  if (w.last_update != absl::InfinitePast()) {
+    out["lastUpdate"] =
+        absl::FormatTime("%Y-%m-%d%ET%H:%M:%E*SZ", w.last_update, absl::UTCTimeZone());
+  }
+  if (w.aggressor_since != absl::InfinitePast()) {
+    out["aggressorSince"] =
+        absl::FormatTime("%Y-%m-%d%ET%H:%M:%E*SZ", w.aggressor_since, absl::UTCTimeZone());
+  }
+  return out;
 }
 
 std::string RenderMetrics(const OperatorSource& source, const ExtenderMetrics& metrics) {
@@ -206,6 +239,16 @@ std::string RenderMetrics(const OperatorSource& source, const ExtenderMetrics& m
              count);
     }
   }
+  const OperatorSource::WorkloadCounts workloads = source.WorkloadCountsNow();
+  Family(out, "neighborly_workload_profiles", "gauge",
+         "Workload profiles held (learned from running replicas).");
+  absl::StrAppend(&out, "neighborly_workload_profiles ", workloads.held, "\n");
+  Family(out, "neighborly_workload_profiles_capacity", "gauge",
+         "Workload profiles kept at most (state.maxWorkloads).");
+  absl::StrAppend(&out, "neighborly_workload_profiles_capacity ", workloads.capacity, "\n");
+  Family(out, "neighborly_workload_predictions_total", "counter",
+         "Scheduling requests whose pod was predicted from its workload's profile.");
+  absl::StrAppend(&out, "neighborly_workload_predictions_total ", workloads.predictions_used, "\n");
   Family(out, "neighborly_node_bookings", "gauge",
          "In-flight pods booked on the node by prioritize.");
   for (const NodeSummary& n : nodes) {
@@ -247,6 +290,24 @@ void RegisterOperatorApi(httplib::Server& server, const OperatorSource& source,
         }
         Reply(res, 200, NodeSummaryJson(*node, true));
       });
+  server.Get("/v1/workloads", [&source](const httplib::Request&, httplib::Response& res) {
+    nlohmann::json list = nlohmann::json::array();
+    for (const WorkloadView& w : source.Workloads()) list.push_back(WorkloadViewJson(w));
+    Reply(res, 200, list);
+  });
+  server.Get(R"(/v1/workloads/([^/]+)/([^/]+)/([^/]+))", [&source](const httplib::Request& req,
+                                                                   httplib::Response& res) {
+    const std::string key =
+        absl::StrCat(req.matches[1].str(), "/", req.matches[2].str(), "/", req.matches[3].str());
+    const std::optional<WorkloadView> w = source.Workload(key);
+    if (!w.has_value()) {
+      ReplyError(
+          res, 404,
+          absl::StrCat("unknown workload \"", key, "\": no replica of it has been measured"));
+      return;
+    }
+    Reply(res, 200, WorkloadViewJson(*w));
+  });
   server.Get("/v1/decisions", [&source](const httplib::Request& req, httplib::Response& res) {
     const std::string pod = req.get_param_value("pod");
     if (pod.empty()) {

@@ -1,6 +1,7 @@
 // The operator API on the extender's HTTP port (docs/http.md): /healthz,
 // /readyz, /metrics (Prometheus text), /v1/nodes, /v1/nodes/{name},
-// /v1/decisions. Cold paths, rendered with nlohmann::json.
+// /v1/decisions, /v1/workloads, /v1/workloads/{namespace}/{kind}/{name}. Cold paths, rendered with
+// nlohmann::json.
 //
 //   CoreOperatorSource source(core, [&] { return ingest.Stats(); });
 //   RegisterOperatorApi(http.server(), source, metrics, [&] { return ready_reason(); });
@@ -30,6 +31,17 @@ class OperatorSource {
   virtual std::optional<NodeSummary> Node(std::string_view name) const = 0;
   virtual std::vector<DecisionRecord> Decisions(std::string_view pod, size_t limit) const = 0;
   virtual IngestStats Ingest() const = 0;
+  // Workload profiles (/v1/workloads); a source without them has none.
+  virtual std::vector<WorkloadView> Workloads() const { return {}; }
+  virtual std::optional<WorkloadView> Workload(std::string_view /*key*/) const {
+    return std::nullopt;
+  }
+  struct WorkloadCounts {
+    size_t held = 0;
+    size_t capacity = 0;
+    uint64_t predictions_used = 0;
+  };
+  virtual WorkloadCounts WorkloadCountsNow() const { return {}; }
 };
 
 // Returns "" when ready to answer the scheduler, else why not.
@@ -42,6 +54,7 @@ void RegisterOperatorApi(httplib::Server& server, const OperatorSource& source,
 // The JSON documents of /v1 (docs/http.md), exposed for tests and neighborlyctl.
 nlohmann::json NodeSummaryJson(const NodeSummary& node, bool with_pods);
 nlohmann::json DecisionRecordJson(const DecisionRecord& record);
+nlohmann::json WorkloadViewJson(const WorkloadView& workload);
 // The whole /metrics page.
 std::string RenderMetrics(const OperatorSource& source, const ExtenderMetrics& metrics);
 

@@ -340,7 +340,8 @@ absl::StatusOr<ExtenderConfig> ParseExtenderConfig(std::string_view yaml, std::s
          return p.Map(v, path,
                       {{"file", p.String(config.state_file)},
                        {"saveInterval", p.Duration(config.state_save_interval, absl::Seconds(1))},
-                       {"maxPods", p.Integer(config.state_max_pods, 1000, 10'000'000)}});
+                       {"maxPods", p.Integer(config.state_max_pods, 1000, 10'000'000)},
+                       {"maxWorkloads", p.Integer(config.state_max_workloads, 1, 1'000'000)}});
        }},
       {"log",
        [&](const YAML::Node& v, const std::string& path) {
@@ -372,7 +373,35 @@ absl::StatusOr<ExtenderConfig> ParseExtenderConfig(std::string_view yaml, std::s
               {"membwQueueScale", p.Double(m.membw_queue_scale, 1e-9, 1e9)},
               {"freshIntervals", p.Integer(m.fresh_intervals, 1, 1000)},
               {"maxAge", p.Duration(m.max_age, absl::Seconds(1))},
-              {"bookingTtl", p.Duration(m.booking_ttl, absl::Seconds(1))}});
+              {"bookingTtl", p.Duration(m.booking_ttl, absl::Seconds(1))},
+              {"workloads",
+               [&](const YAML::Node& f, const std::string& fpath) {
+                 WorkloadConfig& w = m.workloads;
+                 return p.Map(f, fpath,
+                              {{"enabled", p.Bool(w.enabled)},
+                               {"halfLife", p.Duration(w.half_life, absl::Seconds(1))},
+                               {"peakHalfLife", p.Duration(w.peak_half_life, absl::Seconds(1))},
+                               {"confidentWindows", p.Double(w.confident_windows, 0, 1e9)},
+                               {"percentile", p.Double(w.percentile, 0.5, 1)},
+                               {"aggressorExitFraction", p.Double(w.aggressor_exit_fraction, 0, 1)},
+                               {"aggressorMinDwell",
+                                p.Duration(w.aggressor_min_dwell, absl::ZeroDuration())},
+                               {"maxNodeShare", p.Double(w.max_node_share, 0.05, 1)},
+                               {"replicaWindow", p.Duration(w.replica_window, absl::Seconds(1))}});
+               }},
+              {"priors",
+               [&](const YAML::Node& f, const std::string& fpath) {
+                 return p.Map(f, fpath,
+                              {{"scaleWithCpus", p.Bool(m.priors.scale_with_cpus)},
+                               {"maxCpus", p.Double(m.priors.max_cpus, 1, 100000)}});
+               }},
+              {"guaranteedExclusiveIsLatencyCritical",
+               p.Bool(m.guaranteed_exclusive_is_latency_critical)},
+              {"aggregateStreamers", p.Bool(m.aggregate_streamers)},
+              {"streamerMinMembwShare", p.Double(m.streamer_min_membw_share, 0, 1)},
+              {"unmeasuredPenalty", p.Double(m.unmeasured_penalty, 0, 1)},
+              {"residentsMaxAge", p.Duration(m.residents_max_age, absl::ZeroDuration())},
+              {"latencyCriticalBlindScore", p.Integer(m.latency_critical_blind_score, 0, 10)}});
        }},
   };
   if (absl::Status s = p.Map(root, "", schema); !s.ok()) return s;

@@ -58,7 +58,8 @@ struct ExtenderConfig {
   // state: learned knowledge that survives restarts. Empty file: not persisted.
   std::string state_file;
   absl::Duration state_save_interval = absl::Seconds(60);
-  int64_t state_max_pods = 200'000;  // pod UIDs remembered; least recently seen forgotten
+  int64_t state_max_pods = 200'000;      // pod UIDs remembered; least recently seen forgotten
+  int64_t state_max_workloads = 10'000;  // workload profiles kept; least recently used dropped
   // log
   std::string log_level = "info";
   // model: the contention model's parameters (docs/scoring.md).

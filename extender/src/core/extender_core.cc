@@ -12,6 +12,7 @@
 #include "extender/src/model/classify.h"
 #include "extender/src/model/evaluate.h"
 #include "extender/src/model/node_profile.h"
+#include "extender/src/model/workload_key.h"
 #include "extender/src/state/booking_ledger.h"
 #include "extender/src/state/cluster_state.h"
 #include "extender/src/state/decision_log.h"
@@ -43,19 +44,28 @@ std::string QosText(tv1::QosClass q) {
 bool SameKnowledge(const RememberedPod& a, const RememberedPod& b) {
   return a.contention_class == b.contention_class && a.source == b.source &&
          a.hints.llc_bytes == b.hints.llc_bytes &&
-         a.hints.membw_bytes_per_second == b.hints.membw_bytes_per_second;
+         a.hints.membw_bytes_per_second == b.hints.membw_bytes_per_second &&
+         a.workload == b.workload;
 }
 
-// What is worth remembering about a pod: a declared class or footprint hints.
+// What is worth remembering about a pod: a declared class (or one its QoS
+// implies), footprint hints, or its workload key from a scheduling request.
 std::optional<RememberedPod> Learnable(ContentionClass c, ClassSource source,
-                                       const FootprintHints& hints) {
-  const bool declared = source == ClassSource::kAnnotation || source == ClassSource::kLabelRule;
-  if (!declared && hints.empty()) return std::nullopt;
+                                       const FootprintHints& hints, std::string workload = {}) {
+  const bool declared = source == ClassSource::kAnnotation || source == ClassSource::kLabelRule ||
+                        source == ClassSource::kQos;
+  if (!declared && hints.empty() && workload.empty()) return std::nullopt;
   RememberedPod p;
   p.contention_class = declared ? c : ContentionClass::kStandard;
   p.source = declared ? source : ClassSource::kDefault;
   p.hints = hints;
+  p.workload = std::move(workload);
   return p;
+}
+
+bool FullyMeasured(const tv1::PodReport& pod) {
+  return pod.has_llc_occupancy_bytes() &&
+         (pod.has_membw_total_bytes_per_second() || pod.has_llc_misses_per_second());
 }
 
 }  // namespace
@@ -66,6 +76,7 @@ struct ExtenderCore::Impl {
         clock(clk),
         state(options.max_nodes),
         registry(options.max_remembered_pods),
+        workloads(options.max_workloads),
         ledger(state),
         pool(options.evaluation_threads > 1
                  ? std::make_unique<EvaluationPool>(options.evaluation_threads)
@@ -81,6 +92,7 @@ struct ExtenderCore::Impl {
   const Clock& clock;
   ClusterState state;
   PodRegistry registry;
+  WorkloadStore workloads;
   BookingLedger ledger;
   DecisionLog log;
   // Requests of at least kParallelMinNodes names are evaluated in chunks of
@@ -152,30 +164,68 @@ absl::Status ExtenderCore::Impl::Apply(std::unique_ptr<NodeSnapshot> snapshot) {
     }
     std::vector<std::optional<RememberedPod>> known;
     registry.LookupMany(uids, known);
-    absl::flat_hash_map<absl::string_view, const RememberedPod*> known_by_uid;
-    for (size_t i = 0; i < uids.size(); ++i) {
-      if (known[i]) known_by_uid.emplace(Av(uids[i]), &*known[i]);
+    // Each pod's workload: the key its scheduling request showed, else its labels'.
+    const size_t count = uids.size();
+    std::vector<std::string> keys(count);
+    std::vector<std::string> workload_names(count);
+    std::vector<std::optional<WorkloadPrediction>> predictions(count);
+    std::vector<ResidentKnowledge> knowledge(count);
+    const BookingList* booked_here = entry->bookings.load();  // under `view`
+    for (size_t i = 0; i < count; ++i) {
+      const tv1::PodReport& pod = report.pods(static_cast<int>(i));
+      WorkloadKey key;
+      if (known[i] && !known[i]->workload.empty()) {
+        if (absl::StatusOr<WorkloadKey> k = ParseWorkloadKey(known[i]->workload); k.ok()) key = *k;
+      }
+      if (key.empty()) key = WorkloadKeyFromLabels(pod.namespace_(), pod.name(), pod.labels());
+      keys[i] = key.ToString();
+      workload_names[i] = absl::StrCat(key.kind, " ", key.namespace_name, "/", key.name);
+      if (config.workloads.enabled) {
+        if (FullyMeasured(pod)) {  // only the verdict matters then
+          if (std::optional<WorkloadStore::Verdict> v = workloads.VerdictOf(keys[i])) {
+            WorkloadPrediction& p = predictions[i].emplace();
+            p.aggressor = v->aggressor;
+            p.aggressor_why = std::move(v->why);
+          }
+        } else {
+          predictions[i] = workloads.Predict(keys[i], now, config, /*count_use=*/false);
+        }
+      }
+      ResidentKnowledge& k = knowledge[i];
+      k.remembered = known[i] ? &*known[i] : nullptr;
+      k.workload = predictions[i] ? &*predictions[i] : nullptr;
+      k.workload_name = workload_names[i];
+      if (booked_here != nullptr) {
+        for (const Booking& b : *booked_here) {
+          if (b.pod_uid == uids[i] && b.expires_at > now) k.booked_here = true;
+        }
+      }
     }
-    snapshot->profile = BuildNodeProfile(
-        report, config,
-        [&](std::string_view uid) -> const RememberedPod* {
-          if (known_by_uid.empty()) return nullptr;
-          auto it = known_by_uid.find(Av(uid));
-          return it == known_by_uid.end() ? nullptr : it->second;
-        },
-        now);
-    // Learn declared classes and hints the agent could see.
-    for (int i = 0; i < report.pods_size(); ++i) {
+    snapshot->profile = BuildNodeProfile(report, config, nullptr, now, knowledge);
+    // Learn declared classes and hints the agent could see, and what each
+    // measured pod teaches its workload.
+    const uint64_t node_hash = NodeNameHash(report.node_name());
+    for (size_t i = 0; i < count; ++i) {
       const ResidentPod& resident = snapshot->profile.pods[i];
       std::optional<RememberedPod> learn =
           Learnable(resident.contention_class, resident.source,
-                    HintsFromAnnotations(report.pods(i).annotations()));
+                    HintsFromAnnotations(report.pods(static_cast<int>(i)).annotations()),
+                    known[i] ? known[i]->workload : std::string());
       if (learn && (!known[i] || !SameKnowledge(*known[i], *learn))) {
         registry.Remember(uids[i], *learn, now);
       }
+      if (config.workloads.enabled && resident.measured) {
+        WorkloadObservation o = resident.observation;
+        o.pod_uid_hash = NodeNameHash(uids[i]);
+        workloads.Observe(keys[i], o, node_hash, now, config);
+      }
+      // A booking here ends once the pod is measured; one elsewhere ends now
+      // (it landed here, and this report counts it).
+      if (knowledge[i].booked_here && !resident.measured) uids[i] = std::string_view();
     }
     state.PublishSnapshot(*entry, std::move(snapshot));
   }
+  std::erase(uids, std::string_view());
   ledger.Release(uids);
   ledger.Expire(now);
   accepted.fetch_add(1, std::memory_order_relaxed);
@@ -189,10 +239,15 @@ void ExtenderCore::Impl::Decide(std::string_view verb, const IncomingPod& pod,
   ledger.Expire(now);
   std::optional<RememberedPod> remembered =
       pod.uid.empty() ? std::nullopt : registry.Lookup(pod.uid);
-  const PodRequest req = MakePodRequest(pod, remembered ? &*remembered : nullptr, config);
+  const WorkloadKey key = WorkloadKeyOf(pod);
+  std::string key_text = key.empty() ? std::string() : key.ToString();
+  std::optional<WorkloadPrediction> profile;
+  if (config.workloads.enabled && !key.empty()) profile = workloads.Predict(key_text, now, config);
+  const PodRequest req = MakePodRequest(pod, remembered ? &*remembered : nullptr, config, &key,
+                                        profile ? &*profile : nullptr);
   if (!pod.uid.empty()) {
-    std::optional<RememberedPod> learn =
-        Learnable(req.contention_class, req.source, HintsFromAnnotations(pod.annotations));
+    std::optional<RememberedPod> learn = Learnable(req.contention_class, req.source,
+                                                   HintsFromAnnotations(pod.annotations), key_text);
     if (learn && (!remembered || !SameKnowledge(*remembered, *learn))) {
       registry.Remember(pod.uid, *learn, now);
     }
@@ -296,6 +351,8 @@ void ExtenderCore::Impl::Decide(std::string_view verb, const IncomingPod& pod,
   logged->class_source = req.source;
   logged->AddNodes(nodes, out);
   logged->booked_node = std::move(booked_node);
+  logged->workload = std::move(key_text);
+  logged->prediction = req.prediction;
   log.Record(std::move(logged));
 }
 
@@ -345,7 +402,10 @@ NodeSummary ExtenderCore::Impl::Summarize(const ClusterState::Entry& entry,
     d.id = l3.id;
     d.numa_node = p.numa[l3.numa_index].id;
     d.size_bytes = static_cast<uint64_t>(l3.size_bytes);
-    if (l3.occupancy_measured) d.occupancy_bytes = static_cast<uint64_t>(l3.occupancy_bytes);
+    // What the node measured; the pressure also counts unmeasured pods' predictions.
+    for (const tv1::L3Domain& in : r.topology().l3_domains()) {
+      if (in.id() == l3.id && in.has_occupancy_bytes()) d.occupancy_bytes = in.occupancy_bytes();
+    }
     d.pressure = l3.size_bytes > 0 ? l3.occupancy_bytes / l3.size_bytes : 0;
     contention = std::max(contention, d.pressure);
     s.l3_domains.push_back(d);
@@ -362,7 +422,11 @@ NodeSummary ExtenderCore::Impl::Summarize(const ClusterState::Entry& entry,
         in.has_peak_membw_bytes_per_second()
             ? (in.peak_membw_source().empty() ? "reported" : in.peak_membw_source())
             : "default (extender config)";
-    if (numa.membw_measured) d.membw_bytes_per_second = static_cast<uint64_t>(numa.membw);
+    if (in.has_membw_bytes_per_second()) {
+      d.membw_bytes_per_second = in.membw_bytes_per_second();
+    } else if (numa.membw_measured) {
+      d.membw_bytes_per_second = static_cast<uint64_t>(numa.membw);
+    }
     d.membw_utilisation = numa.peak_membw > 0 ? numa.membw / numa.peak_membw : 0;
     contention = std::max(contention, d.membw_utilisation);
     d.free_exclusive_cpus = static_cast<uint32_t>(std::max(0, numa.free_exclusive_cpus));
@@ -448,6 +512,8 @@ std::vector<DecisionRecord> ExtenderCore::Decisions(std::string_view pod, size_t
     }
     r.candidates = d->candidates;
     r.booked_node = d->booked_node;
+    r.workload = d->workload;
+    r.prediction = d->prediction;
     out.push_back(std::move(r));
   }
   return out;
@@ -462,10 +528,36 @@ size_t ExtenderCore::node_count() const {
   return n;
 }
 
-absl::Status ExtenderCore::LoadState(const std::string& path) { return impl_->registry.Load(path); }
+absl::Status ExtenderCore::LoadState(const std::string& path) {
+  PodRegistry::StateSections sections;
+  if (absl::Status s = impl_->registry.Load(path, &sections); !s.ok()) return s;
+  auto it = sections.find("workloads");
+  if (it == sections.end()) return absl::OkStatus();  // a state file from before profiles
+  if (absl::Status s = impl_->workloads.FromJson(it->second); !s.ok()) {
+    return absl::DataLossError(absl::StrCat("state file ", path, ": ", s.message(),
+                                            "; starting without workload profiles"));
+  }
+  return absl::OkStatus();
+}
 
 absl::Status ExtenderCore::SaveState(const std::string& path) const {
-  return impl_->registry.Save(path);
+  return impl_->registry.Save(path, {{"workloads", impl_->workloads.ToJson()}});
+}
+
+std::vector<WorkloadView> ExtenderCore::Workloads() const {
+  return impl_->workloads.List(impl_->clock.Now(), impl_->config);
+}
+
+std::optional<WorkloadView> ExtenderCore::Workload(std::string_view key) const {
+  return impl_->workloads.Get(key, impl_->clock.Now(), impl_->config);
+}
+
+size_t ExtenderCore::workload_profiles() const { return impl_->workloads.size(); }
+
+size_t ExtenderCore::workload_capacity() const { return impl_->workloads.capacity(); }
+
+uint64_t ExtenderCore::workload_predictions_used() const {
+  return impl_->workloads.predictions_used();
 }
 
 IngestStats ExtenderCore::ingest_stats() const {

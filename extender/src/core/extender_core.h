@@ -24,6 +24,7 @@
 #include "extender/src/http/decider.h"
 #include "extender/src/model/model_config.h"
 #include "extender/src/model/types.h"
+#include "extender/src/state/workload_store.h"
 #include "neighborly/telemetry/v1/telemetry.pb.h"
 
 namespace neighborly::extender {
@@ -103,6 +104,8 @@ struct DecisionRecord {
   std::vector<PerNode> nodes;
   size_t candidates = 0;
   std::string booked_node;  // prioritize only: where the footprint was booked
+  std::string workload;     // the pod's workload key
+  std::string prediction;   // where its predicted footprint came from
 };
 
 struct IngestStats {
@@ -115,6 +118,8 @@ struct IngestStats {
 struct ExtenderCoreOptions {
   // Pod UIDs whose classes and hints are remembered (state.maxPods).
   size_t max_remembered_pods = 200'000;
+  // Workload profiles kept (state.maxWorkloads), least recently used dropped.
+  size_t max_workloads = 10'000;
   // Nodes tracked (a core for one node, as the report fuzzers build per
   // input, skips the 50,000-node index's 3 MiB).
   size_t max_nodes = 50'000;
@@ -159,6 +164,15 @@ class ExtenderCore : public Decider {
   IngestStats ingest_stats() const;
   size_t bookings() const;
   size_t remembered_pods() const;
+
+  // Workload profiles (/v1/workloads), sorted by key.
+  std::vector<WorkloadView> Workloads() const;
+  // One profile by "namespace/Kind/name".
+  std::optional<WorkloadView> Workload(std::string_view key) const;
+  size_t workload_profiles() const;
+  size_t workload_capacity() const;
+  // Requests whose prediction a workload profile served.
+  uint64_t workload_predictions_used() const;
 
   // Learned knowledge (per-UID classes and hints) survives restarts through this file.
   absl::Status LoadState(const std::string& path);

@@ -136,8 +136,12 @@ TEST_F(ExtenderCoreTest, ReplayedOrOldReportIsRefusedButANewBootStartsOver) {
   EXPECT_EQ(core_.Node("node-1")->sequence, 1u);
 }
 
-TEST_F(ExtenderCoreTest, NoTelemetryPassesEverythingWithFive) {
+TEST_F(ExtenderCoreTest, NoTelemetryPassesEverythingWithTheBlindScore) {
   for (const NodeDecision& d : Filter(LatencyCritical("a"), {"x", "y", "z"})) {
+    EXPECT_TRUE(d.feasible);
+    EXPECT_EQ(d.score, 3);
+  }
+  for (const NodeDecision& d : Filter(Pod("plain"), {"x", "y", "z"})) {
     EXPECT_TRUE(d.feasible);
     EXPECT_EQ(d.score, 5);
   }
@@ -148,10 +152,17 @@ TEST_F(ExtenderCoreTest, FilterUsesTheCurrentClock) {
   AddPod(r, {.uid = "b", .name = "scan", .labels = {{"workload-type", "batch"}}});
   ASSERT_TRUE(core_.Ingest(r).ok());
   EXPECT_FALSE(Filter(LatencyCritical("a"), {"node-1"})[0].feasible);
-  clock_.Advance(absl::Seconds(60));  // the agent went silent: fail open
+  clock_.Advance(absl::Seconds(60));  // the agent went silent: load fails open ...
+  NodeDecision plain = Filter(Pod("plain"), {"node-1"})[0];
+  EXPECT_TRUE(plain.feasible);
+  EXPECT_EQ(plain.confidence, 0);
+  EXPECT_EQ(plain.score, 5);
+  // ... but its batch resident still keeps latency-critical pods away,
+  EXPECT_FALSE(Filter(LatencyCritical("a"), {"node-1"})[0].feasible);
+  clock_.Advance(config_.residents_max_age);  // until the residents are forgotten too
   NodeDecision d = Filter(LatencyCritical("a"), {"node-1"})[0];
   EXPECT_TRUE(d.feasible);
-  EXPECT_EQ(d.score, 5);
+  EXPECT_EQ(d.score, 3);
 }
 
 TEST_F(ExtenderCoreTest, PrioritizeBooksTheBestNodeUntilTheAgentReportsThePod) {
@@ -169,12 +180,28 @@ TEST_F(ExtenderCoreTest, PrioritizeBooksTheBestNodeUntilTheAgentReportsThePod) {
   std::vector<NodeDecision> second = Prioritize(next, {"node-1", "node-2"});
   EXPECT_LT(second[0].score, second[1].score);
   EXPECT_EQ(core_.Node("node-2")->bookings, 1);
-  // node-1's agent reports the first pod running: its booking is released.
-  tv1::NodeReport landed = TwoSocketNode("node-1", 2);
-  AddPod(landed, {.uid = "uid-heavy", .namespace_name = "ns", .name = "heavy"});
+  // node-1's agent lists the first pod, not measured yet: the booking still
+  // carries its load (and the node's profile does not count it twice).
+  tv1::NodeReport listed = TwoSocketNode("node-1", 2);
+  AddPod(listed, {.uid = "uid-heavy", .namespace_name = "ns", .name = "heavy"});
+  ASSERT_TRUE(core_.Ingest(listed).ok());
+  EXPECT_EQ(core_.Node("node-1")->bookings, 1);
+  EXPECT_EQ(core_.Node("node-1")->l3_domains[0].pressure, 0);
+  // Once measured, its booking is released.
+  tv1::NodeReport landed = TwoSocketNode("node-1", 3);
+  AddPod(landed, {.uid = "uid-heavy",
+                  .namespace_name = "ns",
+                  .name = "heavy",
+                  .llc_bytes = 20 << 20,
+                  .membw_bytes_per_second = 20'000'000'000});
   ASSERT_TRUE(core_.Ingest(landed).ok());
   EXPECT_EQ(core_.Node("node-1")->bookings, 0);
   EXPECT_EQ(core_.bookings(), 1u);
+  // Listed on another node than booked: released at once (that node counts it).
+  tv1::NodeReport elsewhere = TwoSocketNode("node-1", 4);
+  AddPod(elsewhere, {.uid = "uid-next", .namespace_name = "ns", .name = "next"});
+  ASSERT_TRUE(core_.Ingest(elsewhere).ok());
+  EXPECT_EQ(core_.bookings(), 0u);
   std::vector<DecisionRecord> records = core_.Decisions("ns/next", 5);
   ASSERT_EQ(records.size(), 1u);
   EXPECT_EQ(records[0].verb, "prioritize");
@@ -251,8 +278,9 @@ TEST_F(ExtenderCoreTest, DecisionsAreServedWhileIngestRuns) {
   while (!done.load() || rounds == 0) {
     std::vector<NodeDecision> d = Filter(lc, {"node-0", "node-1", "node-2", "node-3"});
     for (const NodeDecision& x : d) {
-      // Either no telemetry yet (pass, 5) or the batch pod is seen (rejected).
-      EXPECT_TRUE(x.has_telemetry ? !x.feasible : (x.feasible && x.score == 5));
+      // Either no telemetry yet (pass with the latency-critical blind score 3)
+      // or the batch pod is seen (rejected).
+      EXPECT_TRUE(x.has_telemetry ? !x.feasible : (x.feasible && x.score == 3));
     }
     ++rounds;
   }

@@ -155,6 +155,9 @@ absl::Status ValidatePod(const tv1::PodReport& pod, const std::string& field,
   NB_RETURN_IF_ERROR(CheckBytes(Path(field, ".membw_local_bytes_per_second"),
                                 pod.has_membw_local_bytes_per_second(),
                                 pod.membw_local_bytes_per_second(), limits));
+  NB_RETURN_IF_ERROR(CheckBytes(Path(field, ".llc_misses_per_second"),
+                                pod.has_llc_misses_per_second(), pod.llc_misses_per_second(),
+                                limits));
   absl::StatusOr<CpuSet> cpus = CheckCpus(Path(field, ".exclusive_cpus"), pod.exclusive_cpus());
   if (!cpus.ok()) return cpus.status();
   for (uint32_t cpu : *cpus) {

@@ -1,6 +1,10 @@
 #include "extender/src/model/classify.h"
 
+#include <algorithm>
+#include <cmath>
+
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "common/quantity.h"
 #include "common/strings.h"
 
@@ -51,38 +55,110 @@ double Sensitivity(ContentionClass c) {
   return 0.5;
 }
 
+Footprint PriorFootprint(ContentionClass c, double cpus, const ModelConfig& config) {
+  const Footprint& base = DefaultFootprint(c, config);
+  if (!config.priors.scale_with_cpus) return base;
+  const double n = std::clamp(cpus, 1.0, std::max(1.0, config.priors.max_cpus));
+  return Footprint{static_cast<int64_t>(static_cast<double>(base.llc_bytes) * std::sqrt(n)),
+                   static_cast<int64_t>(static_cast<double>(base.membw_bytes_per_second) * n)};
+}
+
+double PriorCpus(const IncomingPod& pod) {
+  double millicores = static_cast<double>(std::max<int64_t>(0, pod.cpu_request_millicores));
+  if (pod.qos == QosClass::kBurstable && pod.cpu_limit_millicores > pod.cpu_request_millicores) {
+    millicores = static_cast<double>(pod.cpu_limit_millicores);
+  }
+  return millicores / 1000.0;
+}
+
+namespace {
+
+std::string FormatRate(double bytes_per_second) {
+  return absl::StrFormat("%.1f GB/s", bytes_per_second / 1e9);
+}
+
+std::string FormatMb(double bytes) { return absl::StrFormat("%.1f MB", bytes / 1e6); }
+
+}  // namespace
+
 PodRequest MakePodRequest(const IncomingPod& pod, const RememberedPod* remembered,
-                          const ModelConfig& config) {
+                          const ModelConfig& config, const WorkloadKey* key,
+                          const WorkloadPrediction* profile) {
   PodRequest req;
   req.pod = absl::StrCat(pod.namespace_name, "/", pod.name);
+  const int64_t millicores = pod.cpu_request_millicores > 0 ? pod.cpu_request_millicores : 0;
+  req.exclusive_cpus = pod.wants_exclusive_cpus || (pod.qos == QosClass::kGuaranteed &&
+                                                    millicores > 0 && millicores % 1000 == 0);
   std::optional<ClassResolution> declared =
       DeclaredClass(pod.labels, pod.annotations, config, &req.note);
   if (declared) {
     req.contention_class = declared->contention_class;
     req.source = declared->source;
+  } else if (profile != nullptr && profile->aggressor) {
+    // Its replicas were measured streaming: it will again (docs/scoring.md).
+    req.contention_class = ContentionClass::kBatch;
+    req.source = ClassSource::kMeasured;
   } else if (remembered != nullptr && remembered->source != ClassSource::kDefault) {
     // An incoming pod has no measurements of its own; what was learned about
     // its UID (for example a measured aggressor being rescheduled) comes next.
     req.contention_class = remembered->contention_class;
     req.source = ClassSource::kRemembered;
+  } else if (config.guaranteed_exclusive_is_latency_critical && req.exclusive_cpus) {
+    req.contention_class = ContentionClass::kLatencyCritical;
+    req.source = ClassSource::kQos;
   }
   FootprintHints hints = HintsFromAnnotations(pod.annotations, &req.note);
+  const bool annotated = !hints.empty();
   if (remembered != nullptr) {
     if (!hints.llc_bytes) hints.llc_bytes = remembered->hints.llc_bytes;
     if (!hints.membw_bytes_per_second) {
       hints.membw_bytes_per_second = remembered->hints.membw_bytes_per_second;
     }
   }
-  const Footprint& fallback = DefaultFootprint(req.contention_class, config);
-  req.llc_bytes = static_cast<double>(hints.llc_bytes.value_or(fallback.llc_bytes));
-  req.membw_bytes_per_second =
-      static_cast<double>(hints.membw_bytes_per_second.value_or(fallback.membw_bytes_per_second));
+  const double prior_cpus = PriorCpus(pod);
+  const Footprint prior = PriorFootprint(req.contention_class, prior_cpus, config);
+  double llc = static_cast<double>(hints.llc_bytes.value_or(prior.llc_bytes));
+  double membw =
+      static_cast<double>(hints.membw_bytes_per_second.value_or(prior.membw_bytes_per_second));
+  const char* base_source =
+      !hints.empty() ? (annotated ? "hint annotations" : "remembered hints") : "prior";
+  const std::string workload =
+      key != nullptr && !key->empty()
+          ? absl::StrCat(key->kind, " ", key->namespace_name, "/", key->name)
+          : std::string("its workload");
+  if (profile != nullptr && (profile->llc_bytes || profile->membw_bytes_per_second) &&
+      profile->confidence > 0) {
+    const double c = profile->confidence;
+    if (profile->llc_bytes) llc = c * *profile->llc_bytes + (1 - c) * llc;
+    if (profile->membw_bytes_per_second)
+      membw = c * *profile->membw_bytes_per_second + (1 - c) * membw;
+    req.prediction = absl::StrFormat(
+        "%s %s, %d replica%s on %d node%s, %.0f windows: %s%s, %s",
+        c >= 1 ? "predicted from" : "young profile of", workload, profile->replicas,
+        profile->replicas == 1 ? "" : "s", profile->nodes, profile->nodes == 1 ? "" : "s",
+        profile->windows, FormatRate(membw),
+        profile->membw_estimated ? " (estimated from LLC misses)" : "", FormatMb(llc));
+    if (c < 1)
+      absl::StrAppend(&req.prediction, absl::StrFormat(" (%.0f%% profile, %.0f%% %s)", c * 100,
+                                                       (1 - c) * 100, base_source));
+  } else {
+    req.prediction =
+        hints.empty()
+            ? absl::StrFormat("prior for a %s pod of %.1f CPUs (%s): %s, %s",
+                              Av(ContentionClassName(req.contention_class)),
+                              std::max(1.0, prior_cpus), Av(QosClassName(pod.qos)),
+                              FormatRate(membw), FormatMb(llc))
+            : absl::StrFormat("from %s: %s, %s", base_source, FormatRate(membw), FormatMb(llc));
+  }
+  if (profile != nullptr && profile->aggressor && req.source == ClassSource::kMeasured) {
+    absl::StrAppend(&req.prediction, "; batch: ", workload, " is an aggressor (",
+                    profile->aggressor_why, ")");
+  }
+  req.llc_bytes = llc;
+  req.membw_bytes_per_second = membw;
   req.sensitivity = Sensitivity(req.contention_class);
-  const int64_t millicores = pod.cpu_request_millicores > 0 ? pod.cpu_request_millicores : 0;
   req.cpus = static_cast<int32_t>((millicores + 999) / 1000);
   req.memory_bytes = pod.memory_request_bytes > 0 ? pod.memory_request_bytes : 0;
-  req.exclusive_cpus = pod.wants_exclusive_cpus || (pod.qos == QosClass::kGuaranteed &&
-                                                    millicores > 0 && millicores % 1000 == 0);
   return req;
 }
 

@@ -168,17 +168,67 @@ void RejectCopy(NodeDecision& out, const std::string& precomputed, ContentionCla
   }
 }
 
+// The score a node without usable telemetry gets: neutral, but below it for
+// a latency-critical pod, which nothing protects there.
+inline double BlindScore(const PodRequest& pod, const ModelConfig& config) {
+  return pod.contention_class == ContentionClass::kLatencyCritical
+             ? static_cast<double>(config.latency_critical_blind_score)
+             : 5.0;
+}
+
 [[gnu::always_inline]] inline void Finish(NodeDecision& out, const Harm& harm, double numa_penalty,
-                                          double incoming_sensitivity, const ModelConfig& config) {
+                                          const PodRequest& pod, const NodeProfile& p,
+                                          const ModelConfig& config) {
   out.harm_to_incoming = harm.to_incoming;
   out.harm_to_residents = harm.to_residents;
   out.numa_penalty = numa_penalty;
-  out.cost = std::clamp(harm.to_incoming + harm.to_residents +
-                            config.numa_weight * incoming_sensitivity * numa_penalty,
-                        0.0, 1.0);
+  // A latency-critical pod pays for what the node cannot measure of its residents.
+  out.unmeasured_penalty = pod.contention_class == ContentionClass::kLatencyCritical
+                               ? config.unmeasured_penalty * p.unmeasured_share
+                               : 0.0;
+  out.cost =
+      std::clamp(harm.to_incoming + harm.to_residents +
+                     config.numa_weight * pod.sensitivity * numa_penalty + out.unmeasured_penalty,
+                 0.0, 1.0);
   const double raw = 10.0 * (1.0 - out.cost);
-  const double blended = 5.0 + out.confidence * (raw - 5.0);
+  const double target = BlindScore(pod, config);
+  const double blended = target + out.confidence * (raw - target);
   out.score = static_cast<int>(std::clamp(RoundHalfAwayFromZero(blended), 0L, 10L));
+}
+
+// 1. Isolation, by class, against residents and in-flight bookings; true when
+// it rejected the node.
+template <typename InFlightT>
+bool Isolate(const PodRequest& pod, const NodeProfile& p, const InFlightT& in_flight,
+             const ModelConfig& config, NodeDecision& out) {
+  if (pod.contention_class == ContentionClass::kLatencyCritical &&
+      config.isolate_latency_critical) {
+    if (p.batch_pods > 0) {
+      RejectCopy(out, p.isolation_reason_latency_critical, ContentionClass::kLatencyCritical,
+                 p.batch_example, p.batch_pods);
+      return true;
+    }
+    if (in_flight.batch() != nullptr) {
+      Reject(out, absl::StrCat("isolation: latency-critical pod would run beside in-flight "
+                               "batch pod ",
+                               in_flight.batch()->pod));
+      return true;
+    }
+  }
+  if (pod.contention_class == ContentionClass::kBatch && config.isolate_batch) {
+    if (p.latency_critical_pods > 0) {
+      RejectCopy(out, p.isolation_reason_batch, ContentionClass::kBatch, p.latency_critical_example,
+                 p.latency_critical_pods);
+      return true;
+    }
+    if (in_flight.latency_critical() != nullptr) {
+      Reject(out, absl::StrCat("isolation: batch pod would run beside in-flight "
+                               "latency-critical pod ",
+                               in_flight.latency_critical()->pod));
+      return true;
+    }
+  }
+  return false;
 }
 
 // The filters and the score for a node with usable telemetry. A template over
@@ -196,29 +246,7 @@ void EvaluateLoaded(const PodRequest& pod, const NodeProfile& p, const InFlightT
   const size_t l3_count = p.l3.size();
   const bool latency_critical = pod.contention_class == ContentionClass::kLatencyCritical;
 
-  // 1. Isolation.
-  if (latency_critical && config.isolate_latency_critical) {
-    if (p.batch_pods > 0) {
-      return RejectCopy(out, p.isolation_reason_latency_critical, ContentionClass::kLatencyCritical,
-                        p.batch_example, p.batch_pods);
-    }
-    if (in_flight.batch() != nullptr) {
-      return Reject(out, absl::StrCat("isolation: latency-critical pod would run beside in-flight "
-                                      "batch pod ",
-                                      in_flight.batch()->pod));
-    }
-  }
-  if (pod.contention_class == ContentionClass::kBatch && config.isolate_batch) {
-    if (p.latency_critical_pods > 0) {
-      return RejectCopy(out, p.isolation_reason_batch, ContentionClass::kBatch,
-                        p.latency_critical_example, p.latency_critical_pods);
-    }
-    if (in_flight.latency_critical() != nullptr) {
-      return Reject(out, absl::StrCat("isolation: batch pod would run beside in-flight "
-                                      "latency-critical pod ",
-                                      in_flight.latency_critical()->pod));
-    }
-  }
+  if (Isolate(pod, p, in_flight, config, out)) return;
 
   const double queue_scale = config.membw_queue_scale;
   auto membw_cost = [queue_scale](double u) { return MembwCost(u, queue_scale); };
@@ -316,7 +344,7 @@ void EvaluateLoaded(const PodRequest& pod, const NodeProfile& p, const InFlightT
                                config.membw_headroom * 100, numa_nodes[least_loaded].id));
     }
     Harm harm{out.harm_to_incoming, out.harm_to_residents};
-    return Finish(out, harm, out.numa_penalty, pod.sensitivity, config);
+    return Finish(out, harm, out.numa_penalty, pod, p, config);
   }
 
   // Shared pool: the pod's threads and memory spread over the NUMA nodes by
@@ -366,7 +394,7 @@ void EvaluateLoaded(const PodRequest& pod, const NodeProfile& p, const InFlightT
   if (numa_count == 1) out.numa_node = static_cast<int32_t>(numa_nodes[0].id);
   // Spread threads reach remote memory; on one NUMA node they cannot.
   const double numa_penalty = max_weight > 0 ? 1.0 - max_weight : 0.0;
-  Finish(out, harm, numa_penalty, pod.sensitivity, config);
+  Finish(out, harm, numa_penalty, pod, p, config);
 }
 
 }  // namespace
@@ -407,17 +435,28 @@ void EvaluateNode(const PodRequest& pod, const NodeProfile* profile,
                   NodeDecision& out) {
   out.feasible = true;
   out.reason.clear();
-  out.score = 5;
+  out.score = static_cast<int>(BlindScore(pod, config));
   out.cost = 0;
   out.confidence = 0;
   out.has_telemetry = profile != nullptr;
   out.l3_pressure = out.membw_utilisation = out.harm_to_incoming = out.harm_to_residents = 0;
-  out.numa_penalty = 0;
+  out.numa_penalty = out.unmeasured_penalty = 0;
   out.numa_node = out.l3_domain = -1;
-  if (profile == nullptr) return;  // no telemetry: fail open, neutral
+  if (profile == nullptr) return;  // no telemetry: fail open, blind score
   const NodeProfile& p = *profile;
   out.confidence = Confidence(p, now, config);
-  if (out.confidence <= 0 || p.numa.empty()) return;  // stale: fail open, neutral
+  if (out.confidence <= 0 || p.numa.empty()) {
+    // Stale: load is unknown (fail open, blind score), but the residents it
+    // last reported have not gone anywhere: isolation still holds for a while.
+    if (now < p.residents_until) {
+      if (bookings.empty()) {
+        Isolate(pod, p, NoInFlight(), config, out);
+      } else {
+        Isolate(pod, p, InFlight(p, bookings, now), config, out);
+      }
+    }
+    return;
+  }
 
   if (bookings.empty()) return EvaluateLoaded(pod, p, NoInFlight(), config, out);
   const InFlight in_flight(p, bookings, now);

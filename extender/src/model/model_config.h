@@ -25,6 +25,38 @@ struct Footprint {
   int64_t membw_bytes_per_second = 0;
 };
 
+// Workload profiles: what running replicas measured predicts the next one
+// (docs/scoring.md, "Workload profiles").
+struct WorkloadConfig {
+  bool enabled = true;
+  // Statistics halve their weight every half_life: a workload that changed
+  // (a new release) is relearned within a few half-lives.
+  absl::Duration half_life = absl::Hours(1);
+  // The recent peak the aggressor verdict reads decays this fast.
+  absl::Duration peak_half_life = absl::Minutes(10);
+  // Replica-windows behind a profile for it to be trusted fully; below, the
+  // prediction blends the profile with the prior in proportion.
+  double confident_windows = 30;
+  // The percentile a prediction takes (a placement must survive the busy phases).
+  double percentile = 0.95;
+  // Hysteresis: a workload stops being an aggressor only once its recent peak
+  // is below this fraction of the entry thresholds, and not before min_dwell.
+  double aggressor_exit_fraction = 0.6;
+  absl::Duration aggressor_min_dwell = absl::Minutes(5);
+  // When two or more nodes report a workload, no one node's windows weigh
+  // more than this share of its statistics.
+  double max_node_share = 0.5;
+  // Replicas counted in "N replicas": pods seen within this long.
+  absl::Duration replica_window = absl::Minutes(2);
+};
+
+// Priors for a pod with neither a profile nor hints, by its CPU size: the
+// class default per CPU (request, else limit for Burstable), capped.
+struct PriorConfig {
+  bool scale_with_cpus = true;
+  double max_cpus = 64;  // no prior grows beyond this many CPUs' worth
+};
+
 struct ModelConfig {
   // --- classes ---
   std::vector<LabelRule> label_rules = {
@@ -64,6 +96,32 @@ struct ModelConfig {
   // --- staleness ---
   int fresh_intervals = 3;  // confidence 1 while younger than this many intervals
   absl::Duration max_age = absl::Seconds(60);  // confidence 0 (neutral score 5) from here on
+
+  // --- prediction of pods without measurements of their own ---
+  WorkloadConfig workloads;
+  PriorConfig priors;
+  // A Guaranteed pod with exclusive CPUs that declares no class is treated as
+  // latency-critical (someone paid for whole cores).
+  bool guaranteed_exclusive_is_latency_critical = true;
+  // Streaming load: pods (not latency-critical) missing at least
+  // aggressor_min_mpki, or of unmeasured MPKI, whose bandwidth together passes
+  // aggressor_membw_share of a NUMA node's peak make that node an aggressor
+  // group for isolation, though none passes it alone.
+  bool aggregate_streamers = true;
+  // A pod counts as a streamer in that sum from this share of the peak up.
+  double streamer_min_membw_share = 0.02;
+  // Latency-critical pods pay this cost per unit of residents' load the node
+  // cannot measure (no MBM/CMT for them): an unmeasured node never looks
+  // better than a measured one.
+  double unmeasured_penalty = 0.2;
+
+  // --- staleness of residents ---
+  // Isolation keeps the last reported residents of a node whose telemetry is
+  // stale until this much time after its last report.
+  absl::Duration residents_max_age = absl::Minutes(10);
+  // Score a latency-critical pod gets on a node without usable telemetry
+  // (stale or no agent): below neutral, since nothing protects it there.
+  int latency_critical_blind_score = 3;
 
   // --- in-flight bookings ---
   absl::Duration booking_ttl = absl::Seconds(30);

@@ -182,11 +182,14 @@ TEST_F(ModelTest, ProfileCountsFreeExclusiveCpusAndMemoryPerNumaNode) {
 
 // --- filters ---
 
-TEST_F(ModelTest, NoTelemetryPassesWithNeutralScore) {
+TEST_F(ModelTest, NoTelemetryPassesWithTheBlindScore) {
   NodeDecision d = Eval(LatencyCritical(), nullptr);
   EXPECT_TRUE(d.feasible);
-  EXPECT_EQ(d.score, 5);
+  EXPECT_EQ(d.score, 3);  // nothing protects a latency-critical pod there
   EXPECT_FALSE(d.has_telemetry);
+  EXPECT_EQ(Eval(Pod("plain"), nullptr).score, 5);
+  config_.latency_critical_blind_score = 5;
+  EXPECT_EQ(Eval(LatencyCritical(), nullptr).score, 5);
 }
 
 TEST_F(ModelTest, IsolationKeepsLatencyCriticalAwayFromBatch) {
@@ -374,14 +377,23 @@ TEST_F(ModelTest, StalenessBlendsTowardNeutral) {
   EXPECT_EQ(old.score, 5);
 }
 
-TEST_F(ModelTest, StaleTelemetryNeverFilters) {
+TEST_F(ModelTest, StaleTelemetryKeepsIsolationUntilResidentsAge) {
   tv1::NodeReport r = TwoSocketNode("n");
   AddPod(r, {.uid = "b", .name = "scan", .labels = {{"workload-type", "batch"}}});
   NodeProfile p = Profile(r);
   EXPECT_FALSE(Eval(LatencyCritical(), &p, {}, kT0 + absl::Seconds(10)).feasible);
+  // Load is stale at 61 s, but the batch resident has not gone anywhere.
   NodeDecision stale = Eval(LatencyCritical(), &p, {}, kT0 + absl::Seconds(61));
-  EXPECT_TRUE(stale.feasible);
-  EXPECT_EQ(stale.score, 5);
+  EXPECT_FALSE(stale.feasible);
+  EXPECT_THAT(stale.reason, HasSubstr("beside batch pod"));
+  // A standard pod on the stale node: no filter, neutral.
+  NodeDecision plain = Eval(Pod("plain"), &p, {}, kT0 + absl::Seconds(61));
+  EXPECT_TRUE(plain.feasible);
+  EXPECT_EQ(plain.score, 5);
+  // Past residentsMaxAge the node fails open entirely, with the blind score.
+  NodeDecision forgotten = Eval(LatencyCritical(), &p, {}, kT0 + absl::Minutes(11));
+  EXPECT_TRUE(forgotten.feasible);
+  EXPECT_EQ(forgotten.score, 3);
 }
 
 // --- bookings ---

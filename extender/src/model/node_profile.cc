@@ -34,7 +34,7 @@ struct Placement {
 
 ResidentPod ClassifyResident(const tv1::PodReport& pod, const ModelConfig& config,
                              const RememberedPod* remembered, std::optional<double> membw_share,
-                             std::optional<double> l3_share) {
+                             std::optional<double> l3_share, const ResidentKnowledge* knowledge) {
   ResidentPod out;
   if (std::optional<ClassResolution> declared =
           DeclaredClass(pod.labels(), pod.annotations(), config)) {
@@ -56,6 +56,15 @@ ResidentPod ClassifyResident(const tv1::PodReport& pod, const ModelConfig& confi
             : absl::StrFormat("measured L3 occupancy %.0f%% of its L3 domain", *l3_share * 100);
     return out;
   }
+  // Its workload's verdict holds through quiet windows (hysteresis).
+  if (knowledge != nullptr && knowledge->workload != nullptr && knowledge->workload->aggressor) {
+    out.contention_class = ContentionClass::kBatch;
+    out.source = ClassSource::kMeasured;
+    out.aggressor = true;
+    out.why = absl::StrCat("its workload ", Av(knowledge->workload_name), ": ",
+                           knowledge->workload->aggressor_why);
+    return out;
+  }
   if (remembered != nullptr && remembered->source != ClassSource::kDefault) {
     out.contention_class = remembered->contention_class;
     out.source = ClassSource::kRemembered;
@@ -70,8 +79,10 @@ std::string IsolationReason(ContentionClass incoming, std::string_view example, 
 }
 
 NodeProfile BuildNodeProfile(const tv1::NodeReport& report, const ModelConfig& config,
-                             const RememberedLookup& remembered, absl::Time received_at) {
+                             const RememberedLookup& remembered, absl::Time received_at,
+                             std::span<const ResidentKnowledge> knowledge) {
   NodeProfile p;
+  p.residents_until = received_at + config.residents_max_age;
   p.name = report.node_name();
   p.received_at = received_at;
   p.window = absl::Seconds(report.window_duration().seconds()) +
@@ -209,7 +220,14 @@ NodeProfile BuildNodeProfile(const tv1::NodeReport& report, const ModelConfig& c
   }
 
   // Pods: placement weights, classification, load and memory.
+  // pred_*: every pod's load (measured or predicted), for domains without a
+  // measurement of their own; unmeasured_*: only the pods without a
+  // measurement, added to the domains that have one.
   std::vector<double> pred_numa_bw(numa_count, 0), pred_l3_occ(p.l3.size(), 0);
+  std::vector<double> unmeasured_numa_bw(numa_count, 0), unmeasured_l3_occ(p.l3.size(), 0);
+  std::vector<double> streaming_bw(numa_count, 0);
+  std::vector<int> streaming_pods(numa_count, 0);
+  double total_bw = 0, unmeasured_bw = 0;
   std::vector<int64_t> used_memory(numa_count, 0);
   p.pods.resize(pods_in.size());
   for (int i = 0; i < pods_in.size(); ++i) {
@@ -256,17 +274,26 @@ NodeProfile BuildNodeProfile(const tv1::NodeReport& report, const ModelConfig& c
     const size_t home_l3 =
         p.l3.empty() ? 0 : std::max_element(w.l3.begin(), w.l3.end()) - w.l3.begin();
 
-    std::optional<double> membw_share, l3_share;
-    if (pod.has_membw_total_bytes_per_second() && numa_count > 0) {
-      membw_share =
-          static_cast<double>(pod.membw_total_bytes_per_second()) / p.numa[home_numa].peak_membw;
+    // Bandwidth: MBM, else a lower bound from LLC misses (each brings a 64-byte line).
+    std::optional<double> measured_bw;
+    bool bw_estimated = false;
+    if (pod.has_membw_total_bytes_per_second()) {
+      measured_bw = static_cast<double>(pod.membw_total_bytes_per_second());
+    } else if (pod.has_llc_misses_per_second()) {
+      measured_bw = static_cast<double>(pod.llc_misses_per_second()) * 64.0;
+      bw_estimated = true;
     }
+    std::optional<double> membw_share, l3_share;
+    if (measured_bw && numa_count > 0) membw_share = *measured_bw / p.numa[home_numa].peak_membw;
     if (pod.has_llc_occupancy_bytes() && !p.l3.empty() && p.l3[home_l3].size_bytes > 0) {
       l3_share = static_cast<double>(pod.llc_occupancy_bytes()) / p.l3[home_l3].size_bytes;
     }
-    const RememberedPod* known = remembered ? remembered(pod.uid()) : nullptr;
+    const ResidentKnowledge* k =
+        static_cast<size_t>(i) < knowledge.size() ? &knowledge[static_cast<size_t>(i)] : nullptr;
+    const RememberedPod* known =
+        k != nullptr ? k->remembered : (remembered ? remembered(pod.uid()) : nullptr);
     ResidentPod& resident = p.pods[i];
-    resident = ClassifyResident(pod, config, known, membw_share, l3_share);
+    resident = ClassifyResident(pod, config, known, membw_share, l3_share, k);
 
     // "namespace/name" only for the first pod of each conflicting class.
     auto who = [&pod] { return absl::StrCat(pod.namespace_(), "/", pod.name()); };
@@ -289,7 +316,8 @@ NodeProfile BuildNodeProfile(const tv1::NodeReport& report, const ModelConfig& c
         break;
     }
 
-    // Predicted footprint: measured, else hinted (annotation, then remembered), else default.
+    // Its load: measured (or estimated), else predicted: its workload's
+    // profile blended with its hints or prior by the profile's confidence.
     FootprintHints hints = HintsFromAnnotations(pod.annotations());
     if (known != nullptr) {
       if (!hints.llc_bytes) hints.llc_bytes = known->hints.llc_bytes;
@@ -297,18 +325,71 @@ NodeProfile BuildNodeProfile(const tv1::NodeReport& report, const ModelConfig& c
         hints.membw_bytes_per_second = known->hints.membw_bytes_per_second;
       }
     }
-    const Footprint& fallback = DefaultFootprint(resident.contention_class, config);
-    const double llc = pod.has_llc_occupancy_bytes()
-                           ? static_cast<double>(pod.llc_occupancy_bytes())
-                           : static_cast<double>(hints.llc_bytes.value_or(fallback.llc_bytes));
-    const double bw = pod.has_membw_total_bytes_per_second()
-                          ? static_cast<double>(pod.membw_total_bytes_per_second())
-                          : static_cast<double>(hints.membw_bytes_per_second.value_or(
-                                fallback.membw_bytes_per_second));
+    const Footprint prior = PriorFootprint(
+        resident.contention_class,
+        static_cast<double>(std::max<int64_t>(0, pod.cpu_request_millicores())) / 1000.0, config);
+    double llc = static_cast<double>(hints.llc_bytes.value_or(prior.llc_bytes));
+    double bw =
+        static_cast<double>(hints.membw_bytes_per_second.value_or(prior.membw_bytes_per_second));
+    resident.footprint_source = hints.empty() ? "prior" : "hint";
+    if (k != nullptr && k->workload != nullptr && k->workload->confidence > 0) {
+      const double c = k->workload->confidence;
+      if (k->workload->llc_bytes) llc = c * *k->workload->llc_bytes + (1 - c) * llc;
+      if (k->workload->membw_bytes_per_second) {
+        bw = c * *k->workload->membw_bytes_per_second + (1 - c) * bw;
+      }
+      resident.footprint_source = "workload";
+    }
+    const bool llc_measured = pod.has_llc_occupancy_bytes();
+    if (llc_measured) llc = static_cast<double>(pod.llc_occupancy_bytes());
+    if (measured_bw) {
+      bw = *measured_bw;
+      resident.footprint_source = bw_estimated ? "estimated" : "measured";
+    }
+    // Listed but not measured while a booking here still carries it: the
+    // booking counts its load until it is measured (docs/scoring.md, section 5).
+    const bool booked = k != nullptr && k->booked_here && !measured_bw && !llc_measured;
+    if (booked) {
+      llc = 0;
+      bw = 0;
+      resident.footprint_source = "booked";
+    }
+    resident.llc_bytes = llc;
+    resident.membw_bytes_per_second = bw;
+    total_bw += bw;
+    if (!pod.has_membw_total_bytes_per_second()) unmeasured_bw += bw_estimated ? bw * 0.5 : bw;
+
+    // What this window teaches its workload.
+    WorkloadObservation& o = resident.observation;
+    if (llc_measured) o.llc_bytes = llc;
+    if (measured_bw) o.membw_bytes_per_second = *measured_bw;
+    o.membw_estimated = bw_estimated;
+    if (pod.has_membw_local_bytes_per_second()) {
+      o.membw_local_bytes_per_second = static_cast<double>(pod.membw_local_bytes_per_second());
+    }
+    if (pod.has_llc_misses_per_kilo_instructions()) o.mpki = pod.llc_misses_per_kilo_instructions();
+    if (pod.has_ipc()) o.ipc = pod.ipc();
+    if (pod.has_cpu_usage_millicores())
+      o.cpu_millicores = static_cast<double>(pod.cpu_usage_millicores());
+    o.membw_share = membw_share;
+    o.l3_share = l3_share;
+    resident.measured = o.llc_bytes || o.membw_bytes_per_second || o.ipc || o.mpki;
+
+    // Streamers below the aggressor threshold still add up on their NUMA nodes.
+    const bool streamer_mpki = !pod.has_llc_misses_per_kilo_instructions() ||
+                               pod.llc_misses_per_kilo_instructions() >= config.aggressor_min_mpki;
+    const bool streamer = config.aggregate_streamers && measured_bw && streamer_mpki &&
+                          !resident.aggressor &&
+                          resident.contention_class != ContentionClass::kLatencyCritical;
     const double sensitivity = Sensitivity(resident.contention_class);
     for (size_t n = 0; n < numa_count; ++n) {
       if (w.numa[n] <= 0) continue;
       pred_numa_bw[n] += bw * w.numa[n];
+      if (!measured_bw) unmeasured_numa_bw[n] += bw * w.numa[n];
+      if (streamer && bw * w.numa[n] >= config.streamer_min_membw_share * p.numa[n].peak_membw) {
+        streaming_bw[n] += bw * w.numa[n];
+        ++streaming_pods[n];
+      }
       p.numa[n].resident_sensitivity = std::max(p.numa[n].resident_sensitivity, sensitivity);
       if (pod.memory_bytes_by_numa().empty()) {
         used_memory[n] += static_cast<int64_t>(
@@ -323,15 +404,37 @@ NodeProfile BuildNodeProfile(const tv1::NodeReport& report, const ModelConfig& c
     for (size_t d = 0; d < p.l3.size(); ++d) {
       if (w.l3[d] <= 0) continue;
       pred_l3_occ[d] += llc * w.l3[d];
+      if (!llc_measured) unmeasured_l3_occ[d] += llc * w.l3[d];
       p.l3[d].resident_sensitivity = std::max(p.l3[d].resident_sensitivity, sensitivity);
     }
   }
+  // A domain's load: its measurement plus the predicted load of the pods it
+  // could not have measured yet (warm-up, missing counters), else the sum of its pods.
   for (size_t n = 0; n < numa_count; ++n) {
-    if (!p.numa[n].membw_measured) p.numa[n].membw = pred_numa_bw[n];
+    p.numa[n].membw =
+        p.numa[n].membw_measured ? p.numa[n].membw + unmeasured_numa_bw[n] : pred_numa_bw[n];
     p.numa[n].free_memory_bytes = std::max<int64_t>(0, numa_memory[n] - used_memory[n]);
   }
   for (size_t d = 0; d < p.l3.size(); ++d) {
-    if (!p.l3[d].occupancy_measured) p.l3[d].occupancy_bytes = pred_l3_occ[d];
+    p.l3[d].occupancy_bytes = p.l3[d].occupancy_measured
+                                  ? p.l3[d].occupancy_bytes + unmeasured_l3_occ[d]
+                                  : pred_l3_occ[d];
+  }
+  p.unmeasured_share = total_bw > 0 ? unmeasured_bw / total_bw : 0;
+  // Several streamers that together take an aggressor's share of a NUMA node
+  // are judged as one aggressor (a group) by isolation.
+  for (size_t n = 0; n < numa_count; ++n) {
+    if (streaming_pods[n] < 2 ||
+        streaming_bw[n] < config.aggressor_membw_share * p.numa[n].peak_membw) {
+      continue;
+    }
+    ++p.aggressor_pods;
+    if (p.batch_pods++ == 0) {
+      p.batch_example = absl::StrFormat(
+          "%d streaming pods on NUMA node %u (together %.1f GB/s, %.0f%% of its peak)",
+          streaming_pods[n], p.numa[n].id, streaming_bw[n] / 1e9,
+          100 * streaming_bw[n] / p.numa[n].peak_membw);
+    }
   }
   if (p.batch_pods > 0) {
     p.isolation_reason_latency_critical =

@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -21,6 +22,7 @@
 #include "extender/src/model/classify.h"
 #include "extender/src/model/model_config.h"
 #include "extender/src/model/types.h"
+#include "extender/src/model/workload_profile.h"
 #include "neighborly/telemetry/v1/telemetry.pb.h"
 
 namespace neighborly::extender {
@@ -61,6 +63,26 @@ struct ResidentPod {
   ClassSource source = ClassSource::kDefault;
   bool aggressor = false;
   std::string why;  // for aggressors: the measurement that made it one
+  // What this window measured of the pod, for its workload's profile
+  // (`measured` false: nothing to learn from this window).
+  bool measured = false;
+  WorkloadObservation observation;
+  // The load it was counted at: measured, estimated from LLC misses, or predicted.
+  double llc_bytes = 0;
+  double membw_bytes_per_second = 0;
+  std::string
+      footprint_source;  // "measured" | "estimated" | "workload" | "hint" | "prior" | "booked"
+};
+
+// What the extender knows about a reported pod beyond the report (parallel to
+// report.pods(); every member optional).
+struct ResidentKnowledge {
+  const RememberedPod* remembered = nullptr;
+  const WorkloadPrediction* workload = nullptr;  // the pod's workload profile
+  std::string_view workload_name;                // "Deployment shop/web", for reasons
+  // An in-flight booking on this node still carries the pod's load (it is
+  // listed but not measured yet): the profile must not count it twice.
+  bool booked_here = false;
 };
 
 struct NodeProfile {
@@ -78,6 +100,12 @@ struct NodeProfile {
   // topologyManagerPolicy single-numa-node or restricted: the kubelet admits a
   // pinned pod only where one NUMA node can hold it.
   bool single_numa_admission = false;
+  // Isolation holds the last reported residents until here, though the
+  // telemetry is stale (docs/scoring.md, "Staleness").
+  absl::Time residents_until;
+  // Share of the residents' predicted bandwidth the node could not measure
+  // (0: all measured; estimates from LLC misses count half).
+  double unmeasured_share = 0;
   absl::InlinedVector<NumaProfile, 2> numa;  // in report order
   absl::InlinedVector<L3Profile, 2> l3;      // grouped by NUMA node (see NumaProfile::l3_begin)
   // The isolation rejections, formatted once per report rather than per request:
@@ -104,9 +132,11 @@ struct NodeProfile {
 using RememberedLookup = std::function<const RememberedPod*(std::string_view uid)>;
 
 // Builds the profile. Assumes a validated report, but tolerates anything
-// (unparsable CPU lists count as empty).
+// (unparsable CPU lists count as empty). `knowledge`, when not empty, is
+// parallel to report.pods() and takes precedence over `remembered`.
 NodeProfile BuildNodeProfile(const telemetry::v1::NodeReport& report, const ModelConfig& config,
-                             const RememberedLookup& remembered, absl::Time received_at);
+                             const RememberedLookup& remembered, absl::Time received_at,
+                             std::span<const ResidentKnowledge> knowledge = {});
 
 // "isolation: latency-critical pod would run beside batch pod ns/x and 2 more":
 // the rejection of an `incoming` pod by a node whose first conflicting resident
@@ -118,7 +148,8 @@ std::string IsolationReason(ContentionClass incoming, std::string_view example, 
 // shares of its home NUMA node's peak and its home L3 domain (nullopt: unmeasured).
 ResidentPod ClassifyResident(const telemetry::v1::PodReport& pod, const ModelConfig& config,
                              const RememberedPod* remembered, std::optional<double> membw_share,
-                             std::optional<double> l3_share);
+                             std::optional<double> l3_share,
+                             const ResidentKnowledge* knowledge = nullptr);
 
 }  // namespace neighborly::extender
 

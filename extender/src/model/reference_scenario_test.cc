@@ -223,11 +223,17 @@ TEST_F(ReferenceScenarioTest, BookedBatchJobKeepsTheNextArticleReplicaAway) {
   EXPECT_THAT(article[where].reason, HasSubstr("in-flight batch pod analytics/event-scan-2"));
 }
 
-TEST_F(ReferenceScenarioTest, NoTelemetryPassesEveryNodeWithScoreFive) {
+// Without telemetry every node passes; the batch job scores them all a neutral
+// 5, the latency-critical article service a blind 3 (nothing protects it).
+TEST_F(ReferenceScenarioTest, NoTelemetryPassesEveryNodeWithTheBlindScore) {
   for (const IncomingPod& pod : {ArticleService(), AnalyticsBatch()}) {
+    const int blind = pod.annotations.contains("neighborly.io/class") &&
+                              pod.annotations.at("neighborly.io/class") == "latency-critical"
+                          ? 3
+                          : 5;
     for (const NodeDecision& d : Decide(pod, /*with_telemetry=*/false)) {
       EXPECT_TRUE(d.feasible);
-      EXPECT_EQ(d.score, 5);
+      EXPECT_EQ(d.score, blind);
     }
   }
 }

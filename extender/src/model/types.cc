@@ -40,6 +40,8 @@ std::string_view ClassSourceName(ClassSource s) {
       return "measured";
     case ClassSource::kRemembered:
       return "remembered";
+    case ClassSource::kQos:
+      return "qos";
     case ClassSource::kDefault:
       return "default";
   }
@@ -49,7 +51,10 @@ std::string_view ClassSourceName(ClassSource s) {
 std::vector<Term> ExplainTerms(const NodeDecision& d) {
   std::vector<Term> terms;
   if (!d.has_telemetry) {
-    terms.push_back({"telemetry", 0, "no telemetry for this node: pass with neutral score 5"});
+    terms.push_back({"telemetry", 0,
+                     absl::StrFormat("no telemetry for this node: pass with the blind score %d "
+                                     "(neutral 5; below it for latency-critical pods)",
+                                     d.score)});
     return terms;
   }
   if (!d.feasible) {
@@ -57,7 +62,7 @@ std::vector<Term> ExplainTerms(const NodeDecision& d) {
   }
   terms.push_back({"confidence", d.confidence,
                    absl::StrFormat("telemetry confidence %.2f (1 fresh, 0 stale: score pulled "
-                                   "toward neutral 5)",
+                                   "toward the blind score, 5 or 3 for latency-critical pods)",
                                    d.confidence)});
   if (d.confidence <= 0) return terms;
   const std::string where = d.l3_domain >= 0 ? absl::StrFormat("L3 domain %d", d.l3_domain)
@@ -77,6 +82,10 @@ std::vector<Term> ExplainTerms(const NodeDecision& d) {
   terms.push_back({"numa_penalty", d.numa_penalty,
                    d.numa_penalty > 0 ? "pod's CPUs/memory would not stay on one NUMA node"
                                       : "pod fits on one NUMA node"});
+  if (d.unmeasured_penalty > 0) {
+    terms.push_back({"unmeasured", d.unmeasured_penalty,
+                     "part of the residents' load this node cannot measure (no MBM for them)"});
+  }
   terms.push_back(
       {"cost", d.cost,
        absl::StrFormat("predicted interference cost %.3f -> score %d", d.cost, d.score)});

@@ -22,7 +22,9 @@ enum class QosClass { kUnknown, kGuaranteed, kBurstable, kBestEffort };
 std::string_view QosClassName(QosClass q);  // "Guaranteed", ...
 
 // Where a pod's contention class came from (precedence order of the design).
-enum class ClassSource { kAnnotation, kLabelRule, kMeasured, kRemembered, kDefault };
+// kQos: a Guaranteed pod with exclusive CPUs that declares nothing is taken
+// as latency-critical.
+enum class ClassSource { kAnnotation, kLabelRule, kMeasured, kRemembered, kQos, kDefault };
 std::string_view ClassSourceName(ClassSource s);
 
 // The pod kube-scheduler asks about, reduced to what the model needs.
@@ -33,7 +35,13 @@ struct IncomingPod {
   QosClass qos = QosClass::kUnknown;  // status.qosClass, or derived from resources
   std::map<std::string, std::string> labels;
   std::map<std::string, std::string> annotations;
+  // The controller among metadata.ownerReferences (controller: true, else the
+  // first), e.g. {"ReplicaSet", "web-7d9f8c6b5"}; empty for a bare pod.
+  std::string owner_kind;
+  std::string owner_name;
   int64_t cpu_request_millicores = 0;  // sum over containers (max with init containers)
+  // Sum of the containers' CPU limits; 0 when some container has none (unbounded).
+  int64_t cpu_limit_millicores = 0;
   int64_t memory_request_bytes = 0;
   // Guaranteed with an integer CPU request: the kubelet's static CPU manager
   // gives it exclusive cores, and single-numa-node admission applies.
@@ -59,13 +67,14 @@ struct NodeDecision {
   double confidence = 0;  // 0 (no or old telemetry) .. 1 (fresh)
   bool has_telemetry = false;
   // Terms behind the cost, each in [0, 1] unless noted.
-  double l3_pressure = 0;        // predicted occupancy / capacity on the chosen L3 domain
-  double membw_utilisation = 0;  // predicted bandwidth / peak on the chosen NUMA node
-  double harm_to_incoming = 0;   // interference the incoming pod would suffer
-  double harm_to_residents = 0;  // interference it would cause sensitive residents
-  double numa_penalty = 0;       // cost of not fitting on one NUMA node
-  int32_t numa_node = -1;        // the NUMA node the model expects the pod to use
-  int32_t l3_domain = -1;        // the L3 domain the model expects the pod to use
+  double l3_pressure = 0;         // predicted occupancy / capacity on the chosen L3 domain
+  double membw_utilisation = 0;   // predicted bandwidth / peak on the chosen NUMA node
+  double harm_to_incoming = 0;    // interference the incoming pod would suffer
+  double harm_to_residents = 0;   // interference it would cause sensitive residents
+  double numa_penalty = 0;        // cost of not fitting on one NUMA node
+  double unmeasured_penalty = 0;  // latency-critical: cost of residents the node cannot measure
+  int32_t numa_node = -1;         // the NUMA node the model expects the pod to use
+  int32_t l3_domain = -1;         // the L3 domain the model expects the pod to use
 };
 
 // Terms of a decision as text, for the operator API, logs and explanations.

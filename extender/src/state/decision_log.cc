@@ -16,6 +16,8 @@ void LoggedDecision::Clear() {
   contention_class = ContentionClass::kStandard;
   class_source = ClassSource::kDefault;
   booked_node.clear();
+  workload.clear();
+  prediction.clear();
   candidates = 0;
   names_.clear();
   reasons_.clear();
@@ -37,6 +39,7 @@ LoggedDecision::PerNode LoggedDecision::Pack(uint32_t name_end, uint32_t reason_
       static_cast<float>(d.harm_to_incoming),
       static_cast<float>(d.harm_to_residents),
       static_cast<float>(d.numa_penalty),
+      static_cast<float>(d.unmeasured_penalty),
       narrow(d.numa_node),
       narrow(d.l3_domain),
       static_cast<int8_t>(d.score),
@@ -111,6 +114,7 @@ NodeDecision LoggedDecision::decision(size_t i) const {
   d.harm_to_incoming = p.harm_to_incoming;
   d.harm_to_residents = p.harm_to_residents;
   d.numa_penalty = p.numa_penalty;
+  d.unmeasured_penalty = p.unmeasured_penalty;
   d.numa_node = p.numa_node;
   d.l3_domain = p.l3_domain;
   return d;

@@ -41,6 +41,8 @@ struct LoggedDecision {
   ContentionClass contention_class = ContentionClass::kStandard;
   ClassSource class_source = ClassSource::kDefault;
   std::string booked_node;  // prioritize: where the footprint was booked
+  std::string workload;     // the pod's workload key, "namespace/Kind/name"
+  std::string prediction;   // where its footprint came from (PodRequest::prediction)
   size_t candidates = 0;    // nodes in the request; candidates - node_count() were not kept
 
   // Feasible nodes kept per AddNodes call: the best by score, then by cost.
@@ -60,13 +62,13 @@ struct LoggedDecision {
   NodeDecision decision(size_t i) const;  // as the model returned it
 
  private:
-  // 44 bytes per node: the terms are kept at float precision (7 digits, ample
+  // 48 bytes per node: the terms are kept at float precision (7 digits, ample
   // for an explanation), which halves what a 5,000-name request writes here.
   struct PerNode {
     uint32_t name_end;    // into names_
     uint32_t reason_end;  // into reasons_
     float cost, confidence, l3_pressure, membw_utilisation, harm_to_incoming, harm_to_residents,
-        numa_penalty;
+        numa_penalty, unmeasured_penalty;
     int16_t numa_node, l3_domain;
     int8_t score;
     uint8_t flags;  // kFeasible | kHasTelemetry

@@ -22,7 +22,7 @@ constexpr int kFormatVersion = 1;
 
 std::optional<ClassSource> ParseClassSource(std::string_view s) {
   for (ClassSource c : {ClassSource::kAnnotation, ClassSource::kLabelRule, ClassSource::kMeasured,
-                        ClassSource::kRemembered, ClassSource::kDefault}) {
+                        ClassSource::kRemembered, ClassSource::kQos, ClassSource::kDefault}) {
     if (ClassSourceName(c) == s) return c;
   }
   return std::nullopt;
@@ -107,7 +107,7 @@ size_t PodRegistry::size() const {
   return n;
 }
 
-absl::Status PodRegistry::Save(const std::string& path) const {
+absl::Status PodRegistry::Save(const std::string& path, const StateSections& sections) const {
   // Copy under the lock, serialise without it: Remember() (on the scheduler's
   // request path) waits for the copy only, not for JSON encoding and disk I/O.
   std::vector<Entry> entries;
@@ -124,14 +124,22 @@ absl::Status PodRegistry::Save(const std::string& path) const {
                         {"class", std::string(ContentionClassName(e.pod.contention_class))},
                         {"source", std::string(ClassSourceName(e.pod.source))},
                         {"last_seen_unix_ns", absl::ToUnixNanos(e.last_seen)}};
+    if (!e.pod.workload.empty()) p["workload"] = e.pod.workload;
     if (e.pod.hints.llc_bytes) p["llc_bytes"] = *e.pod.hints.llc_bytes;
     if (e.pod.hints.membw_bytes_per_second) {
       p["membw_bytes_per_second"] = *e.pod.hints.membw_bytes_per_second;
     }
     pods.push_back(std::move(p));
   }
-  const std::string data =
-      nlohmann::json{{"version", kFormatVersion}, {"pods", std::move(pods)}}.dump() + "\n";
+  nlohmann::json doc{{"version", kFormatVersion}, {"pods", std::move(pods)}};
+  for (const auto& [name, json] : sections) {
+    nlohmann::json section = nlohmann::json::parse(json, nullptr, /*allow_exceptions=*/false);
+    if (section.is_discarded() || name == "version" || name == "pods") {
+      return absl::InternalError(absl::StrCat("state section \"", name, "\" is not valid JSON"));
+    }
+    doc[name] = std::move(section);
+  }
+  const std::string data = doc.dump() + "\n";
 
   const std::string tmp = absl::StrCat(path, ".tmp.", ::getpid());
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
@@ -156,7 +164,7 @@ absl::Status PodRegistry::Save(const std::string& path) const {
   return absl::OkStatus();
 }
 
-absl::Status PodRegistry::Load(const std::string& path) {
+absl::Status PodRegistry::Load(const std::string& path, StateSections* sections) {
   std::error_code ec;
   // Temporaries of writers killed mid-save ("<file>.tmp.<pid>") are never
   // renamed; remove them so that crash loops do not fill the disk.
@@ -224,11 +232,21 @@ absl::Status PodRegistry::Load(const std::string& path) {
         !int64("last_seen_unix_ns", last_seen)) {
       return corrupt(absl::StrCat(where, " has a malformed number"));
     }
+    if (auto it = p.find("workload"); it != p.end()) {
+      if (!it->is_string()) return corrupt(absl::StrCat(where, ".workload is not a string"));
+      e.pod.workload = it->get<std::string>();
+    }
     e.uid = *std::move(uid);
     e.pod.contention_class = *c;
     e.pod.source = *s;
     e.last_seen = absl::FromUnixNanos(last_seen.value_or(0));
     entries.push_back(std::move(e));
+  }
+  if (sections != nullptr) {
+    sections->clear();
+    for (const auto& [name, value] : doc.items()) {
+      if (name != "version" && name != "pods") (*sections)[name] = value.dump();
+    }
   }
   for (size_t k = 0; k < shard_count_; ++k) {
     std::unique_lock lock(shards_[k].mu);

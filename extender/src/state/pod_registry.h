@@ -12,6 +12,7 @@
 
 #include <array>
 #include <list>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <shared_mutex>
@@ -39,14 +40,19 @@ class PodRegistry {
   size_t size() const;
   size_t capacity() const { return capacity_; }
 
-  // Writes every entry to `path` atomically (temporary file, fsync, rename,
-  // fsync of the directory): a crash leaves the old file or the new one.
-  absl::Status Save(const std::string& path) const;
+  // Other parts of the learned state saved in the same file: top-level key ->
+  // its JSON text (e.g. "workloads" -> the workload profiles).
+  using StateSections = std::map<std::string, std::string>;
+
+  // Writes every entry, and `sections`, to `path` atomically (temporary file,
+  // fsync, rename, fsync of the directory): a crash leaves the old file or the new one.
+  absl::Status Save(const std::string& path, const StateSections& sections = {}) const;
   // Replaces the contents with those of `path`. A missing file is not an
   // error (nothing learned yet). A corrupt file is refused with DATA_LOSS
   // naming the file and the problem, and leaves the registry unchanged.
   // Temporaries left beside `path` by a writer killed mid-save are removed.
-  absl::Status Load(const std::string& path);
+  // `sections`, when given, receives the file's other top-level keys.
+  absl::Status Load(const std::string& path, StateSections* sections = nullptr);
 
  private:
   struct Entry {

@@ -278,7 +278,7 @@ class HostAgentImpl final : public HostAgent {
       if (b.psi_memory_some_avg10) out->set_psi_memory_some_avg10(*b.psi_memory_some_avg10);
       if (b.psi_memory_full_avg10) out->set_psi_memory_full_avg10(*b.psi_memory_full_avg10);
       FillRdt(pod.uid, rdt_start, rdt_end, unmonitored, seconds, *out);
-      FillPerf(pod.uid, perf_start, perf_end, *out);
+      FillPerf(pod.uid, perf_start, perf_end, seconds, *out);
     }
     cost_ = before_wait + (absl::Now() - work_resume);
     return report;
@@ -628,7 +628,8 @@ class HostAgentImpl final : public HostAgent {
   }
 
   void FillPerf(const std::string& uid, const std::map<std::string, CounterSnapshot>& start,
-                const std::map<std::string, CounterSnapshot>& end, tv1::PodReport& out) {
+                const std::map<std::string, CounterSnapshot>& end, double seconds,
+                tv1::PodReport& out) {
     auto& unavailable = *out.mutable_unavailable();
     std::string reason;
     if (!pmu_.hardware) {
@@ -650,6 +651,14 @@ class HostAgentImpl final : public HostAgent {
       } else {
         unavailable["ipc"] = "the pod did not run during the window";
       }
+      if (misses >= 0 && seconds > 0) {
+        // Where MBM is missing the extender bounds bandwidth by misses x 64 B.
+        out.set_llc_misses_per_second(static_cast<uint64_t>(misses / seconds));
+      } else {
+        unavailable["llc_misses_per_second"] = events_.ok() && !events_->llc_misses
+                                                   ? "no LLC-miss event encodes on this CPU"
+                                                   : "the pod did not run during the window";
+      }
       if (misses >= 0 && instructions > 0) {
         out.set_llc_misses_per_kilo_instructions(misses * 1000 / instructions);
       } else {
@@ -661,6 +670,7 @@ class HostAgentImpl final : public HostAgent {
     }
     unavailable["ipc"] = reason;
     unavailable["llc_misses_per_kilo_instructions"] = reason;
+    unavailable["llc_misses_per_second"] = reason;
   }
 
   HostAgentOptions options_;

@@ -132,6 +132,8 @@ void DeriveNodeMeasurements(tv1::NodeReport* node) {
       {"ipc", &caps.perf_hardware_counters(), &Pod::has_ipc, &Pod::clear_ipc},
       {"llc_misses_per_kilo_instructions", &caps.perf_hardware_counters(),
        &Pod::has_llc_misses_per_kilo_instructions, &Pod::clear_llc_misses_per_kilo_instructions},
+      {"llc_misses_per_second", &caps.perf_hardware_counters(), &Pod::has_llc_misses_per_second,
+       &Pod::clear_llc_misses_per_second},
       {"psi_cpu_some_avg10", &caps.psi(), &Pod::has_psi_cpu_some_avg10,
        &Pod::clear_psi_cpu_some_avg10},
       {"psi_memory_some_avg10", &caps.psi(), &Pod::has_psi_memory_some_avg10,
@@ -140,6 +142,13 @@ void DeriveNodeMeasurements(tv1::NodeReport* node) {
        &Pod::clear_psi_memory_full_avg10},
   };
   for (Pod& pod : *node->mutable_pods()) {
+    // A real agent with perf counts LLC misses: every line the pod streams
+    // from memory is one, so the scenario's bandwidth implies them (and where
+    // MBM is off, they are all the extender sees of that bandwidth).
+    if (caps.perf_hardware_counters().available() && pod.has_membw_total_bytes_per_second() &&
+        !pod.has_llc_misses_per_second()) {
+      pod.set_llc_misses_per_second(pod.membw_total_bytes_per_second() / 64);
+    }
     auto& unavailable = *pod.mutable_unavailable();
     for (const Metric& m : metrics) {
       const std::string name(m.name);

@@ -59,7 +59,8 @@ const std::vector<std::string> kPodKeys = {"uid",
                                            "memoryBytesByNuma",
                                            "psiCpuSomeAvg10",
                                            "psiMemorySomeAvg10",
-                                           "psiMemoryFullAvg10"};
+                                           "psiMemoryFullAvg10",
+                                           "llcMissesPerSecond"};
 
 struct CapabilityKey {
   std::string_view key;
@@ -444,6 +445,7 @@ class NodeParser {
                         &tv1::PodReport::set_membw_total_bytes_per_second},
              BytesField{"membwLocalBytesPerSecond",
                         &tv1::PodReport::set_membw_local_bytes_per_second},
+             BytesField{"llcMissesPerSecond", &tv1::PodReport::set_llc_misses_per_second},
          }) {
       absl::StatusOr<std::optional<uint64_t>> value = f->Bytes(field.key);
       if (!value.ok()) return value.status();
