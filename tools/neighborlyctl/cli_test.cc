@@ -171,13 +171,15 @@ TEST(Cli, NodeNamesAreEscapedInThePath) {
 
 TEST(Cli, UsageErrorsExitTwoWithOneLine) {
   for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{
-           {"nodes"},                                          // no server
-           {"--server", "http://x:1"},                         // no command
-           {"--server", "http://x:1", "frobnicate"},           // unknown command
-           {"--server", "http://x:1", "node"},                 // missing NAME
-           {"--server", "http://x:1", "-o", "yaml", "nodes"},  // bad format
-           {"--server", "http://x:99999", "nodes"},            // bad port
-           {"--server", "https://x:1", "nodes"},               // no TLS
+           {"nodes"},                                           // no server
+           {"--server", "http://x:1"},                          // no command
+           {"--server", "http://x:1", "frobnicate"},            // unknown command
+           {"--server", "http://x:1", "node"},                  // missing NAME
+           {"--server", "http://x:1", "workload", "shop/web"},  // not NS/KIND/NAME
+           {"--server", "http://x:1", "workloads", "extra"},    // no argument taken
+           {"--server", "http://x:1", "-o", "yaml", "nodes"},   // bad format
+           {"--server", "http://x:99999", "nodes"},             // bad port
+           {"--server", "https://x:1", "nodes"},                // no TLS
            {"--bogus", "nodes"},
            {"--server"}}) {
     Result r = Ctl(args);

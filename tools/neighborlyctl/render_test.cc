@@ -5,6 +5,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
 
 namespace neighborly::ctl {
 namespace {
@@ -168,6 +169,41 @@ TEST(RenderDecisions, SaysSoWhenThereAreNone) {
   absl::StatusOr<std::string> text = RenderDecisions("[]");
   ASSERT_TRUE(text.ok());
   EXPECT_THAT(*text, HasSubstr("No recorded decisions"));
+}
+
+constexpr char kWorkloads[] = R"([
+  {"workload": "analytics/Deployment/event-scan", "replicas": 3, "nodes": 3, "windows": 412.0,
+   "confidence": 1.0, "aggressor": true,
+   "aggressorWhy": "recent peak membw 44% of its NUMA node's peak",
+   "predictedMembwBytesPerSecond": 21.8e9, "predictedLlcBytes": 30.9e6,
+   "metrics": {"membw_total_bytes_per_second": {"mean": 21.1e9, "p95": 21.8e9},
+               "llc_occupancy_bytes": {"mean": 30.0e6, "p95": 30.9e6},
+               "llc_misses_per_kilo_instructions": {"mean": 28.0, "p95": 31.0}}},
+  {"workload": "shop/Deployment/web", "replicas": 1, "nodes": 1, "windows": 12.0,
+   "confidence": 0.4, "aggressor": false, "metrics": {}}
+])";
+
+TEST(RenderWorkloads, TableShowsEvidenceBandwidthAndVerdict) {
+  absl::StatusOr<std::string> table = RenderWorkloadsTable(kWorkloads);
+  ASSERT_TRUE(table.ok()) << table.status();
+  EXPECT_THAT(*table, HasSubstr("analytics/Deployment/event-scan"));
+  EXPECT_THAT(*table, HasSubstr("21.10GB/s / 21.80GB/s"));
+  EXPECT_THAT(*table, HasSubstr("aggressor (recent peak membw 44%"));
+  EXPECT_THAT(*table, HasSubstr("0.40"));
+  EXPECT_EQ(*RenderWorkloadsTable("[]"),
+            "No workload profiles yet: no replica has been measured.\n");
+  EXPECT_FALSE(RenderWorkloadsTable("{\"x\": 1}").ok());
+}
+
+TEST(RenderWorkloads, DetailShowsThePredictionAndEveryMetric) {
+  const std::string one = nlohmann::json::parse(kWorkloads)[0].dump();
+  absl::StatusOr<std::string> detail = RenderWorkloadDetail(one);
+  ASSERT_TRUE(detail.ok()) << detail.status();
+  EXPECT_THAT(*detail, HasSubstr("Workload analytics/Deployment/event-scan"));
+  EXPECT_THAT(*detail, HasSubstr("replicas 3 on 3 node(s), 412 replica-windows"));
+  EXPECT_THAT(*detail, HasSubstr("predicted: 21.80GB/s"));
+  EXPECT_THAT(*detail, HasSubstr("llc_misses_per_kilo_instructions"));
+  EXPECT_FALSE(RenderWorkloadDetail("[]").ok());
 }
 
 TEST(Format, UnitsAreHumanReadable) {

@@ -82,8 +82,30 @@ class FakeSource final : public OperatorSource {
     return {};
   }
   IngestStats Ingest() const override { return {7, 2, 3}; }
+  std::vector<WorkloadView> Workloads() const override { return {workload_}; }
+  std::optional<WorkloadView> Workload(std::string_view key) const override {
+    if (key == workload_.key) return workload_;
+    return std::nullopt;
+  }
+  WorkloadCounts WorkloadCountsNow() const override { return {1, 10000, 17}; }
 
   mutable size_t last_limit = 0;
+  WorkloadView workload_ = [] {
+    WorkloadView w;
+    w.key = "analytics/Deployment/event-scan";
+    w.prediction.windows = 412;
+    w.prediction.confidence = 1;
+    w.prediction.replicas = 3;
+    w.prediction.nodes = 3;
+    w.prediction.membw_bytes_per_second = 21.8e9;
+    w.prediction.aggressor = true;
+    w.prediction.aggressor_why = "recent peak membw 44% of its NUMA node's peak";
+    w.metrics[static_cast<int>(WorkloadMetric::kMembw)] =
+        WorkloadMetricSummary{21.1e9, 21.8e9, 412};
+    w.last_update = absl::FromUnixSeconds(1'700'000'000);
+    w.aggressor_since = absl::InfinitePast();
+    return w;
+  }();
 
  private:
   NodeSummary node_, quiet_;
@@ -175,6 +197,26 @@ TEST_F(OperatorApiTest, DecisionsExplainTerms) {
   EXPECT_THAT(GetJson("/v1/decisions", 400)["Error"].get<std::string>(), HasSubstr("pod"));
   EXPECT_THAT(GetJson("/v1/decisions?pod=x&limit=0", 400)["Error"].get<std::string>(),
               HasSubstr("limit"));
+}
+
+TEST_F(OperatorApiTest, WorkloadsListOneAndUnknownIs404) {
+  const nlohmann::json list = GetJson("/v1/workloads", 200);
+  ASSERT_EQ(list.size(), 1u);
+  EXPECT_EQ(list[0]["workload"], "analytics/Deployment/event-scan");
+  EXPECT_EQ(list[0]["replicas"], 3);
+  EXPECT_EQ(list[0]["aggressor"], true);
+  EXPECT_DOUBLE_EQ(list[0]["metrics"]["membw_total_bytes_per_second"]["p95"].get<double>(), 21.8e9);
+  EXPECT_DOUBLE_EQ(list[0]["predictedMembwBytesPerSecond"].get<double>(), 21.8e9);
+  EXPECT_FALSE(list[0].contains("aggressorSince"));
+  const nlohmann::json one = GetJson("/v1/workloads/analytics/Deployment/event-scan", 200);
+  EXPECT_EQ(one["windows"], 412.0);
+  const nlohmann::json missing = GetJson("/v1/workloads/analytics/Deployment/nope", 404);
+  EXPECT_THAT(missing["Error"].get<std::string>(),
+              HasSubstr("unknown workload \"analytics/Deployment/nope\""));
+  httplib::Result r = client_->Get("/metrics");
+  ASSERT_TRUE(r);
+  EXPECT_THAT(r->body, HasSubstr("neighborly_workload_profiles 1\n"));
+  EXPECT_THAT(r->body, HasSubstr("neighborly_workload_predictions_total 17\n"));
 }
 
 TEST_F(OperatorApiTest, MetricsArePrometheusText) {

@@ -261,6 +261,45 @@ TEST_F(ExtenderCoreTest, LearnedStateSurvivesARestart) {
   EXPECT_THAT(std::string(s.message()), HasSubstr("corrupt"));
 }
 
+// What replicas taught survives a restart: the state file carries the profiles.
+TEST_F(ExtenderCoreTest, WorkloadProfilesSurviveARestart) {
+  for (uint64_t seq = 1; seq <= 40; ++seq) {
+    tv1::NodeReport r = TwoSocketNode("node-1", seq);
+    AddPod(r, {.uid = "scan-1",
+               .namespace_name = "analytics",
+               .name = "event-scan-7d9f8c6b5-x2k4q",
+               .labels = {{"pod-template-hash", "7d9f8c6b5"}},
+               .llc_bytes = 32925286,
+               .membw_bytes_per_second = 22'100'000'000,
+               .mpki = 30});
+    ASSERT_TRUE(core_.Ingest(r).ok());
+    clock_.Advance(absl::Seconds(1));
+  }
+  const std::string path = ::testing::TempDir() + "/core-workloads.json";
+  ASSERT_TRUE(core_.SaveState(path).ok());
+  ExtenderCore restarted(config_, clock_);
+  ASSERT_TRUE(restarted.LoadState(path).ok());
+  std::optional<WorkloadView> w = restarted.Workload("analytics/Deployment/event-scan");
+  ASSERT_TRUE(w.has_value());
+  EXPECT_TRUE(w->prediction.aggressor);
+  EXPECT_NEAR(w->prediction.windows, 40, 0.5);  // a minute of a 1 h half-life
+  EXPECT_EQ(restarted.workload_profiles(), 1u);
+  // The next replica, unlabelled, is batch on the restarted extender too.
+  IncomingPod replica = Pod("event-scan-7d9f8c6b5-m7pqz", {});
+  replica.namespace_name = "analytics";
+  replica.labels = {{"pod-template-hash", "7d9f8c6b5"}};
+  replica.owner_kind = "ReplicaSet";
+  replica.owner_name = "event-scan-7d9f8c6b5";
+  std::vector<NodeDecision> out;
+  restarted.Prioritize(replica, std::vector<std::string_view>{"node-1"}, out);
+  std::vector<DecisionRecord> records = restarted.Decisions(replica.uid, 1);
+  ASSERT_EQ(records.size(), 1u);
+  EXPECT_EQ(records[0].contention_class, "batch");
+  EXPECT_EQ(records[0].workload, "analytics/Deployment/event-scan");
+  EXPECT_THAT(records[0].prediction, HasSubstr("predicted from Deployment analytics/event-scan"));
+  EXPECT_EQ(restarted.workload_predictions_used(), 1u);
+}
+
 TEST_F(ExtenderCoreTest, DecisionsAreServedWhileIngestRuns) {
   std::atomic<bool> done{false};
   std::thread writer([&] {

@@ -341,6 +341,42 @@ TEST_F(CodecTest, InitContainersCountAsTheirMaximum) {
   EXPECT_EQ(args_.pod.memory_request_bytes, int64_t{3} << 30);
 }
 
+// --- workload identity ---
+
+TEST_F(CodecTest, ReadsTheControllerOwnerReference) {
+  ASSERT_TRUE(Decode(R"({"Pod":{"metadata":{"name":"scan-7d9f8c6b5-x2k4q","ownerReferences":[
+      {"apiVersion":"v1","kind":"ConfigMap","name":"not-the-controller","uid":"u1"},
+      {"apiVersion":"apps/v1","kind":"ReplicaSet","name":"scan-7d9f8c6b5","uid":"u2",
+       "controller":true,"blockOwnerDeletion":true}]}},"NodeNames":[]})")
+                  .ok());
+  EXPECT_EQ(args_.pod.owner_kind, "ReplicaSet");
+  EXPECT_EQ(args_.pod.owner_name, "scan-7d9f8c6b5");
+  // Without a controller flag, the first owner stands in.
+  ASSERT_TRUE(Decode(R"({"Pod":{"metadata":{"ownerReferences":[{"kind":"Job","name":"a"},
+      {"kind":"Job","name":"b","controller":null}]}},"NodeNames":[]})")
+                  .ok());
+  EXPECT_EQ(args_.pod.owner_name, "a");
+  EXPECT_THAT(
+      DecodeError(
+          R"({"Pod":{"metadata":{"ownerReferences":[{"kind":"Job","controller":"yes"}]}},"NodeNames":[]})"),
+      HasSubstr("Pod.metadata.ownerReferences[0].controller: expected boolean"));
+  EXPECT_THAT(
+      DecodeError(R"({"Pod":{"metadata":{"ownerReferences":{"kind":"Job"}}},"NodeNames":[]})"),
+      HasSubstr("Pod.metadata.ownerReferences"));
+}
+
+TEST_F(CodecTest, SumsCpuLimitsOnlyWhenEveryContainerHasOne) {
+  ASSERT_TRUE(Decode(R"({"Pod":{"spec":{"containers":[
+      {"resources":{"requests":{"cpu":"1"},"limits":{"cpu":"4"}}},
+      {"resources":{"limits":{"cpu":"12"}}}]}},"NodeNames":[]})")
+                  .ok());
+  EXPECT_EQ(args_.pod.cpu_limit_millicores, 16000);
+  ASSERT_TRUE(Decode(R"({"Pod":{"spec":{"containers":[
+      {"resources":{"limits":{"cpu":"4"}}},{"resources":{"requests":{"cpu":"1"}}}]}},"NodeNames":[]})")
+                  .ok());
+  EXPECT_EQ(args_.pod.cpu_limit_millicores, 0) << "one unbounded container: no limit";
+}
+
 TEST_F(CodecTest, NullFieldsReadAsEmpty) {
   ASSERT_TRUE(Decode(R"({"Pod":{"metadata":{"name":null,"labels":null},"spec":{"containers":null},
       "status":null},"Nodes":null,"NodeNames":["a"]})")

@@ -14,6 +14,7 @@
 #include "extender/src/state/cluster_state.h"
 #include "extender/src/state/decision_log.h"
 #include "extender/src/state/pod_registry.h"
+#include "extender/src/state/workload_store.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -204,6 +205,83 @@ TEST(PodRegistryTest, SurvivesSaveAndLoad) {
   ASSERT_TRUE(full.Lookup("u1").has_value());
   EXPECT_EQ(full.Lookup("u1")->contention_class, ContentionClass::kLatencyCritical);
   EXPECT_EQ(full.Lookup("u1")->hints.llc_bytes, 19188940);
+}
+
+TEST(PodRegistryTest, KeepsWorkloadKeysAndOtherSectionsOfTheStateFile) {
+  const std::string path = TempPath("sections.json");
+  PodRegistry registry;
+  RememberedPod pod = Remembered(ContentionClass::kStandard);
+  pod.workload = "shop/Deployment/web";
+  registry.Remember("u1", pod, absl::FromUnixSeconds(5));
+  ASSERT_TRUE(registry.Save(path, {{"workloads", R"([{"x":1}])"}}).ok());
+  PodRegistry restored;
+  PodRegistry::StateSections sections;
+  ASSERT_TRUE(restored.Load(path, &sections).ok());
+  EXPECT_EQ(restored.Lookup("u1")->workload, "shop/Deployment/web");
+  ASSERT_TRUE(sections.contains("workloads"));
+  EXPECT_EQ(sections["workloads"], R"([{"x":1}])");
+  EXPECT_FALSE(registry.Save(path, {{"workloads", "{not json"}}).ok());
+}
+
+WorkloadObservation Observation(double membw, double share) {
+  WorkloadObservation o;
+  o.membw_bytes_per_second = membw;
+  o.llc_bytes = 30e6;
+  o.mpki = 25;
+  o.ipc = 0.6;
+  o.cpu_millicores = 1900;
+  o.membw_share = share;
+  o.l3_share = 0.2;
+  o.pod_uid_hash = 42;
+  return o;
+}
+
+TEST(WorkloadStoreTest, LearnsPredictsAndEvictsTheLeastRecentlyUsed) {
+  ModelConfig config;
+  WorkloadStore store(2);
+  const absl::Time t = absl::FromUnixSeconds(1'790'000'000);
+  store.Observe("a/Deployment/scan", Observation(22e9, 0.44), 1, t, config);
+  store.Observe("a/Deployment/web", Observation(1e9, 0.02), 1, t, config);
+  EXPECT_FALSE(store.Predict("a/Deployment/none", t, config));
+  std::optional<WorkloadPrediction> scan = store.Predict("a/Deployment/scan", t, config);
+  ASSERT_TRUE(scan);
+  EXPECT_TRUE(scan->aggressor);
+  EXPECT_EQ(store.predictions_used(), 1u);
+  store.Observe("a/Deployment/new", Observation(1e9, 0.02), 1, t, config);  // evicts web
+  EXPECT_EQ(store.size(), 2u);
+  EXPECT_TRUE(store.Get("a/Deployment/scan", t, config));
+  EXPECT_FALSE(store.Get("a/Deployment/web", t, config));
+  ASSERT_TRUE(store.VerdictOf("a/Deployment/scan"));
+  EXPECT_TRUE(store.VerdictOf("a/Deployment/scan")->aggressor);
+}
+
+TEST(WorkloadStoreTest, RoundTripsThroughJsonAndRefusesDamage) {
+  ModelConfig config;
+  WorkloadStore store;
+  const absl::Time t = absl::FromUnixSeconds(1'790'000'000);
+  for (int i = 0; i < 40; ++i) {
+    store.Observe("a/Deployment/scan", Observation(22e9, 0.44), 7, t + absl::Seconds(i), config);
+  }
+  const std::string json = store.ToJson();
+  WorkloadStore restored;
+  ASSERT_TRUE(restored.FromJson(json).ok());
+  const absl::Time later = t + absl::Minutes(1);
+  std::optional<WorkloadView> a = store.Get("a/Deployment/scan", later, config);
+  std::optional<WorkloadView> b = restored.Get("a/Deployment/scan", later, config);
+  ASSERT_TRUE(a && b);
+  EXPECT_NEAR(b->prediction.windows, a->prediction.windows, 1e-6);
+  EXPECT_NEAR(*b->prediction.membw_bytes_per_second, *a->prediction.membw_bytes_per_second, 1e3);
+  EXPECT_EQ(b->prediction.aggressor, a->prediction.aggressor);
+  EXPECT_EQ(b->aggressor_since, a->aggressor_since);
+  for (const std::string& bad :
+       {std::string("{"), std::string("{}"), std::string(R"([{"key":""}])"),
+        std::string(R"([{"key":"a/b/c","windows_weight":-1}])")}) {
+    WorkloadStore untouched;
+    untouched.Observe("x/Pod/y", Observation(1e9, 0.02), 1, t, config);
+    const absl::Status s = untouched.FromJson(bad);
+    EXPECT_EQ(s.code(), absl::StatusCode::kDataLoss) << bad;
+    EXPECT_EQ(untouched.size(), 1u) << "a refused section changes nothing";
+  }
 }
 
 // A production-sized registry is sharded: every UID is still found, the bound
