@@ -16,7 +16,11 @@ cleanup() {
 trap cleanup EXIT
 
 # Plaintext telemetry, explicitly: everything stays on loopback (docs/security.md).
-"$build/extender/neighborly-extender" --http-address 127.0.0.1:0 --grpc-address 127.0.0.1:0 \
+# The demo learns workload profiles from 5 replica-windows instead of 30, so
+# that the third pod's sibling is trusted within seconds (docs/scoring.md, section 8).
+printf 'model:\n  workloads:\n    confidentWindows: 5\n' >"$logdir/extender.yaml"
+"$build/extender/neighborly-extender" --config "$logdir/extender.yaml" \
+  --http-address 127.0.0.1:0 --grpc-address 127.0.0.1:0 \
   --grpc-insecure-plaintext --log-level warn >/dev/null 2>"$logdir/extender.log" &
 pids+=($!)
 

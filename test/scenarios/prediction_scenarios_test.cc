@@ -237,6 +237,13 @@ TEST_F(PredictionScenarioTest, WarmUpPodsCountAtTheirPredictedLoad) {
   std::optional<NodeSummary> warm = core_->Node("warm");
   ASSERT_TRUE(warm);
   EXPECT_NEAR(warm->numa_nodes[0].membw_utilisation, 48.0 / 50, 0.08);
+  // Its sibling's profile is confident: three replicas on "warm" weigh no
+  // more than the one on "other" (the per-node cap), about 2 windows a tick.
+  std::optional<WorkloadView> ingest = core_->Workload("etl/Deployment/ingest");
+  ASSERT_TRUE(ingest);
+  EXPECT_EQ(ingest->prediction.confidence, 1.0);
+  EXPECT_EQ(ingest->prediction.nodes, 2);
+  EXPECT_EQ(ingest->prediction.replicas, 4);
 }
 
 // Four streamers, each below the aggressor share, are judged together.

@@ -275,6 +275,30 @@ void Place(httplib::Client& client, const json& pod, std::vector<ScenarioNode>& 
   }
 }
 
+// The running pods' workloads are learned window by window; waits (at most
+// 20 s) until every profile the fleet has produced is confident, so that a
+// replica placed next is predicted from its siblings rather than a prior.
+void WaitForProfiles(httplib::Client& client) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  std::cout << "Waiting until the extender has learned the running workloads' profiles..."
+            << std::flush;
+  while (std::chrono::steady_clock::now() < deadline) {
+    httplib::Result r = client.Get("/v1/workloads");
+    const json list =
+        r && r->status == 200 ? json::parse(r->body, nullptr, /*allow_exceptions=*/false) : json();
+    bool all = list.is_array() && !list.empty();
+    for (const json& w : list.is_array() ? list : json::array()) {
+      all = all && w.value("confidence", 0.0) >= 1.0;
+    }
+    if (all) {
+      std::cout << " " << list.size() << " workloads\n\n";
+      return;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(250));
+  }
+  std::cout << " (still learning; predictions blend profiles with priors)\n\n";
+}
+
 int Run(const Args& args) {
   std::vector<ScenarioNode> scenario = LoadScenario(args.scenario);
   std::ifstream pods_file(args.pods);
@@ -285,6 +309,7 @@ int Run(const Args& args) {
   client.set_connection_timeout(2);
   client.set_read_timeout(5);
   WaitForFleet(client, scenario.size());
+  WaitForProfiles(client);
   PrintCluster(client, scenario);
   int step = 1;
   for (const json& pod : incoming["pods"]) Place(client, pod, scenario, step++);

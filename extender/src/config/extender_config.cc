@@ -393,6 +393,9 @@ absl::StatusOr<ExtenderConfig> ParseExtenderConfig(std::string_view yaml, std::s
                [&](const YAML::Node& f, const std::string& fpath) {
                  return p.Map(f, fpath,
                               {{"scaleWithCpus", p.Bool(m.priors.scale_with_cpus)},
+                               {"membwBytesPerSecondPerCpu",
+                                p.Bytes(m.priors.membw_bytes_per_second_per_cpu, 0)},
+                               {"llcBytesPerCpu", p.Bytes(m.priors.llc_bytes_per_cpu, 0)},
                                {"maxCpus", p.Double(m.priors.max_cpus, 1, 100000)}});
                }},
               {"guaranteedExclusiveIsLatencyCritical",

@@ -58,9 +58,13 @@ double Sensitivity(ContentionClass c) {
 Footprint PriorFootprint(ContentionClass c, double cpus, const ModelConfig& config) {
   const Footprint& base = DefaultFootprint(c, config);
   if (!config.priors.scale_with_cpus) return base;
-  const double n = std::clamp(cpus, 1.0, std::max(1.0, config.priors.max_cpus));
-  return Footprint{static_cast<int64_t>(static_cast<double>(base.llc_bytes) * std::sqrt(n)),
-                   static_cast<int64_t>(static_cast<double>(base.membw_bytes_per_second) * n)};
+  const double extra = std::clamp(cpus, 1.0, std::max(1.0, config.priors.max_cpus)) - 1.0;
+  return Footprint{
+      base.llc_bytes +
+          static_cast<int64_t>(static_cast<double>(config.priors.llc_bytes_per_cpu) * extra),
+      base.membw_bytes_per_second +
+          static_cast<int64_t>(static_cast<double>(config.priors.membw_bytes_per_second_per_cpu) *
+                               extra)};
 }
 
 double PriorCpus(const IncomingPod& pod) {

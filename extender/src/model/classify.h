@@ -133,9 +133,9 @@ struct PodRequest {
 };
 
 // A pod's prior footprint when nothing was measured or hinted: the class
-// default, bandwidth scaled by its CPUs and L3 by their square root (a
-// 16-CPU Burstable pod is not a 1-CPU web pod). `cpus`: request, or the limit
-// for a Burstable pod whose limit is larger; below 1 counts as 1.
+// default for its first CPU plus config.priors' per-CPU amounts for the rest
+// (a 16-CPU Burstable pod is not a 1-CPU web pod). `cpus`: request, or the
+// limit for a Burstable pod whose limit is larger; below 1 counts as 1.
 Footprint PriorFootprint(ContentionClass c, double cpus, const ModelConfig& config);
 
 // The CPUs PriorFootprint scales with, for a pod kube-scheduler sends.

@@ -50,10 +50,13 @@ struct WorkloadConfig {
   absl::Duration replica_window = absl::Minutes(2);
 };
 
-// Priors for a pod with neither a profile nor hints, by its CPU size: the
-// class default per CPU (request, else limit for Burstable), capped.
+// Priors for a pod with neither a profile nor hints, by its CPU size (request,
+// or the limit for a Burstable pod whose limit is larger): the class default
+// for its first CPU, plus these per further CPU.
 struct PriorConfig {
   bool scale_with_cpus = true;
+  int64_t membw_bytes_per_second_per_cpu = 1'000'000'000;
+  int64_t llc_bytes_per_cpu = 1 << 20;
   double max_cpus = 64;  // no prior grows beyond this many CPUs' worth
 };
 

@@ -92,10 +92,11 @@ std::string_view StripGeneratedSuffix(std::string_view name, std::string_view te
 WorkloadKey KeyFromIdentityLabels(std::string_view ns, std::string_view pod_name,
                                   const IdentityLabels& labels) {
   if (labels.pod_template_hash != nullptr && !labels.pod_template_hash->empty()) {
-    const std::string_view stem = StripGeneratedSuffix(pod_name);
-    if (std::optional<std::string_view> deployment =
-            WithoutSuffix(stem, *labels.pod_template_hash)) {
-      return Key(ns, "Deployment", *deployment);
+    // "<deployment>-<hash>-<suffix>": the hash is known, whatever the suffix.
+    const std::string marker = absl::StrCat("-", *labels.pod_template_hash, "-");
+    const size_t at = pod_name.rfind(marker);
+    if (at != std::string_view::npos && at > 0 && at + marker.size() < pod_name.size()) {
+      return Key(ns, "Deployment", pod_name.substr(0, at));
     }
   }
   if (labels.job_name != nullptr && !labels.job_name->empty()) {
@@ -111,9 +112,10 @@ WorkloadKey KeyFromIdentityLabels(std::string_view ns, std::string_view pod_name
         return Key(ns, "StatefulSet", pod_name.substr(0, dash));
       }
     } else if (labels.pod_template_generation != nullptr) {
+      // The controller's labels already say DaemonSet: any 5-character suffix.
       const size_t dash = pod_name.rfind('-');
       if (dash != std::string_view::npos && dash > 0 &&
-          IsGeneratedSuffix(pod_name.substr(dash + 1))) {
+          pod_name.size() - dash - 1 == kGeneratedLength) {
         return Key(ns, "DaemonSet", pod_name.substr(0, dash));
       }
     }

@@ -105,7 +105,7 @@ double DecayedStat::Quantile(double q) const {
   return last >= 0 ? sums_[last] / buckets_[last] : 0;
 }
 
-double WorkloadProfile::NodeFactor(uint64_t node, const ModelConfig& config) const {
+double WorkloadProfile::NodeFactor(uint64_t node, double growth, const ModelConfig& config) const {
   double own = 0, total = 0;
   int contributors = 0;
   for (const auto& [hash, weight] : nodes_) {
@@ -117,10 +117,13 @@ double WorkloadProfile::NodeFactor(uint64_t node, const ModelConfig& config) con
   const bool other = contributors > (own > 0 ? 1 : 0);
   const double cap = config.workloads.max_node_share;
   if (!other || cap >= 1) return 1.0;
-  // The largest f in (0, 1] with (own + f) / (total + f) <= cap; a node that is
-  // already at its cap still adds a sliver, so that its data is not ignored.
-  const double f = (cap * total - own) / (1.0 - cap);
-  return std::clamp(f, 0.01, 1.0);
+  // A node may weigh at most cap / (1 - cap) times all the others together,
+  // plus one window of slack (so that nodes reporting at the same pace both
+  // count fully). Past that its windows still add a sliver, so that its data
+  // is not ignored; `growth` is the weight of one window now.
+  const double others = total - own;
+  const double allowed = cap / (1.0 - cap) * others + growth - own;
+  return std::clamp(allowed / growth, 0.01, 1.0);
 }
 
 void WorkloadProfile::CountNode(uint64_t node, double weight) {
@@ -150,7 +153,7 @@ void WorkloadProfile::Add(const WorkloadObservation& o, uint64_t node, absl::Tim
     origin_ = now;
     growth = 1;
   }
-  const double w = growth * NodeFactor(node, config);
+  const double w = growth * NodeFactor(node, growth, config);
   last_update_ = now;
   windows_weight_ += w;
   CountNode(node, w);

@@ -132,7 +132,7 @@ class WorkloadProfile {
   static constexpr size_t kMaxRecentPods = 32;
 
  private:
-  double NodeFactor(uint64_t node, const ModelConfig& config) const;
+  double NodeFactor(uint64_t node, double growth, const ModelConfig& config) const;
   void CountNode(uint64_t node, double weight);
   void UpdateVerdict(absl::Time now, const ModelConfig& config);
 

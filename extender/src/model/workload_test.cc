@@ -66,6 +66,11 @@ TEST(WorkloadKeyTest, BarePodsByAppLabelsElseNameWithoutSuffix) {
 
 TEST(WorkloadKeyTest, ReportedPodsByControllerLabels) {
   using Labels = std::map<std::string, std::string>;
+  // The hash is known, so any suffix will do (hand-written names too).
+  EXPECT_EQ(WorkloadKeyFromLabels("content", "article-service-5d8f7-abcde",
+                                  Labels{{"pod-template-hash", "5d8f7"}})
+                .ToString(),
+            "content/Deployment/article-service");
   EXPECT_EQ(WorkloadKeyFromLabels("shop", "event-scan-7d9f8c6b5-x2k4q",
                                   Labels{{"pod-template-hash", "7d9f8c6b5"}, {"app", "scan"}})
                 .ToString(),
@@ -261,8 +266,13 @@ TEST(PredictionTest, PriorScalesWithCpus) {
   const PodRequest b = MakePodRequest(big, nullptr, config);
   EXPECT_DOUBLE_EQ(s.membw_bytes_per_second, 1e9);
   EXPECT_DOUBLE_EQ(b.membw_bytes_per_second, 16e9);
-  EXPECT_DOUBLE_EQ(b.llc_bytes, 4.0 * (4 << 20));
+  EXPECT_DOUBLE_EQ(b.llc_bytes, (4 << 20) + 15 * (1 << 20));
   EXPECT_THAT(b.prediction, HasSubstr("prior for a standard pod of 16.0 CPUs (Burstable)"));
+  // A batch pod starts from its class default: 4 CPUs add 3 GB/s, not 4x.
+  IncomingPod batch = big;
+  batch.labels["workload-type"] = "batch";
+  batch.cpu_limit_millicores = 4000;
+  EXPECT_DOUBLE_EQ(MakePodRequest(batch, nullptr, config).membw_bytes_per_second, 18e9);
   // Hints still come before the prior.
   big.annotations["neighborly.io/membw-bytes-per-second"] = "3G";
   EXPECT_DOUBLE_EQ(MakePodRequest(big, nullptr, config).membw_bytes_per_second, 3e9);
