@@ -120,9 +120,10 @@ inline telemetry::v1::NodeReport SyntheticReport(int i, uint64_t sequence = 1, i
 // (SyntheticReport), so that filter and prioritize do their full work.
 // `evaluation_threads` as http.evaluationThreads (1: the request's own only).
 struct SyntheticCluster {
-  explicit SyntheticCluster(int nodes, size_t evaluation_threads = 1) {
+  explicit SyntheticCluster(int nodes, size_t evaluation_threads = 1,
+                            extender::ModelConfig config = {}) {
     core = std::make_unique<extender::ExtenderCore>(
-        extender::ModelConfig(), clock,
+        std::move(config), clock,
         extender::ExtenderCore::Options{.evaluation_threads = evaluation_threads});
     clock.Set(absl::FromUnixSeconds(1'700'000'001));
     for (int i = 0; i < nodes; ++i) {

@@ -71,8 +71,28 @@ void RunHandler(benchmark::State& state, Verb verb, const std::string& body,
   }
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * body.size()));
   state.counters["body_bytes"] = static_cast<double>(body.size());
+  // 1: the pod (a trainer replica, ml/Deployment/trainer) was predicted from
+  // the workload profile its siblings on every node built.
+  state.counters["from_profile"] = cluster.core->workload_predictions_used() > 0 ? 1.0 : 0.0;
   state.counters["reply_bytes"] = static_cast<double>(scratch->reply.size());
 }
+
+// The same cluster with workload profiles off: the request path as it was
+// before prediction (keys, lookups and the prediction's text not done).
+SyntheticCluster& ClusterWithoutProfiles() {
+  static SyntheticCluster* cluster = [] {
+    extender::ModelConfig config;
+    config.workloads.enabled = false;
+    return new SyntheticCluster(kClusterNodes, 1, config);
+  }();
+  return *cluster;
+}
+
+void BM_FilterNamesProfilesOff(benchmark::State& state) {
+  RunHandler(state, Verb::kFilter, NamesBody(static_cast<int>(state.range(0))),
+             ClusterWithoutProfiles());
+}
+BENCHMARK(BM_FilterNamesProfilesOff)->Arg(500)->Arg(5000)->Unit(benchmark::kMicrosecond);
 
 void BM_FilterNames(benchmark::State& state) {
   RunHandler(state, Verb::kFilter, NamesBody(static_cast<int>(state.range(0))));
