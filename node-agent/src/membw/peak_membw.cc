@@ -106,8 +106,8 @@ class Resolver {
       if (!smbios) smbios = ReadSmbiosPeak(*env_.fs);
       if (smbios->ok()) {
         const double share = MemoryShare(peak.numa_node);
-        const double sustained = (*smbios)->theoretical_bytes_per_second *
-                                 kSmbiosSustainedFraction * share;
+        const double sustained =
+            (*smbios)->theoretical_bytes_per_second * kSmbiosSustainedFraction * share;
         if (sustained >= 1) {
           peak.bytes_per_second = static_cast<uint64_t>(std::llround(sustained));
           peak.source = "smbios";
@@ -122,9 +122,9 @@ class Resolver {
           continue;
         }
       }
-      const std::string smbios_why =
-          smbios->ok() ? "the node holds no memory to share the SMBIOS figure by"
-                       : std::string(smbios->status().message());
+      const std::string smbios_why = smbios->ok()
+                                         ? "the node holds no memory to share the SMBIOS figure by"
+                                         : std::string(smbios->status().message());
       peak.source = "default";
       peak.detail = absl::StrCat("no figure: not measured (", outcome.detail, "); no SMBIOS (",
                                  smbios_why, "); the extender's default applies");
@@ -172,13 +172,15 @@ class Resolver {
     const std::string& path = options_.cache_path;
     std::optional<CalibrationCache> cached;
     if (env_.boot_id.empty()) {
-      spdlog::warn("peak membw: no boot id (proc/sys/kernel/random/boot_id): the cache at {} is "
-                   "neither read nor written",
-                   path);
+      spdlog::warn(
+          "peak membw: no boot id (proc/sys/kernel/random/boot_id): the cache at {} is "
+          "neither read nor written",
+          path);
     } else if (absl::StatusOr<std::string> text = env_.fs->ReadFile(path); text.ok()) {
       absl::StatusOr<CalibrationCache> parsed = ParseCalibrationCache(*text);
       if (!parsed.ok()) {
-        spdlog::warn("peak membw: ignoring the cache {}: {}", path, std::string(parsed.status().message()));
+        spdlog::warn("peak membw: ignoring the cache {}: {}", path,
+                     std::string(parsed.status().message()));
       } else if (parsed->boot_id != env_.boot_id || parsed->cpu_model != cpu_model) {
         spdlog::info("peak membw: the cache {} is from another boot or CPU ({} / {}); not used",
                      path, parsed->boot_id, parsed->cpu_model);
@@ -201,14 +203,15 @@ class Resolver {
         auto it = std::find_if(cached->nodes.begin(), cached->nodes.end(),
                                [&](const CachedNode& c) { return c.numa_node == node->id; });
         if (it == cached->nodes.end()) {
-          out[node->id].detail = absl::StrCat("the measurement cached in ", path,
-                                              " has no entry for this node");
+          out[node->id].detail =
+              absl::StrCat("the measurement cached in ", path, " has no entry for this node");
           continue;
         }
-        out[node->id] = {it->bytes_per_second,
-                         absl::StrCat(it->detail, it->bytes_per_second ? "; cached at " : " (cached at ",
-                                      Timestamp(cached->started),
-                                      it->bytes_per_second ? "" : "; delete the cache to retry)")};
+        out[node->id] = {
+            it->bytes_per_second,
+            absl::StrCat(it->detail, it->bytes_per_second ? "; cached at " : " (cached at ",
+                         Timestamp(cached->started),
+                         it->bytes_per_second ? "" : "; delete the cache to retry)")};
       }
       return out;
     }
@@ -230,12 +233,14 @@ class Resolver {
     std::string cache_error;
     if (!env_.boot_id.empty()) {
       absl::Status dir = MakeDirs(*env_.fs, ParentDir(path));
-      absl::Status marker = dir.ok() ? env_.fs->ReplaceFile(path, FormatCalibrationCache(fresh)) : dir;
+      absl::Status marker =
+          dir.ok() ? env_.fs->ReplaceFile(path, FormatCalibrationCache(fresh)) : dir;
       if (!marker.ok()) {
         cache_error = std::string(marker.message());
-        spdlog::warn("peak membw: cannot write the cache ({}); the measurement will run again at "
-                     "the next start",
-                     cache_error);
+        spdlog::warn(
+            "peak membw: cannot write the cache ({}); the measurement will run again at "
+            "the next start",
+            cache_error);
       }
     }
     measured_now = true;
@@ -319,15 +324,15 @@ absl::StatusOr<MeasureMode> ParseMeasureMode(std::string_view text) {
   if (text == "auto") return MeasureMode::kAuto;
   if (text == "cached") return MeasureMode::kCached;
   if (text == "off") return MeasureMode::kOff;
-  return absl::InvalidArgumentError(
-      absl::StrCat("\"", Av(text), "\" is not auto, cached or off"));
+  return absl::InvalidArgumentError(absl::StrCat("\"", Av(text), "\" is not auto, cached or off"));
 }
 
 absl::StatusOr<PeakOverride> ParsePeakOverride(std::string_view text) {
   PeakOverride out;
   for (absl::string_view raw : absl::StrSplit(Av(text), ',')) {
     const std::string_view part = Trim(Sv(raw));
-    if (part.empty()) return absl::InvalidArgumentError(absl::StrCat("\"", Av(text), "\" has an empty entry"));
+    if (part.empty())
+      return absl::InvalidArgumentError(absl::StrCat("\"", Av(text), "\" has an empty entry"));
     const size_t eq = part.find('=');
     const std::string_view value = Trim(eq == std::string_view::npos ? part : part.substr(eq + 1));
     absl::StatusOr<int64_t> bytes = ParseByteQuantity(value);
@@ -337,7 +342,8 @@ absl::StatusOr<PeakOverride> ParsePeakOverride(std::string_view text) {
     }
     if (eq == std::string_view::npos) {
       if (out.all_nodes_bytes_per_second) {
-        return absl::InvalidArgumentError(absl::StrCat("\"", Av(text), "\" gives two figures for every node"));
+        return absl::InvalidArgumentError(
+            absl::StrCat("\"", Av(text), "\" gives two figures for every node"));
       }
       out.all_nodes_bytes_per_second = static_cast<uint64_t>(*bytes);
       continue;

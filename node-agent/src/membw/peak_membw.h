@@ -71,9 +71,9 @@ struct PeakMembwOptions {
 };
 
 struct PeakMembwEnvironment {
-  Filesystem* fs = nullptr;          // the host root (cache, SMBIOS, cpuinfo)
-  BandwidthMeter* meter = nullptr;   // may be null when measure is kOff
-  const Clock* clock = nullptr;      // for the cache's timestamps
+  Filesystem* fs = nullptr;         // the host root (cache, SMBIOS, cpuinfo)
+  BandwidthMeter* meter = nullptr;  // may be null when measure is kOff
+  const Clock* clock = nullptr;     // for the cache's timestamps
   std::string boot_id;
 };
 

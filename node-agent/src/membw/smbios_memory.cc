@@ -98,8 +98,8 @@ absl::StatusOr<MemoryDevice> ParseSmbiosMemoryDevice(std::string_view raw) {
   }
   const size_t length = static_cast<uint8_t>(raw[1]);
   if (length < kMemoryType + 1 || length > raw.size()) {
-    return absl::InvalidArgumentError(absl::StrCat("SMBIOS type 17 entry with length ", length,
-                                                   " in ", raw.size(), " bytes"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("SMBIOS type 17 entry with length ", length, " in ", raw.size(), " bytes"));
   }
   const std::string_view formatted = raw.substr(0, length);
   // The string set: NUL-terminated strings after the formatted area, numbered from 1.
@@ -214,7 +214,8 @@ absl::StatusOr<SmbiosPeak> EstimateSmbiosPeak(const std::vector<MemoryDevice>& d
       ++assumed_width;
     }
     Channel& c = channels[key];
-    c.speed_mts = c.speed_mts == 0 ? d.EffectiveSpeedMts() : std::min(c.speed_mts, d.EffectiveSpeedMts());
+    c.speed_mts =
+        c.speed_mts == 0 ? d.EffectiveSpeedMts() : std::min(c.speed_mts, d.EffectiveSpeedMts());
     c.width_bits = std::max(c.width_bits, width);
     types.insert(MemoryTypeName(d.memory_type));
   }
@@ -240,8 +241,8 @@ absl::StatusOr<SmbiosPeak> EstimateSmbiosPeak(const std::vector<MemoryDevice>& d
   for (uint32_t w : widths) width_text.push_back(absl::StrCat(w));
   peak.description = absl::StrCat(
       modules, " ", absl::StrJoin(types, "/"), " module(s) on ", peak.channels, " channel(s), ",
-      absl::StrJoin(speed_text, "/"), " MT/s x ", absl::StrJoin(width_text, "/"), " bit: ",
-      FormatRate(peak.theoretical_bytes_per_second), " theoretical");
+      absl::StrJoin(speed_text, "/"), " MT/s x ", absl::StrJoin(width_text, "/"),
+      " bit: ", FormatRate(peak.theoretical_bytes_per_second), " theoretical");
   if (own_channel > 0) {
     absl::StrAppend(&peak.description, "; ", own_channel,
                     " module(s) whose locators name no channel counted as one channel each");
@@ -280,17 +281,16 @@ absl::StatusOr<SmbiosPeak> ReadSmbiosPeak(const Filesystem& fs) {
   }
   if (devices.empty()) {
     return absl::NotFoundError(
-        problems.empty()
-            ? absl::StrCat("no SMBIOS memory device (type 17) under ", Av(kEntriesDir))
-            : absl::StrCat("no readable SMBIOS memory device: ", problems.front(),
-                           problems.size() > 1 ? absl::StrCat(" (and ", problems.size() - 1,
-                                                              " more)")
-                                               : ""));
+        problems.empty() ? absl::StrCat("no SMBIOS memory device (type 17) under ", Av(kEntriesDir))
+                         : absl::StrCat("no readable SMBIOS memory device: ", problems.front(),
+                                        problems.size() > 1
+                                            ? absl::StrCat(" (and ", problems.size() - 1, " more)")
+                                            : ""));
   }
   absl::StatusOr<SmbiosPeak> peak = EstimateSmbiosPeak(devices);
   if (peak.ok() && !problems.empty()) {
-    absl::StrAppend(&peak->description, "; ", problems.size(), " entry(ies) unreadable: ",
-                    problems.front());
+    absl::StrAppend(&peak->description, "; ", problems.size(),
+                    " entry(ies) unreadable: ", problems.front());
   }
   return peak;
 }

@@ -25,13 +25,13 @@
 namespace neighborly::agent {
 
 struct MemoryDevice {
-  bool installed = false;            // size field non-zero
-  uint64_t size_bytes = 0;           // 0 when unknown
-  uint32_t data_width_bits = 0;      // 0 when unknown
-  uint32_t speed_mts = 0;            // maximum speed; 0 when unknown
-  uint32_t configured_speed_mts = 0; // 0 when unknown
-  uint8_t memory_type = 0;           // SMBIOS enumeration (0x1A DDR4, 0x22 DDR5, ...)
-  uint8_t memory_technology = 0;     // SMBIOS 3.2+ (3 DRAM, 4-7 non-volatile); 0 unknown
+  bool installed = false;             // size field non-zero
+  uint64_t size_bytes = 0;            // 0 when unknown
+  uint32_t data_width_bits = 0;       // 0 when unknown
+  uint32_t speed_mts = 0;             // maximum speed; 0 when unknown
+  uint32_t configured_speed_mts = 0;  // 0 when unknown
+  uint8_t memory_type = 0;            // SMBIOS enumeration (0x1A DDR4, 0x22 DDR5, ...)
+  uint8_t memory_technology = 0;      // SMBIOS 3.2+ (3 DRAM, 4-7 non-volatile); 0 unknown
   std::string device_locator;
   std::string bank_locator;
 
@@ -53,8 +53,8 @@ std::string ChannelKey(const MemoryDevice& device);
 
 struct SmbiosPeak {
   double theoretical_bytes_per_second = 0;
-  int modules = 0;   // installed DRAM modules counted
-  int channels = 0;  // channels they populate
+  int modules = 0;                     // installed DRAM modules counted
+  int channels = 0;                    // channels they populate
   bool channels_from_locators = true;  // false: some module counted as its own channel
   // "16 DDR5 modules on 16 channels, 4800 MT/s x 64 bit: 614.4 GB/s theoretical"
   std::string description;

@@ -66,8 +66,8 @@ TEST(SmbiosMemoryTest, RefusesMalformedEntriesWithTheReason) {
   type16[0] = 16;
   type16[1] = 0x17;
   EXPECT_THAT(ParseSmbiosMemoryDevice(type16).status().message(), HasSubstr("not 17"));
-  EXPECT_THAT(ParseSmbiosMemoryDevice(ReadBytes(Fixture(
-                                          "one-corrupt-entry/sys/firmware/dmi/entries/17-1/raw")))
+  EXPECT_THAT(ParseSmbiosMemoryDevice(
+                  ReadBytes(Fixture("one-corrupt-entry/sys/firmware/dmi/entries/17-1/raw")))
                   .status()
                   .message(),
               HasSubstr("length 240"));

@@ -95,25 +95,24 @@ class StreamTriadMeter final : public BandwidthMeter {
     absl::StatusOr<CpuSet> cpus = AllowedCpus(request.cpus);
     if (!cpus.ok()) return cpus.status();
     if (cpus->empty()) {
-      return absl::FailedPreconditionError(
-          absl::StrCat("none of NUMA node ", request.numa_node, "'s CPUs (",
-                       FormatCpuList(request.cpus), ") is in this process's CPU affinity"));
+      return absl::FailedPreconditionError(absl::StrCat("none of NUMA node ", request.numa_node,
+                                                        "'s CPUs (", FormatCpuList(request.cpus),
+                                                        ") is in this process's CPU affinity"));
     }
     const size_t threads = cpus->size();
     size_t per_thread = request.working_set_bytes / (3 * sizeof(double)) / threads;
     per_thread -= per_thread % 8;  // whole 64-byte lines per thread
     if (per_thread < kMinElementsPerThread) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("working set of ", request.working_set_bytes, " bytes is too small for ",
-                       threads, " threads (at least ",
-                       kMinElementsPerThread * 3 * sizeof(double) * threads, ")"));
+      return absl::InvalidArgumentError(absl::StrCat(
+          "working set of ", request.working_set_bytes, " bytes is too small for ", threads,
+          " threads (at least ", kMinElementsPerThread * 3 * sizeof(double) * threads, ")"));
     }
     const size_t elements = per_thread * threads;
     const size_t region = 3 * elements * sizeof(double);
     Mapping mapping(region);
     if (mapping.addr() == nullptr) {
-      return absl::ResourceExhaustedError(absl::StrCat(
-          "mmap of ", region >> 20, " MiB for the arrays: ", std::strerror(errno)));
+      return absl::ResourceExhaustedError(
+          absl::StrCat("mmap of ", region >> 20, " MiB for the arrays: ", std::strerror(errno)));
     }
 
     TriadResult result;
@@ -130,8 +129,8 @@ class StreamTriadMeter final : public BandwidthMeter {
                 mask.size() * 8 * sizeof(unsigned long) + 1, 0) == 0) {
       result.placement = absl::StrCat("bound to node ", request.numa_node, " (mbind)");
     } else {
-      result.placement = absl::StrCat("first touch by the pinned threads (mbind: ",
-                                      std::strerror(errno), ")");
+      result.placement =
+          absl::StrCat("first touch by the pinned threads (mbind: ", std::strerror(errno), ")");
     }
 
     double* a = static_cast<double*>(mapping.addr());
@@ -189,15 +188,15 @@ class StreamTriadMeter final : public BandwidthMeter {
     for (size_t i = 0; i < threads; ++i) {
       if (pin_errors[i] != 0) {
         finish();
-        return absl::FailedPreconditionError(absl::StrCat(
-            "cannot pin a thread to CPU ", (*cpus)[i], ": ", std::strerror(pin_errors[i])));
+        return absl::FailedPreconditionError(absl::StrCat("cannot pin a thread to CPU ", (*cpus)[i],
+                                                          ": ", std::strerror(pin_errors[i])));
       }
     }
     if (touch_late) {
       finish();
-      return absl::DeadlineExceededError(
-          absl::StrCat("touching ", region >> 20, " MiB took longer than the budget of ",
-                       absl::FormatDuration(request.budget)));
+      return absl::DeadlineExceededError(absl::StrCat("touching ", region >> 20,
+                                                      " MiB took longer than the budget of ",
+                                                      absl::FormatDuration(request.budget)));
     }
     const double bytes_per_pass = 3.0 * sizeof(double) * static_cast<double>(elements);
     int64_t estimate_ns = touched_ns - begin_ns;  // a pass is faster than the first touch
@@ -240,9 +239,9 @@ class StreamTriadMeter final : public BandwidthMeter {
     }
     result.elapsed = absl::Nanoseconds(NowNs(CLOCK_MONOTONIC) - begin_ns);
     if (result.passes == 0) {
-      return absl::DeadlineExceededError(absl::StrCat(
-          "no pass fitted in the budget of ", absl::FormatDuration(request.budget),
-          " after touching ", region >> 20, " MiB"));
+      return absl::DeadlineExceededError(absl::StrCat("no pass fitted in the budget of ",
+                                                      absl::FormatDuration(request.budget),
+                                                      " after touching ", region >> 20, " MiB"));
     }
     return result;
   }

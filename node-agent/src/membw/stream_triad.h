@@ -39,7 +39,7 @@ struct TriadRequest {
 };
 
 struct TriadResult {
-  double bytes_per_second = 0;      // best clean pass; 0 when there was none
+  double bytes_per_second = 0;           // best clean pass; 0 when there was none
   double best_any_bytes_per_second = 0;  // best pass, clean or not
   // The threads' CPU time / (threads x wall time) of the best clean pass, or
   // of the best pass when none was clean.

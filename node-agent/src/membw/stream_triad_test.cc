@@ -15,8 +15,8 @@ namespace {
 
 using ::testing::HasSubstr;
 
-constexpr double kPlausibleLow = 1e9;     // 1 GB/s: below any DDR channel
-constexpr double kPlausibleHigh = 2e12;   // 2 TB/s: above any CPU socket today
+constexpr double kPlausibleLow = 1e9;    // 1 GB/s: below any DDR channel
+constexpr double kPlausibleHigh = 2e12;  // 2 TB/s: above any CPU socket today
 
 CpuSet ThisProcessCpus() {
   cpu_set_t set;
@@ -33,9 +33,10 @@ TEST(StreamTriadTest, MeasuresThisMachineWithinTheBudget) {
   std::unique_ptr<BandwidthMeter> meter = NewStreamTriadMeter();
   const absl::Duration budget = absl::Seconds(2);
   const auto start = std::chrono::steady_clock::now();
-  absl::StatusOr<TriadResult> r = meter->Measure(
-      {.numa_node = 0, .cpus = ThisProcessCpus(), .working_set_bytes = 384ull << 20,
-       .budget = budget});
+  absl::StatusOr<TriadResult> r = meter->Measure({.numa_node = 0,
+                                                  .cpus = ThisProcessCpus(),
+                                                  .working_set_bytes = 384ull << 20,
+                                                  .budget = budget});
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   ASSERT_TRUE(r.ok()) << r.status();
@@ -57,9 +58,11 @@ TEST(StreamTriadTest, MeasuresThisMachineWithinTheBudget) {
     EXPECT_EQ(r->bytes_per_second, 0);
     EXPECT_LT(r->cpu_share, kCleanCpuShare);
   }
-  std::printf("triad: %.2f GB/s best undisturbed (%d of %d passes), %.2f GB/s best (CPU share %.2f), %.2f s, %s\n",
-              r->bytes_per_second / 1e9, r->clean_passes, r->passes,
-              r->best_any_bytes_per_second / 1e9, r->cpu_share, seconds, r->placement.c_str());
+  std::printf(
+      "triad: %.2f GB/s best undisturbed (%d of %d passes), %.2f GB/s best (CPU share %.2f), %.2f "
+      "s, %s\n",
+      r->bytes_per_second / 1e9, r->clean_passes, r->passes, r->best_any_bytes_per_second / 1e9,
+      r->cpu_share, seconds, r->placement.c_str());
 }
 
 TEST(StreamTriadTest, AShortBudgetStopsTouchingInTime) {
@@ -80,18 +83,16 @@ TEST(StreamTriadTest, AShortBudgetStopsTouchingInTime) {
 
 TEST(StreamTriadTest, RefusesCpusOutsideTheAffinityAndTinyWorkingSets) {
   std::unique_ptr<BandwidthMeter> meter = NewStreamTriadMeter();
-  absl::StatusOr<TriadResult> foreign =
-      meter->Measure({.numa_node = 3,
-                      .cpus = {4000, 4001},
-                      .working_set_bytes = 96ull << 20,
-                      .budget = absl::Seconds(1)});
+  absl::StatusOr<TriadResult> foreign = meter->Measure({.numa_node = 3,
+                                                        .cpus = {4000, 4001},
+                                                        .working_set_bytes = 96ull << 20,
+                                                        .budget = absl::Seconds(1)});
   EXPECT_EQ(foreign.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(foreign.status().message(), HasSubstr("NUMA node 3's CPUs (4000-4001)"));
-  absl::StatusOr<TriadResult> tiny =
-      meter->Measure({.numa_node = 0,
-                      .cpus = ThisProcessCpus(),
-                      .working_set_bytes = 4096,
-                      .budget = absl::Seconds(1)});
+  absl::StatusOr<TriadResult> tiny = meter->Measure({.numa_node = 0,
+                                                     .cpus = ThisProcessCpus(),
+                                                     .working_set_bytes = 4096,
+                                                     .budget = absl::Seconds(1)});
   EXPECT_EQ(tiny.status().code(), absl::StatusCode::kInvalidArgument);
 }
 
