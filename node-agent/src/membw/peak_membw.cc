@@ -19,6 +19,7 @@ namespace neighborly::agent {
 namespace {
 
 constexpr int kCacheVersion = 1;
+constexpr size_t kMaxReasonBytes = 1000;
 
 std::string Rate(double bytes_per_second) {
   return absl::StrFormat("%.1f GB/s", bytes_per_second / 1e9);
@@ -92,7 +93,7 @@ class Resolver {
     }
 
     std::map<uint32_t, NodeOutcome> measured = Measurements(pending, report.measured_now);
-    std::vector<std::string> reasons;
+    std::map<std::string, std::vector<uint32_t>> reasons;  // why -> nodes
     std::optional<absl::StatusOr<SmbiosPeak>> smbios;
     for (NodePeak& peak : report.nodes) {
       if (peak.bytes_per_second) continue;
@@ -117,8 +118,9 @@ class Resolver {
               share < 1 ? absl::StrFormat(", %.0f%% of it on this node by memory", share * 100)
                         : "",
               " = ", Rate(sustained), " (not measured: ", outcome.detail, ")");
-          reasons.push_back(absl::StrCat("node ", peak.numa_node, ": not measured (",
-                                         outcome.detail, "); SMBIOS memory configuration used"));
+          reasons[absl::StrCat("not measured (", outcome.detail,
+                               "); SMBIOS memory configuration used")]
+              .push_back(peak.numa_node);
           continue;
         }
       }
@@ -128,10 +130,20 @@ class Resolver {
       peak.source = "default";
       peak.detail = absl::StrCat("no figure: not measured (", outcome.detail, "); no SMBIOS (",
                                  smbios_why, "); the extender's default applies");
-      reasons.push_back(absl::StrCat("node ", peak.numa_node, ": ", peak.detail));
+      reasons[peak.detail].push_back(peak.numa_node);
     }
     report.calibrated = reasons.empty();
-    report.reason = absl::StrJoin(reasons, "; ");
+    std::vector<std::string> parts;
+    for (const auto& [why, nodes] : reasons) {
+      parts.push_back(absl::StrCat(nodes.size() == 1 ? "node " : "nodes ",
+                                   absl::StrJoin(nodes, ","), ": ", why));
+    }
+    report.reason = absl::StrJoin(parts, "; ");
+    // The extender accepts capability reasons up to 1024 bytes.
+    if (report.reason.size() > kMaxReasonBytes) {
+      report.reason.resize(kMaxReasonBytes - 3);
+      report.reason += "...";
+    }
     return report;
   }
 
@@ -305,7 +317,8 @@ class Resolver {
             ? absl::StrCat(" (of the node's ", FormatCpuList(node.cpus), ")")
             : "",
         ", ", MiB(r->working_set_bytes), " ", r->placement, ", best of ", r->clean_passes,
-        " undisturbed pass(es) (", r->passes, " in ", absl::FormatDuration(r->elapsed),
+        " undisturbed pass(es) (", r->passes, " in ",
+        absl::StrFormat("%.2f s", absl::ToDoubleSeconds(r->elapsed)),
         absl::StrFormat("; threads on their CPUs %.0f%% of the best", r->cpu_share * 100), ")",
         cache_note);
     spdlog::info("peak membw: node {}: {} ({})", node.id, Rate(r->bytes_per_second),

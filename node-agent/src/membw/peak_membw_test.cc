@@ -190,6 +190,7 @@ TEST(PeakMembwTest, AnUnfinishedMeasurementIsNotRetriedAndSmbiosStepsIn) {
   }
   EXPECT_FALSE(r.calibrated);
   EXPECT_THAT(r.reason, HasSubstr("never finished"));
+  EXPECT_THAT(r.reason, HasSubstr("nodes 0,1: not measured"));  // one reason for both
   EXPECT_THAT(r.reason, HasSubstr("SMBIOS memory configuration used"));
 }
 

@@ -108,6 +108,7 @@ std::string AgentMetrics::Render() const {
       {"kubelet_pod_resources", &caps.kubelet_pod_resources()},
       {"cpu_manager_state", &caps.cpu_manager_state()},
       {"pod_metadata", &caps.pod_metadata()},
+      {"peak_membw", &caps.peak_membw()},
   };
   for (const auto& [name, capability] : capabilities) {
     Sample(out, "neighborly_agent_capability_available",
