@@ -61,7 +61,9 @@ class AgentHostTest : public ::testing::Test {
   void StartAgent(const std::string& host_root, const std::string& node) {
     auto p = Subprocess::Start({BinaryPath("node-agent/neighborly-agent"), "--host-root", host_root,
                                 "--node-name", node, "--extender", grpc_, "--interval", "200ms",
-                                "--metrics-address", "127.0.0.1:0", "--insecure-plaintext"});
+                                "--metrics-address", "127.0.0.1:0", "--insecure-plaintext",
+                                // measured in agent_host_test/agent_cli_test
+                                "--peak-membw-measure", "off"});
     ASSERT_TRUE(p.ok()) << p.status();
     agent_ = std::move(*p);
   }
