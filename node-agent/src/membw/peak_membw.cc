@@ -59,6 +59,7 @@ uint64_t NodeL3Bytes(const Topology& topology, uint32_t node) {
 struct NodeOutcome {
   std::optional<double> bytes_per_second;
   std::string detail;  // how, or why not
+  bool retry = false;  // a disturbed run: worth measuring again
 };
 
 class Resolver {
@@ -210,38 +211,58 @@ class Resolver {
                               "boot: delete ",
                               path, " to retry"));
     }
-    if (cached) {
-      for (const NumaNodeInfo* node : pending) {
-        auto it = std::find_if(cached->nodes.begin(), cached->nodes.end(),
-                               [&](const CachedNode& c) { return c.numa_node == node->id; });
-        if (it == cached->nodes.end()) {
-          out[node->id].detail =
-              absl::StrCat("the measurement cached in ", path, " has no entry for this node");
-          continue;
+    // Cached outcomes stand, except failures of a disturbed run, which the
+    // next start (mode auto) measures again.
+    auto from_cache = [&](const CachedNode& c) {
+      const std::string at = Timestamp(c.measured_at);
+      NodeOutcome o{c.bytes_per_second, c.detail, c.retry};
+      if (c.bytes_per_second) {
+        absl::StrAppend(&o.detail, "; cached at ", at);
+      } else if (c.retry) {
+        absl::StrAppend(&o.detail, " (at ", at, "; measured again at the next calibration)");
+      } else {
+        absl::StrAppend(&o.detail, " (cached at ", at, "; delete ", path, " to retry)");
+      }
+      return o;
+    };
+    std::vector<const NumaNodeInfo*> to_measure;
+    for (const NumaNodeInfo* node : pending) {
+      const CachedNode* c = nullptr;
+      if (cached) {
+        for (const CachedNode& entry : cached->nodes) {
+          if (entry.numa_node == node->id) c = &entry;
         }
-        out[node->id] = {
-            it->bytes_per_second,
-            absl::StrCat(it->detail, it->bytes_per_second ? "; cached at " : " (cached at ",
-                         Timestamp(cached->started),
-                         it->bytes_per_second ? "" : "; delete the cache to retry)")};
+      }
+      if (c != nullptr && !(c->retry && options_.measure == MeasureMode::kAuto)) {
+        out[node->id] = from_cache(*c);
+      } else {
+        to_measure.push_back(node);
+      }
+    }
+    if (to_measure.empty()) return out;
+    if (options_.measure == MeasureMode::kCached) {
+      for (const NumaNodeInfo* node : to_measure) {
+        out[node->id].detail =
+            cached ? absl::StrCat("the measurement cached in ", path, " has no entry for this node")
+                   : absl::StrCat("no measurement of this boot cached at ", path,
+                                  " (--peak-membw-measure cached: the calibration init container "
+                                  "writes it)");
       }
       return out;
-    }
-    if (options_.measure == MeasureMode::kCached) {
-      return all(absl::StrCat("no measurement of this boot cached at ", path,
-                              " (--peak-membw-measure cached: the calibration init container "
-                              "writes it)"));
     }
     if (env_.meter == nullptr) return all("no bandwidth meter");
 
     // Measure, with a "running" marker first: if the agent dies during the
     // measurement (OOM), the next start does not try again and crash-loop.
-    CalibrationCache fresh{.version = kCacheVersion,
-                           .boot_id = env_.boot_id,
-                           .cpu_model = cpu_model,
-                           .finished = false,
-                           .started = env_.clock->Now(),
-                           .nodes = {}};
+    CalibrationCache fresh = cached ? *cached
+                                    : CalibrationCache{.version = kCacheVersion,
+                                                       .boot_id = env_.boot_id,
+                                                       .cpu_model = cpu_model,
+                                                       .finished = false,
+                                                       .started = env_.clock->Now(),
+                                                       .nodes = {}};
+    fresh.finished = false;
+    fresh.started = env_.clock->Now();
     std::string cache_error;
     if (!env_.boot_id.empty()) {
       absl::Status dir = MakeDirs(*env_.fs, ParentDir(path));
@@ -256,11 +277,18 @@ class Resolver {
       }
     }
     measured_now = true;
-    for (const NumaNodeInfo* node : pending) {
+    for (const NumaNodeInfo* node : to_measure) {
       NodeOutcome outcome = MeasureNode(*node);
-      fresh.nodes.push_back({node->id, outcome.bytes_per_second, outcome.detail});
+      std::erase_if(fresh.nodes, [&](const CachedNode& c) { return c.numa_node == node->id; });
+      fresh.nodes.push_back({.numa_node = node->id,
+                             .bytes_per_second = outcome.bytes_per_second,
+                             .detail = outcome.detail,
+                             .retry = outcome.retry,
+                             .measured_at = env_.clock->Now()});
       out[node->id] = std::move(outcome);
     }
+    std::sort(fresh.nodes.begin(), fresh.nodes.end(),
+              [](const CachedNode& a, const CachedNode& b) { return a.numa_node < b.numa_node; });
     fresh.finished = true;
     if (!env_.boot_id.empty() && cache_error.empty()) {
       if (absl::Status s = env_.fs->ReplaceFile(path, FormatCalibrationCache(fresh)); !s.ok()) {
@@ -302,10 +330,11 @@ class Resolver {
           static_cast<double>(r->working_set_bytes) / static_cast<double>(l3));
     }
     if (r->clean_passes == 0) {
+      outcome.retry = true;
       outcome.detail = absl::StrFormat(
-          "measurement failed: no undisturbed pass in %s (the threads were on their CPUs only "
-          "%.0f%% of the time: a CPU limit or busy CPUs); the best of %d passes gave %s",
-          absl::FormatDuration(r->elapsed), r->cpu_share * 100, r->passes,
+          "measurement failed: no undisturbed pass in %.2f s (the threads were on their CPUs "
+          "only %.0f%% of the time: a CPU limit or busy CPUs); the best of %d passes gave %s",
+          absl::ToDoubleSeconds(r->elapsed), r->cpu_share * 100, r->passes,
           Rate(r->best_any_bytes_per_second));
       spdlog::warn("peak membw: node {}: {}", node.id, outcome.detail);
       return outcome;
@@ -449,6 +478,17 @@ absl::StatusOr<CalibrationCache> ParseCalibrationCache(std::string_view text) {
     if (auto detail = n.find("detail"); detail != n.end() && detail->is_string()) {
       node.detail = detail->get<std::string>();
     }
+    if (auto retry = n.find("retry"); retry != n.end() && retry->is_boolean()) {
+      node.retry = retry->get<bool>();
+    }
+    node.measured_at = cache.started;
+    if (auto at = n.find("measuredAt"); at != n.end()) {
+      if (!at->is_string() ||
+          !absl::ParseTime(absl::RFC3339_full, at->get<std::string>(), &node.measured_at, &error)) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("node ", node.numa_node, ": \"measuredAt\" is not an RFC 3339 time"));
+      }
+    }
     cache.nodes.push_back(std::move(node));
   }
   return cache;
@@ -457,8 +497,10 @@ absl::StatusOr<CalibrationCache> ParseCalibrationCache(std::string_view text) {
 std::string FormatCalibrationCache(const CalibrationCache& cache) {
   nlohmann::json nodes = nlohmann::json::array();
   for (const CachedNode& n : cache.nodes) {
-    nlohmann::json node = {{"numaNode", n.numa_node}, {"detail", n.detail}};
+    nlohmann::json node = {
+        {"numaNode", n.numa_node}, {"detail", n.detail}, {"measuredAt", Timestamp(n.measured_at)}};
     if (n.bytes_per_second) node["bytesPerSecond"] = *n.bytes_per_second;
+    if (n.retry) node["retry"] = true;
     nodes.push_back(std::move(node));
   }
   const nlohmann::json j = {{"version", cache.version},

@@ -99,6 +99,8 @@ struct CachedNode {
   uint32_t numa_node = 0;
   std::optional<double> bytes_per_second;  // absent: the attempt failed
   std::string detail;                      // how it was measured, or the error
+  bool retry = false;  // failed for busy CPUs or a CPU quota: the next start measures again
+  absl::Time measured_at;
 };
 struct CalibrationCache {
   int version = 1;

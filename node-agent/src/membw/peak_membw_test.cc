@@ -150,7 +150,7 @@ TEST(PeakMembwTest, ACachedFileFromThisBootIsUsedAsIs) {
   EXPECT_EQ(r.nodes[1].source, "default");
   EXPECT_FALSE(r.nodes[1].bytes_per_second);
   EXPECT_THAT(r.nodes[1].detail, HasSubstr("cannot pin a thread to CPU 56"));
-  EXPECT_THAT(r.nodes[1].detail, HasSubstr("delete the cache to retry"));
+  EXPECT_THAT(r.nodes[1].detail, HasSubstr("delete /var/lib/neighborly/peak-membw.json to retry"));
   EXPECT_FALSE(r.calibrated);
   EXPECT_THAT(r.reason, HasSubstr("node 1: no figure"));
 
@@ -222,6 +222,30 @@ TEST(PeakMembwTest, DisturbedMeasurementsGiveNoFigure) {
   EXPECT_THAT(r.nodes[0].detail, HasSubstr("no undisturbed pass"));
   EXPECT_THAT(r.nodes[0].detail, HasSubstr("only 20% of the time"));
   EXPECT_THAT(r.reason, HasSubstr("the extender's default applies"));
+  ASSERT_EQ(host.meter.requests.size(), 2u);
+
+  // Busy CPUs pass: the next start measures again (and then keeps the figure).
+  host.clock.Advance(absl::Minutes(5));
+  host.meter.disturbed = false;
+  PeakMembwReport later = host.Resolve();
+  EXPECT_EQ(host.meter.requests.size(), 4u);
+  EXPECT_EQ(later.nodes[0].source, "measured");
+  host.Resolve();
+  EXPECT_EQ(host.meter.requests.size(), 4u);
+  absl::StatusOr<CalibrationCache> cache = ParseCalibrationCache(*host.fs->ReadFile(kCache));
+  ASSERT_TRUE(cache.ok()) << cache.status();
+  EXPECT_EQ(cache->nodes[0].measured_at, host.clock.Now());
+  EXPECT_FALSE(cache->nodes[0].retry);
+
+  // In cached mode (the agent beside an init container) a retryable failure is
+  // reported as it is.
+  Host agent;
+  agent.meter.disturbed = true;
+  agent.Resolve();
+  agent.options.measure = MeasureMode::kCached;
+  PeakMembwReport reported = agent.Resolve();
+  EXPECT_EQ(agent.meter.requests.size(), 2u);
+  EXPECT_THAT(reported.nodes[0].detail, HasSubstr("measured again at the next calibration"));
 }
 
 TEST(PeakMembwTest, ModesOffAndCached) {
