@@ -167,8 +167,12 @@ TEST(AgentCliTest, OnceOnThisMachineCarriesTheCalibratedPeak) {
   ASSERT_EQ(again.exit_code, 0) << again.err;
   nlohmann::json calibrated = nlohmann::json::parse(again.out, nullptr, false);
   ASSERT_FALSE(calibrated.is_discarded()) << again.out;
-  EXPECT_EQ(calibrated["measuredNow"], false);
-  EXPECT_EQ(calibrated["numaNodes"][0]["source"], source);
+  if (source == "measured") {
+    EXPECT_EQ(calibrated["measuredNow"], false);
+    EXPECT_EQ(calibrated["numaNodes"][0]["source"], "measured");
+  } else {
+    EXPECT_EQ(calibrated["measuredNow"], true);  // a disturbed run is measured again
+  }
   std::remove(cache.c_str());
   rmdir(dir);
 }
