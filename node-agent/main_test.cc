@@ -22,6 +22,7 @@ namespace neighborly::agent {
 namespace {
 
 namespace tv1 = ::neighborly::telemetry::v1;
+using ::testing::AnyOf;
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
 
@@ -161,7 +162,7 @@ TEST(AgentCliTest, OnceOnThisMachineCarriesTheCalibratedPeak) {
     // Only a machine too busy to stream at all; the report says so.
     EXPECT_EQ(source, "default") << node.dump();
     EXPECT_THAT(report["capabilities"]["peakMembw"]["reason"].get<std::string>(),
-                HasSubstr("no undisturbed pass"));
+                AnyOf(HasSubstr("no undisturbed pass"), HasSubstr("budget")));
   }
   Result again = RunAgent({"--calibrate", "--peak-membw-cache", cache});
   ASSERT_EQ(again.exit_code, 0) << again.err;

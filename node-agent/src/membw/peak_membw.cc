@@ -318,6 +318,9 @@ class Resolver {
                          .budget = options_.budget_per_node};
     absl::StatusOr<TriadResult> r = env_.meter->Measure(request);
     if (!r.ok()) {
+      // Out of time is the load of the moment (touching the arrays on busy
+      // CPUs); the others (pinning, mmap) would fail again.
+      outcome.retry = r.status().code() == absl::StatusCode::kDeadlineExceeded;
       outcome.detail = absl::StrCat("measurement failed: ", r.status().message());
       spdlog::warn("peak membw: node {}: {}", node.id, outcome.detail);
       return outcome;

@@ -248,6 +248,22 @@ TEST(PeakMembwTest, DisturbedMeasurementsGiveNoFigure) {
   EXPECT_THAT(reported.nodes[0].detail, HasSubstr("measured again at the next calibration"));
 }
 
+TEST(PeakMembwTest, OnlyLoadDependentFailuresAreRetried) {
+  Host late;
+  late.meter.error = absl::DeadlineExceededError("touching 384 MiB took longer than the budget");
+  late.Resolve();
+  late.Resolve();
+  EXPECT_EQ(late.meter.requests.size(), 4u);  // out of time: measured again
+
+  Host broken;
+  broken.meter.error = absl::FailedPreconditionError("cannot pin a thread to CPU 1");
+  broken.Resolve();
+  PeakMembwReport again = broken.Resolve();
+  EXPECT_EQ(broken.meter.requests.size(), 2u);  // would fail again: kept for this boot
+  EXPECT_THAT(again.nodes[0].detail, HasSubstr("cannot pin a thread to CPU 1"));
+  EXPECT_THAT(again.nodes[0].detail, HasSubstr("to retry"));
+}
+
 TEST(PeakMembwTest, ModesOffAndCached) {
   Host off("amd-1s-ddr4-2dpc");
   off.options.measure = MeasureMode::kOff;
