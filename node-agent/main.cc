@@ -5,6 +5,7 @@
 //   neighborly-agent --once --output json --host-root /host
 //   neighborly-agent --simulate deploy/examples/content-platform.yaml --extender 127.0.0.1:9090
 //   neighborly-agent --simulate FILE --once --output json
+//   neighborly-agent --calibrate --host-root /host     (peak bandwidth only, then exit)
 //
 // Exit codes: 0 done (or stopped by SIGTERM/SIGINT), 1 runtime failure, 2 bad
 // flags or bad scenario (one line on stderr naming the problem).
@@ -27,10 +28,13 @@
 #include "absl/time/time.h"
 #include "common/host_port.h"
 #include "common/logging.h"
+#include "common/quantity.h"
 #include "common/strings.h"
 #include "google/protobuf/util/json_util.h"
 #include "httplib.h"
+#include "nlohmann/json.hpp"
 #include "node-agent/src/host/host_agent.h"
+#include "node-agent/src/membw/peak_membw.h"
 #include "node-agent/src/report/agent_metrics.h"
 #include "node-agent/src/report/channel_security.h"
 #include "node-agent/src/report/metrics.h"
@@ -87,6 +91,22 @@ streams one NodeReport per window to the Neighborly extender(s). With
   --identity-token-file FILE  projected ServiceAccount token (audience
                             neighborly) proving this node's identity; re-read
                             for every connection
+  --peak-membw-bytes-per-second SPEC  the operator's peak memory bandwidth per
+                            NUMA node, which wins over measuring: 200G (every
+                            node), 0=200G,1=180G, or 150G,1=180G
+  --peak-membw-measure auto|cached|off  measure the nodes without an override
+                            at start (auto, default; the result is cached per
+                            boot), only use this boot's cached result (cached),
+                            or never (off); then SMBIOS, then the extender's
+                            default
+  --peak-membw-measure-seconds DURATION  bound per NUMA node (default 2s)
+  --peak-membw-measure-max-bytes QUANTITY  largest working set (three arrays)
+                            per NUMA node (default 1Gi; wanted: 12x its L3)
+  --peak-membw-cache PATH   the cache file, under --host-root (default
+                            /var/lib/neighborly/peak-membw.json)
+  --calibrate               decide the peak bandwidth (measuring if needed,
+                            writing the cache), print it as JSON and exit; for
+                            an init container
   --log-level LEVEL         trace|debug|info|warn|error|off (default info)
   --help                    this text
   --version                 the version
@@ -111,6 +131,8 @@ struct Flags {
   std::string tls_server_name;
   bool insecure_plaintext = false;
   std::string identity_token_file;
+  PeakMembwOptions peak_membw;
+  bool calibrate = false;
   bool help = false;
   bool version = false;
 };
@@ -176,6 +198,36 @@ absl::Status SetValue(Flags& flags, std::string_view name, const std::string& va
       keys.emplace_back(key);
     }
     flags.pod_label_keys = std::move(keys);
+  } else if (name == "peak-membw-bytes-per-second") {
+    absl::StatusOr<PeakOverride> peak = ParsePeakOverride(value);
+    if (!peak.ok()) {
+      return Usage(absl::StrCat("--peak-membw-bytes-per-second: ", peak.status().message()));
+    }
+    flags.peak_membw.override_peak = *peak;
+  } else if (name == "peak-membw-measure") {
+    absl::StatusOr<MeasureMode> mode = ParseMeasureMode(value);
+    if (!mode.ok()) return Usage(absl::StrCat("--peak-membw-measure ", mode.status().message()));
+    flags.peak_membw.measure = *mode;
+  } else if (name == "peak-membw-measure-seconds") {
+    absl::Duration d;
+    if (!absl::ParseDuration(value, &d) || d < absl::Milliseconds(100) || d > absl::Seconds(30)) {
+      return Usage(absl::StrCat("--peak-membw-measure-seconds \"", value,
+                                "\" is not a duration between 100ms and 30s"));
+    }
+    flags.peak_membw.budget_per_node = d;
+  } else if (name == "peak-membw-measure-max-bytes") {
+    absl::StatusOr<int64_t> bytes = ParseByteQuantity(value);
+    if (!bytes.ok() || *bytes < (16 << 20) || *bytes > (int64_t{64} << 30)) {
+      return Usage(absl::StrCat("--peak-membw-measure-max-bytes \"", value,
+                                "\" is not a size between 16Mi and 64Gi"));
+    }
+    flags.peak_membw.max_working_set_bytes = static_cast<uint64_t>(*bytes);
+  } else if (name == "peak-membw-cache") {
+    if (!value.starts_with('/')) {
+      return Usage(absl::StrCat("--peak-membw-cache \"", value,
+                                "\" is not an absolute path (it is taken under --host-root)"));
+    }
+    flags.peak_membw.cache_path = value;
   } else if (name == "log-level") {
     flags.log_level = value;
   } else if (name == "tls-ca" || name == "tls-cert" || name == "tls-key" ||
@@ -211,6 +263,7 @@ absl::StatusOr<Flags> ParseFlags(int argc, char** argv) {
                     : name == "help"               ? &flags.help
                     : name == "version"            ? &flags.version
                     : name == "insecure-plaintext" ? &flags.insecure_plaintext
+                    : name == "calibrate"          ? &flags.calibrate
                                                    : nullptr;
     if (boolean != nullptr) {
       if (value && *value != "true" && *value != "false") {
@@ -219,11 +272,27 @@ absl::StatusOr<Flags> ParseFlags(int argc, char** argv) {
       *boolean = !value || *value == "true";
       continue;
     }
-    constexpr std::string_view kValueFlags[] = {
-        "node-name",  "extender",       "interval",        "output",
-        "host-root",  "simulate",       "metrics-address", "rdt-backend",
-        "cri-socket", "pod-label-keys", "log-level",       "tls-ca",
-        "tls-cert",   "tls-key",        "tls-server-name", "identity-token-file"};
+    constexpr std::string_view kValueFlags[] = {"node-name",
+                                                "extender",
+                                                "interval",
+                                                "output",
+                                                "host-root",
+                                                "simulate",
+                                                "metrics-address",
+                                                "rdt-backend",
+                                                "cri-socket",
+                                                "pod-label-keys",
+                                                "log-level",
+                                                "tls-ca",
+                                                "tls-cert",
+                                                "tls-key",
+                                                "tls-server-name",
+                                                "identity-token-file",
+                                                "peak-membw-bytes-per-second",
+                                                "peak-membw-measure",
+                                                "peak-membw-measure-seconds",
+                                                "peak-membw-measure-max-bytes",
+                                                "peak-membw-cache"};
     if (std::find(std::begin(kValueFlags), std::end(kValueFlags), name) == std::end(kValueFlags)) {
       return Usage(absl::StrCat("unknown flag --", Av(name)));
     }
@@ -234,6 +303,18 @@ absl::StatusOr<Flags> ParseFlags(int argc, char** argv) {
     if (absl::Status s = SetValue(flags, name, *value); !s.ok()) return s;
   }
   if (flags.help || flags.version) return flags;
+  if (flags.calibrate) {
+    if (flags.once || !flags.extenders.empty() || !flags.simulate.empty()) {
+      return Usage(
+          "--calibrate decides the peak bandwidth and exits: drop --once, --extender, --simulate");
+    }
+    if (flags.peak_membw.measure == MeasureMode::kCached) {
+      return Usage(
+          "--calibrate is what writes the cache: --peak-membw-measure cached makes no sense with "
+          "it");
+    }
+    return flags;
+  }
   if (!flags.output.empty() && !flags.once) return Usage("--output needs --once");
   if (flags.once && !flags.extenders.empty()) {
     return Usage("--once prints one report and exits; it does not stream, so drop --extender");
@@ -417,13 +498,39 @@ int RunSimulation(const Flags& flags) {
   return 0;
 }
 
+// --calibrate: the peak bandwidth step alone, printed as one JSON object.
+int RunCalibrate(const HostAgentOptions& options) {
+  absl::StatusOr<PeakMembwReport> peak = CalibratePeakMembw(options);
+  if (!peak.ok()) {
+    std::cerr << "neighborly-agent: " << peak.status().message() << "\n";
+    return kExitRuntime;
+  }
+  nlohmann::json nodes = nlohmann::json::array();
+  for (const NodePeak& node : peak->nodes) {
+    nlohmann::json n = {
+        {"numaNode", node.numa_node}, {"source", node.source}, {"detail", node.detail}};
+    if (node.bytes_per_second) n["peakMembwBytesPerSecond"] = *node.bytes_per_second;
+    nodes.push_back(std::move(n));
+  }
+  nlohmann::json out = {{"numaNodes", std::move(nodes)},
+                        {"calibrated", peak->calibrated},
+                        {"measuredNow", peak->measured_now},
+                        {"cache", options.peak_membw.cache_path}};
+  if (!peak->calibrated) out["reason"] = peak->reason;
+  std::cout << out.dump() << "\n";
+  return 0;
+}
+
 // Host mode: measures this machine through HostAgent (node-agent/src/host).
 int RunHost(const Flags& flags) {
   HostAgentOptions options{.host_root = flags.host_root,
                            .node_name = flags.node_name,
                            .rdt_backend = flags.rdt_backend,
-                           .cri_sockets = flags.cri_sockets};
+                           .cri_sockets = flags.cri_sockets,
+                           .pod_label_keys = {"workload-type", "app"},
+                           .peak_membw = flags.peak_membw};
   if (flags.pod_label_keys) options.pod_label_keys = *flags.pod_label_keys;
+  if (flags.calibrate) return RunCalibrate(options);
   // perf takes one descriptor per event, CPU and pod.
   if (absl::StatusOr<uint64_t> files = RaiseOpenFileLimit(kWantedOpenFiles); !files.ok()) {
     spdlog::warn("{}", std::string(files.status().message()));

@@ -6,7 +6,7 @@ target_link_libraries(neighborly-agent PRIVATE
   neighborly_agent_host neighborly_agent_simulate neighborly_agent_report neighborly_agent_sys
   neighborly_common
   absl::strings absl::synchronization absl::time PkgConfig::HTTPLIB spdlog::spdlog
-  Threads::Threads neighborly_warnings)
+  Threads::Threads nlohmann_json::nlohmann_json neighborly_warnings)
 
 # Command-line behaviour of the built binary (flags, exit codes, --once JSON).
 neighborly_add_test(agent_cli_test

@@ -22,6 +22,7 @@ namespace neighborly::agent {
 namespace {
 
 namespace tv1 = ::neighborly::telemetry::v1;
+using ::testing::AnyOf;
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
 
@@ -119,6 +120,13 @@ TEST(AgentCliTest, BadFlagsExitTwoWithOneLine) {
       {{"--simulate", Scenario("two-nodes.yaml"), "--extender", "127.0.0.1:9090",
         "--insecure-plaintext", "--identity-token-file", "/nonexistent/token"},
        "identity token file /nonexistent/token: cannot read it"},
+      {{"--once", "--peak-membw-measure", "sometimes"}, "\"sometimes\" is not auto, cached or off"},
+      {{"--once", "--peak-membw-bytes-per-second", "0=fast"}, "\"fast\" is not a positive"},
+      {{"--once", "--peak-membw-measure-seconds", "1h"}, "between 100ms and 30s"},
+      {{"--once", "--peak-membw-measure-max-bytes", "1Ki"}, "between 16Mi and 64Gi"},
+      {{"--once", "--peak-membw-cache", "var/x.json"}, "is not an absolute path"},
+      {{"--calibrate", "--once"}, "--calibrate decides the peak bandwidth and exits"},
+      {{"--calibrate", "--peak-membw-measure", "cached"}, "is what writes the cache"},
   };
   for (const auto& [args, message] : cases) {
     Result r = RunAgent(args);
@@ -128,6 +136,46 @@ TEST(AgentCliTest, BadFlagsExitTwoWithOneLine) {
     EXPECT_THAT(r.err, HasSubstr(message));
     EXPECT_EQ(r.out, "");
   }
+}
+
+// This VM for real: `--once --output json` carries the measured peak of its
+// one NUMA node (cached in a scratch file), and `--calibrate` then reads it
+// back from the cache instead of measuring again.
+TEST(AgentCliTest, OnceOnThisMachineCarriesTheCalibratedPeak) {
+  char dir[] = "/tmp/neighborly-peak-XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  const std::string cache = std::string(dir) + "/peak-membw.json";
+  Result r = RunAgent({"--once", "--output", "json", "--node-name", "build-vm", "--interval",
+                       "50ms", "--metrics-address", "", "--peak-membw-cache", cache});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  nlohmann::json report = nlohmann::json::parse(r.out, nullptr, false);
+  ASSERT_FALSE(report.is_discarded()) << r.out;
+  const nlohmann::json& node = report["topology"]["numaNodes"][0];
+  const std::string source = node["peakMembwSource"];
+  if (source == "measured") {
+    const double peak = std::stod(node["peakMembwBytesPerSecond"].get<std::string>());
+    EXPECT_GT(peak, 1e9);
+    EXPECT_LT(peak, 2e12);
+    EXPECT_THAT(node["peakMembwDetail"].get<std::string>(), HasSubstr("STREAM triad"));
+    EXPECT_EQ(report["capabilities"]["peakMembw"]["available"], true);
+  } else {
+    // Only a machine too busy to stream at all; the report says so.
+    EXPECT_EQ(source, "default") << node.dump();
+    EXPECT_THAT(report["capabilities"]["peakMembw"]["reason"].get<std::string>(),
+                AnyOf(HasSubstr("no undisturbed pass"), HasSubstr("budget")));
+  }
+  Result again = RunAgent({"--calibrate", "--peak-membw-cache", cache});
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  nlohmann::json calibrated = nlohmann::json::parse(again.out, nullptr, false);
+  ASSERT_FALSE(calibrated.is_discarded()) << again.out;
+  if (source == "measured") {
+    EXPECT_EQ(calibrated["measuredNow"], false);
+    EXPECT_EQ(calibrated["numaNodes"][0]["source"], "measured");
+  } else {
+    EXPECT_EQ(calibrated["measuredNow"], true);  // a disturbed run is measured again
+  }
+  std::remove(cache.c_str());
+  rmdir(dir);
 }
 
 TEST(AgentCliTest, OncePrintsOneJsonReportPerScenarioNode) {

@@ -206,6 +206,8 @@ REFUSALS = [
     (["schedulerExtender.httpTimeout=soon"], "httpTimeout"),
     (["extender.replicaCount=two"], "replicaCount"),
     (["scheduler.leaderElection.enabled=false"], "leaderElection"),
+    (['json:agent.peakMembw.nodeTypes=[{"name":"Big Box","nodeSelector":{"a":"b"}}]'], "name"),
+    (['json:agent.peakMembw.nodeTypes=[{"name":"big","nodeSelector":{}}]'], "nodeSelector"),
 ]
 
 
@@ -350,6 +352,8 @@ def agent_flags_and_probes():
         "--host-root=/host",
         "--metrics-address=0.0.0.0:9101",
         "--rdt-backend=resctrl",
+        "--peak-membw-measure=cached",
+        "--peak-membw-cache=/var/lib/neighborly/peak-membw.json",
         "--tls-ca=/etc/neighborly-tls/ca.crt",
         "--tls-cert=/etc/neighborly-tls/tls.crt",
         "--tls-key=/etc/neighborly-tls/tls.key",
@@ -363,6 +367,61 @@ def agent_flags_and_probes():
     eq(ports, {"metrics": 9101}, "agent ports")
     for probe in ("livenessProbe", "readinessProbe"):
         eq(c[probe]["httpGet"], {"path": "/healthz", "port": "metrics"}, f"agent {probe}")
+
+
+@check
+def agent_peak_membw_calibration():
+    ds = render().get("DaemonSet", name("agent"))
+    spec = ds["spec"]["template"]["spec"]
+    init = {c["name"]: c for c in spec["initContainers"]}["calibrate"]
+    eq(init["args"], ["--calibrate", "--host-root=/host",
+                      "--peak-membw-cache=/var/lib/neighborly/peak-membw.json",
+                      "--peak-membw-measure-seconds=2s", "--peak-membw-measure-max-bytes=1Gi"],
+       "calibrate args")
+    expect("cpu" not in init["resources"]["limits"], "a CPU quota would throttle the measurement")
+    eq(init["securityContext"]["capabilities"], {"drop": ["ALL"]}, "calibrate capabilities")
+    volumes = {v["name"]: v for v in spec["volumes"]}
+    for c, read_only in ((init, False), (container(ds, "agent"), True)):
+        m = {m["mountPath"]: m for m in c["volumeMounts"]}["/host/var/lib/neighborly"]
+        eq(bool(m.get("readOnly")), read_only, f"{c['name']} cache mount read-only")
+        eq(volumes[m["name"]]["hostPath"], {"path": "/var/lib/neighborly", "type": "DirectoryOrCreate"},
+           "cache volume")
+    off = render("agent.peakMembw.calibration.enabled=false").get("DaemonSet", name("agent"))
+    expect("initContainers" not in off["spec"]["template"]["spec"], "calibration off: no init container")
+    expect("--peak-membw-measure=off" in container(off, "agent")["args"], "calibration off: agent flag")
+
+
+@check
+def agent_peak_membw_node_types():
+    types = ('json:agent.peakMembw.nodeTypes=[{"name":"spr","nodeSelector":{"type":"spr"},'
+             '"bytesPerSecond":"230G"},{"name":"genoa","nodeSelector":{"cpu":"genoa","pool":"b"}}]')
+    objs = render(types, "agent.peakMembw.bytesPerSecond=60G", "agent.nodeSelector.os=linux")
+    base, spr, genoa = (objs.get("DaemonSet", n) for n in (name("agent"), name("agent-spr"),
+                                                         name("agent-genoa")))
+    def terms(ds):
+        a = ds["spec"]["template"]["spec"].get("affinity", {})
+        return [sorted((e["key"], e["values"][0]) for e in t["matchExpressions"]) for t in
+                a.get("nodeAffinity", {}).get("requiredDuringSchedulingIgnoredDuringExecution", {})
+                .get("nodeSelectorTerms", [])]
+    # Base: not spr AND not genoa = (type!=spr AND cpu!=genoa) OR (type!=spr AND pool!=b).
+    eq(terms(base), [[("cpu", "genoa"), ("type", "spr")], [("pool", "b"), ("type", "spr")]],
+       "main DaemonSet keeps off every node type")
+    eq(terms(spr), [], "the first type excludes nothing")
+    eq(terms(genoa), [[("type", "spr")]], "a later type keeps off the earlier ones")
+    eq(genoa["spec"]["template"]["spec"]["nodeSelector"], {"cpu": "genoa", "pool": "b", "os": "linux"},
+       "node type selector with agent.nodeSelector")
+    eq(spr["spec"]["selector"]["matchLabels"]["neighborly.io/node-type"], "spr", "own selector label")
+    for ds, flag in ((base, "60G"), (spr, "230G")):
+        expect(f"--peak-membw-bytes-per-second={flag}" in container(ds, "agent")["args"],
+               f"{ds['metadata']['name']} passes its figure")
+    expect(not any(a.startswith("--peak-membw-bytes") for a in container(genoa, "agent")["args"]),
+           "a type without a figure calibrates")
+    many = [{"name": f"t{i}", "nodeSelector": {"a": str(i), "b": str(i)}} for i in range(7)]
+    try:
+        render("json:agent.peakMembw.nodeTypes=" + json.dumps(many))
+        raise AssertionError("128 affinity terms rendered")
+    except RenderError as e:
+        expect("at most 64" in str(e), f"too many terms: {e}")
 
 
 @check

@@ -61,7 +61,11 @@ class AgentHostTest : public ::testing::Test {
   void StartAgent(const std::string& host_root, const std::string& node) {
     auto p = Subprocess::Start({BinaryPath("node-agent/neighborly-agent"), "--host-root", host_root,
                                 "--node-name", node, "--extender", grpc_, "--interval", "200ms",
-                                "--metrics-address", "127.0.0.1:0", "--insecure-plaintext"});
+                                "--metrics-address", "127.0.0.1:0", "--insecure-plaintext",
+                                // The operator's figure: no measurement here (that is
+                                // agent_host_test's and agent_cli_test's), and it must
+                                // reach the extender with its source.
+                                "--peak-membw-bytes-per-second", "80G"});
     ASSERT_TRUE(p.ok()) << p.status();
     agent_ = std::move(*p);
   }
@@ -93,7 +97,7 @@ TEST_F(AgentHostTest, ThisHostAppearsInTheExtenderWithItsCapabilities) {
   const json& caps = node["capabilities"];
   // Every capability is either available or says why not.
   for (const char* name : {"resctrl_occupancy", "perf_hardware_counters", "psi", "pod_metadata",
-                           "kubelet_pod_resources", "cpu_manager_state"}) {
+                           "kubelet_pod_resources", "cpu_manager_state", "peak_membw"}) {
     ASSERT_TRUE(caps.contains(name)) << name << " " << caps.dump();
     EXPECT_FALSE(caps[name].get<std::string>().empty()) << name;
     EXPECT_NE(caps[name], "unavailable") << name << ": no reason given";
@@ -102,6 +106,10 @@ TEST_F(AgentHostTest, ThisHostAppearsInTheExtenderWithItsCapabilities) {
       !std::ifstream("/var/run/crio/crio.sock")) {
     EXPECT_THAT(caps["pod_metadata"].get<std::string>(), HasSubstr("no CRI socket"));
   }
+  EXPECT_EQ(caps["peak_membw"], "available");
+  ASSERT_TRUE(node.contains("numaNodes")) << node.dump();
+  EXPECT_EQ(node["numaNodes"][0]["peakMembwBytesPerSecond"], 80'000'000'000ull);
+  EXPECT_EQ(node["numaNodes"][0]["peakMembwSource"], "override");
 
   json list;
   httplib::Result r = client_->Get("/v1/nodes");

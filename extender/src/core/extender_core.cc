@@ -391,6 +391,7 @@ NodeSummary ExtenderCore::Impl::Summarize(const ClusterState::Entry& entry,
       {"kubelet_pod_resources", CapabilityText(c.kubelet_pod_resources())},
       {"cpu_manager_state", CapabilityText(c.cpu_manager_state())},
       {"pod_metadata", CapabilityText(c.pod_metadata())},
+      {"peak_membw", CapabilityText(c.peak_membw())},
   };
   if (c.has_rmids_free()) s.capabilities["rmids_free"] = absl::StrCat(c.rmids_free());
   if (c.has_rmids_total()) s.capabilities["rmids_total"] = absl::StrCat(c.rmids_total());

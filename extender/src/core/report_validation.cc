@@ -260,6 +260,7 @@ absl::Status ValidateReport(const tv1::NodeReport& r, const ReportLimits& limits
   NB_RETURN_IF_ERROR(
       CheckCapability("capabilities.cpu_manager_state", caps.cpu_manager_state(), limits));
   NB_RETURN_IF_ERROR(CheckCapability("capabilities.pod_metadata", caps.pod_metadata(), limits));
+  NB_RETURN_IF_ERROR(CheckCapability("capabilities.peak_membw", caps.peak_membw(), limits));
   if (static_cast<size_t>(caps.unmonitored_pods_size()) > limits.max_map_entries) {
     return Bad("capabilities.unmonitored_pods", "too many entries");
   }
@@ -308,6 +309,8 @@ absl::Status ValidateReport(const tv1::NodeReport& r, const ReportLimits& limits
                                   n.has_membw_bytes_per_second(), n.membw_bytes_per_second(),
                                   limits));
     NB_RETURN_IF_ERROR(CheckLength(Path(field, ".peak_membw_source"), n.peak_membw_source(),
+                                   limits.max_string_bytes));
+    NB_RETURN_IF_ERROR(CheckLength(Path(field, ".peak_membw_detail"), n.peak_membw_detail(),
                                    limits.max_string_bytes));
   }
   if (static_cast<size_t>(topo.l3_domains_size()) > limits.max_l3_domains) {

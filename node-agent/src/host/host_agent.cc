@@ -77,6 +77,21 @@ struct PodPerf {
   std::string error;  // why the pod has no counters
 };
 
+std::string ReadBootId(const Filesystem& fs) {
+  absl::StatusOr<std::string> boot = fs.ReadFile("/proc/sys/kernel/random/boot_id");
+  return boot.ok() ? std::string(Trim(*boot)) : std::string();
+}
+
+PeakMembwReport ResolvePeak(const HostAgentOptions& options, const HostAgentEnvironment& env,
+                            const Topology& topology, Filesystem& fs, const Clock& clock,
+                            const std::string& boot_id) {
+  std::shared_ptr<BandwidthMeter> meter =
+      env.bandwidth_meter ? env.bandwidth_meter
+                          : std::shared_ptr<BandwidthMeter>(NewStreamTriadMeter());
+  return ResolvePeakMembw(topology, options.peak_membw,
+                          {.fs = &fs, .meter = meter.get(), .clock = &clock, .boot_id = boot_id});
+}
+
 class HostAgentImpl final : public HostAgent {
  public:
   HostAgentImpl(const HostAgentOptions& options, HostAgentEnvironment environment)
@@ -110,10 +125,8 @@ class HostAgentImpl final : public HostAgent {
             "no node name: pass --node-name (proc/sys/kernel/hostname is unreadable)");
       }
     }
-    if (absl::StatusOr<std::string> boot = fs_->ReadFile("/proc/sys/kernel/random/boot_id");
-        boot.ok()) {
-      boot_id_ = std::string(Trim(*boot));
-    }
+    boot_id_ = ReadBootId(*fs_);
+    peak_ = ResolvePeak(options_, env_, topology_, *fs_, *clock_, boot_id_);
 
     const uint64_t page_size = env_.page_size_bytes != 0
                                    ? env_.page_size_bytes
@@ -134,6 +147,7 @@ class HostAgentImpl final : public HostAgent {
   }
 
   absl::Duration last_sample_cost() const override { return cost_; }
+  const PeakMembwReport& peak_membw() const override { return peak_; }
 
   absl::StatusOr<tv1::NodeReport> MeasureWindow(absl::Duration window) override {
     const absl::Time work_start = absl::Now();
@@ -510,12 +524,21 @@ class HostAgentImpl final : public HostAgent {
     }
     SetCapability(caps->mutable_pod_metadata(), metadata.ok(),
                   metadata.ok() ? "" : Sv(metadata.status().message()));
+    SetCapability(caps->mutable_peak_membw(), peak_.calibrated, peak_.reason);
     for (const auto& [uid, reason] : unmonitored) (*caps->mutable_unmonitored_pods())[uid] = reason;
   }
 
   void FillTopology(const absl::StatusOr<GroupCounters>& start,
                     const absl::StatusOr<GroupCounters>& end, double seconds, tv1::Topology* out) {
     ToProto(topology_, out);
+    for (tv1::NumaNode& node : *out->mutable_numa_nodes()) {
+      for (const NodePeak& peak : peak_.nodes) {
+        if (peak.numa_node != node.id()) continue;
+        if (peak.bytes_per_second) node.set_peak_membw_bytes_per_second(*peak.bytes_per_second);
+        node.set_peak_membw_source(peak.source);
+        node.set_peak_membw_detail(peak.detail);
+      }
+    }
     if (!start.ok() || !end.ok()) return;
     ResctrlRates rates = ComputeRates(*start, *end, seconds, rdt_);
     std::map<uint32_t, uint64_t> numa_bw;
@@ -681,6 +704,7 @@ class HostAgentImpl final : public HostAgent {
   Topology topology_;
   std::string node_name_;
   std::string boot_id_;
+  PeakMembwReport peak_;
   uint64_t sequence_ = 0;
   absl::Duration cost_;
   std::optional<PodCgroups> cgroups_;
@@ -703,6 +727,22 @@ class HostAgentImpl final : public HostAgent {
 };
 
 }  // namespace
+
+absl::StatusOr<PeakMembwReport> CalibratePeakMembw(const HostAgentOptions& options,
+                                                   HostAgentEnvironment environment) {
+  std::shared_ptr<Filesystem> fs =
+      environment.filesystem ? environment.filesystem
+                             : std::shared_ptr<Filesystem>(NewRealFilesystem(options.host_root));
+  std::shared_ptr<const Clock> clock =
+      environment.clock ? environment.clock : std::make_shared<RealClock>();
+  absl::StatusOr<Topology> topology = ReadTopology(*fs);
+  if (!topology.ok()) {
+    return absl::FailedPreconditionError(absl::StrCat("cannot read the CPU topology under ",
+                                                      options.host_root, ": ",
+                                                      topology.status().message()));
+  }
+  return ResolvePeak(options, environment, *topology, *fs, *clock, ReadBootId(*fs));
+}
 
 absl::StatusOr<std::unique_ptr<HostAgent>> HostAgent::Create(const HostAgentOptions& options) {
   return Create(options, HostAgentEnvironment{});

@@ -20,6 +20,7 @@
 #include "absl/time/time.h"
 #include "common/clock.h"
 #include "neighborly/telemetry/v1/telemetry.pb.h"
+#include "node-agent/src/membw/peak_membw.h"
 
 namespace neighborly::agent {
 
@@ -38,6 +39,8 @@ struct HostAgentOptions {
   std::vector<std::string> cri_sockets;
   // Pod labels kept in reports (annotations: every `neighborly.io/` key).
   std::vector<std::string> pod_label_keys = {"workload-type", "app"};
+  // Peak memory bandwidth per NUMA node, decided once in Create (membw/peak_membw.h).
+  PeakMembwOptions peak_membw;
 };
 
 // The system doors HostAgent goes through; every null member means the real
@@ -56,6 +59,8 @@ struct HostAgentEnvironment {
   std::shared_ptr<PodResourcesSource> pod_resources;
   // Null: the real libpqos (only with --rdt-backend pqos and host_root "/").
   std::shared_ptr<PqosLibrary> pqos;
+  // Null: the real STREAM-triad meter (membw/stream_triad.h).
+  std::shared_ptr<BandwidthMeter> bandwidth_meter;
 };
 
 class HostAgent {
@@ -73,7 +78,16 @@ class HostAgent {
   // Wall time the last MeasureWindow spent working (the wait excluded),
   // measured with the real clock: it is the agent's own cost.
   virtual absl::Duration last_sample_cost() const = 0;
+
+  // Each NUMA node's peak memory bandwidth as decided in Create.
+  virtual const PeakMembwReport& peak_membw() const = 0;
 };
+
+// Only the peak memory bandwidth step of Create (topology, boot id, cache,
+// measurement, SMBIOS), for `neighborly-agent --calibrate` in an init
+// container: no resctrl, perf or kubelet access.
+absl::StatusOr<PeakMembwReport> CalibratePeakMembw(const HostAgentOptions& options,
+                                                   HostAgentEnvironment environment = {});
 
 }  // namespace neighborly::agent
 

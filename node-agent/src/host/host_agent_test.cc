@@ -19,6 +19,7 @@ namespace neighborly::agent {
 namespace {
 
 namespace tv1 = telemetry::v1;
+using ::testing::AnyOf;
 using ::testing::HasSubstr;
 using ::testing::Key;
 using ::testing::Pair;
@@ -58,6 +59,24 @@ class FakePmu final : public PerfSyscalls {
   std::set<int> leaders_;
 };
 
+// A fixed figure for every NUMA node (the real meter is tested in membw/).
+class FixedMeter final : public BandwidthMeter {
+ public:
+  absl::StatusOr<TriadResult> Measure(const TriadRequest& request) override {
+    ++calls;
+    TriadResult r;
+    r.bytes_per_second = r.best_any_bytes_per_second = 150e9;
+    r.cpu_share = 0.97;
+    r.threads = static_cast<int>(request.cpus.size());
+    r.cpus = request.cpus;
+    r.passes = r.clean_passes = 20;
+    r.working_set_bytes = request.working_set_bytes;
+    r.placement = "bound (fixed meter)";
+    return r;
+  }
+  int calls = 0;
+};
+
 struct Host {
   explicit Host(const char* fixture, bool with_pmu = true) {
     tree.CopyFrom(Fixture(fixture));
@@ -70,6 +89,7 @@ struct Host {
     if (with_pmu) env.perf = pmu;
     env.clock = clock;
     env.page_size_bytes = 4096;
+    env.bandwidth_meter = meter;
     env.wait = [this](absl::Duration d) {
       clock->Advance(d);
       pmu->ticks += 1;
@@ -81,6 +101,7 @@ struct Host {
   std::shared_ptr<FakeResctrl> fake;
   std::shared_ptr<FakePmu> pmu;
   std::shared_ptr<FakeClock> clock;
+  std::shared_ptr<FixedMeter> meter = std::make_shared<FixedMeter>();
   HostAgentOptions options;
   HostAgentEnvironment env;
   std::function<void()> during_window;
@@ -500,6 +521,7 @@ TEST(HostAgentTest, ThisMachineWithTheRealLibpqos) {
   HostAgentOptions options;
   options.node_name = "build-vm";
   options.rdt_backend = "pqos";
+  options.peak_membw.measure = MeasureMode::kOff;
   HostAgentEnvironment env;
   env.wait = [](absl::Duration) {};
   absl::StatusOr<std::unique_ptr<HostAgent>> agent = HostAgent::Create(options, env);
@@ -514,9 +536,48 @@ TEST(HostAgentTest, ThisMachineWithTheRealLibpqos) {
   }
 }
 
+TEST(HostAgentTest, PeakBandwidthPerNumaNodeWithItsSource) {
+  Host host("intel-mbm-v2-systemd-containerd");
+  host.options.peak_membw.override_peak = *ParsePeakOverride("1=180G");
+  absl::StatusOr<std::unique_ptr<HostAgent>> agent = HostAgent::Create(host.options, host.env);
+  ASSERT_TRUE(agent.ok()) << agent.status();
+  absl::StatusOr<tv1::NodeReport> report = (*agent)->MeasureWindow(absl::Seconds(1));
+  ASSERT_TRUE(report.ok()) << report.status();
+  const auto& numa = report->topology().numa_nodes();
+  ASSERT_EQ(numa.size(), 2);
+  EXPECT_EQ(numa[0].peak_membw_bytes_per_second(), 150'000'000'000ull);
+  EXPECT_EQ(numa[0].peak_membw_source(), "measured");
+  EXPECT_THAT(numa[0].peak_membw_detail(), HasSubstr("STREAM triad"));
+  EXPECT_EQ(numa[1].peak_membw_bytes_per_second(), 180'000'000'000ull);
+  EXPECT_EQ(numa[1].peak_membw_source(), "override");
+  EXPECT_TRUE(report->capabilities().peak_membw().available());
+  EXPECT_EQ(host.meter->calls, 1);
+  // Cached under the host root: a restart on this boot does not measure again.
+  EXPECT_TRUE(host.fake->Exists("/var/lib/neighborly/peak-membw.json"));
+  agent = HostAgent::Create(host.options, host.env);
+  ASSERT_TRUE(agent.ok());
+  EXPECT_EQ(host.meter->calls, 1);
+  EXPECT_EQ((*agent)->peak_membw().nodes[0].source, "measured");
+
+  // Measurement off and no SMBIOS in the tree: no figure, and the reason.
+  Host off("no-rdt-hybrid-systemd-containerd");
+  off.options.peak_membw.measure = MeasureMode::kOff;
+  agent = HostAgent::Create(off.options, off.env);
+  ASSERT_TRUE(agent.ok());
+  report = (*agent)->MeasureWindow(absl::Seconds(1));
+  ASSERT_TRUE(report.ok());
+  EXPECT_FALSE(report->topology().numa_nodes(0).has_peak_membw_bytes_per_second());
+  EXPECT_EQ(report->topology().numa_nodes(0).peak_membw_source(), "default");
+  EXPECT_FALSE(report->capabilities().peak_membw().available());
+  EXPECT_THAT(report->capabilities().peak_membw().reason(),
+              HasSubstr("measurement disabled (--peak-membw-measure off)"));
+  EXPECT_EQ(off.meter->calls, 0);
+}
+
 TEST(HostAgentTest, ThisMachine) {
   HostAgentOptions options;
   options.node_name = "build-vm";
+  options.peak_membw.measure = MeasureMode::kOff;  // measured in ThisMachinesPeakBandwidth
   HostAgentEnvironment env;
   env.wait = [](absl::Duration) {};
   absl::StatusOr<std::unique_ptr<HostAgent>> agent = HostAgent::Create(options, env);
@@ -530,6 +591,37 @@ TEST(HostAgentTest, ThisMachine) {
   }
   if (!caps.resctrl_occupancy().available()) {
     EXPECT_FALSE(caps.resctrl_occupancy().reason().empty());
+  }
+}
+
+// The real measurement through the agent on this VM (one NUMA node, 2 CPUs),
+// cached in a scratch file rather than in this machine's /var/lib.
+TEST(HostAgentTest, ThisMachinesPeakBandwidth) {
+  TestTree scratch;
+  HostAgentOptions options;
+  options.node_name = "build-vm";
+  options.peak_membw.cache_path = scratch.Path("/peak-membw.json");
+  absl::StatusOr<PeakMembwReport> peak = CalibratePeakMembw(options);
+  ASSERT_TRUE(peak.ok()) << peak.status();
+  ASSERT_FALSE(peak->nodes.empty());
+  const NodePeak& node = peak->nodes[0];
+  if (node.source == "measured") {
+    EXPECT_GT(*node.bytes_per_second, 1'000'000'000ull);      // 1 GB/s
+    EXPECT_LT(*node.bytes_per_second, 2'000'000'000'000ull);  // 2 TB/s
+    EXPECT_THAT(node.detail, HasSubstr("STREAM triad"));
+  } else {
+    // Only when the CPUs were too busy to stream at all; it says so.
+    EXPECT_THAT(node.detail, AnyOf(HasSubstr("no undisturbed pass"), HasSubstr("budget")))
+        << node.detail;
+  }
+  EXPECT_TRUE(peak->measured_now);
+  // A second start on this boot reads the cache instead of measuring (except
+  // after a disturbed run, which it measures again).
+  absl::StatusOr<PeakMembwReport> again = CalibratePeakMembw(options);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->measured_now, node.source != "measured");
+  if (node.source == "measured") {
+    EXPECT_EQ(again->nodes[0].bytes_per_second, node.bytes_per_second);
   }
 }
 

@@ -25,12 +25,15 @@ struct OnceRun {
   std::string stderr_text;
 };
 
-OnceRun RunOnce(const std::string& host_root) {
+// Fixture trees describe other machines, so measuring this one's bandwidth
+// for them would be wrong: by default the runs here do not measure.
+OnceRun RunOnce(const std::string& host_root,
+                const std::string& extra = " --peak-membw-measure off") {
   TestTree out;
   const std::string stdout_path = out.Path("/stdout");
   const std::string command =
       absl::StrCat(neighborly::testing::BinaryPath("node-agent/neighborly-agent"),
-                   " --once --output json --interval 50ms --host-root ", host_root, " > ",
+                   " --once --output json --interval 50ms --host-root ", host_root, extra, " > ",
                    stdout_path, " 2> ", out.Path("/stderr"));
   OnceRun run;
   const int status = std::system(command.c_str());
@@ -92,6 +95,32 @@ TEST(HostOnceE2eTest, VmLikeFixtureExplainsWhatIsMissing) {
   EXPECT_FALSE(report["capabilities"]["perfHardwareCounters"].contains("available"));
   EXPECT_EQ(report["pods"].size(), 3u);
   EXPECT_THAT(report["topology"]["note"].get<std::string>(), HasSubstr("package"));
+}
+
+TEST(HostOnceE2eTest, PeakBandwidthFromOverrideAndSmbios) {
+  TestTree tree;
+  tree.CopyFrom(std::string(NEIGHBORLY_SOURCE_DIR) +
+                "/test/testdata/hosts/intel-mbm-v2-systemd-containerd");
+  tree.CopyFrom(std::string(NEIGHBORLY_SOURCE_DIR) + "/test/testdata/smbios/intel-2s-ddr5");
+  OnceRun run =
+      RunOnce(tree.root(), " --peak-membw-measure off --peak-membw-bytes-per-second 1=180G");
+  ASSERT_EQ(run.exit_code, 0) << run.stderr_text;
+  nlohmann::json report = nlohmann::json::parse(run.stdout_text, nullptr, false);
+  ASSERT_FALSE(report.is_discarded()) << run.stdout_text;
+  const nlohmann::json& numa = report["topology"]["numaNodes"];
+  ASSERT_EQ(numa.size(), 2u);
+  EXPECT_EQ(numa[0]["peakMembwSource"], "smbios");
+  // 16 channels x 4800 MT/s x 8 B x 80 % sustainable, split by memory.
+  EXPECT_THAT(numa[0]["peakMembwDetail"].get<std::string>(), HasSubstr("16 DDR5 module(s)"));
+  EXPECT_EQ(numa[1]["peakMembwSource"], "override");
+  EXPECT_EQ(numa[1]["peakMembwBytesPerSecond"], "180000000000");
+  EXPECT_FALSE(report["capabilities"]["peakMembw"].contains("available"));
+  EXPECT_THAT(report["capabilities"]["peakMembw"]["reason"].get<std::string>(),
+              HasSubstr("node 0: not measured (measurement disabled"));
+
+  OnceRun bad = RunOnce(tree.root(), " --peak-membw-bytes-per-second fast");
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_THAT(bad.stderr_text, HasSubstr("\"fast\" is not a positive bandwidth"));
 }
 
 TEST(HostOnceE2eTest, MissingHostRootFailsWithOneLine) {

@@ -108,6 +108,7 @@ std::string AgentMetrics::Render() const {
       {"kubelet_pod_resources", &caps.kubelet_pod_resources()},
       {"cpu_manager_state", &caps.cpu_manager_state()},
       {"pod_metadata", &caps.pod_metadata()},
+      {"peak_membw", &caps.peak_membw()},
   };
   for (const auto& [name, capability] : capabilities) {
     Sample(out, "neighborly_agent_capability_available",
@@ -196,6 +197,16 @@ std::string AgentMetrics::Render() const {
     if (n.has_membw_bytes_per_second()) {
       Sample(out, "neighborly_node_membw_bytes_per_second", {{"numa_node", absl::StrCat(n.id())}},
              static_cast<double>(n.membw_bytes_per_second()));
+    }
+  }
+  Header(out, "neighborly_node_peak_membw_bytes_per_second", "gauge",
+         "Peak memory bandwidth per NUMA node and where it came from (override, measured, "
+         "smbios); absent when the extender's default applies.");
+  for (const tv1::NumaNode& n : r.topology().numa_nodes()) {
+    if (n.has_peak_membw_bytes_per_second()) {
+      Sample(out, "neighborly_node_peak_membw_bytes_per_second",
+             {{"numa_node", absl::StrCat(n.id())}, {"source", n.peak_membw_source()}},
+             static_cast<double>(n.peak_membw_bytes_per_second()));
     }
   }
   return out;

@@ -44,6 +44,8 @@ tv1::NodeReport Report() {
   tv1::NumaNode* n = r.mutable_topology()->add_numa_nodes();
   n->set_id(1);
   n->set_membw_bytes_per_second(22'100'000'000);
+  n->set_peak_membw_bytes_per_second(231'500'000'000);
+  n->set_peak_membw_source("measured");
   return r;
 }
 
@@ -78,6 +80,8 @@ TEST(AgentMetricsTest, CapabilitiesRmidsPodsAndCost) {
                               "uid=\"uid-1\"} 2.1"));
   EXPECT_THAT(text, HasSubstr("neighborly_node_membw_bytes_per_second{numa_node=\"1\"} "
                               "22100000000\n"));
+  EXPECT_THAT(text, HasSubstr("neighborly_node_peak_membw_bytes_per_second{numa_node=\"1\","
+                              "source=\"measured\"} 231500000000\n"));
   // An unmeasured metric is absent, never zero.
   EXPECT_THAT(text, Not(HasSubstr("neighborly_pod_llc_occupancy_bytes{namespace=\"analytics\"")));
   const std::string type = "# TYPE neighborly_pod_ipc gauge";

@@ -34,6 +34,9 @@ class FakeResctrl final : public Filesystem {
   std::string HostPath(std::string_view path) const override { return base_.HostPath(path); }
   absl::Status WriteFile(std::string_view path, std::string_view content) override;
   absl::Status MakeDir(std::string_view path) override;
+  absl::Status ReplaceFile(std::string_view path, std::string_view content) override {
+    return base_.ReplaceFile(path, content);
+  }
   absl::Status RemoveDir(std::string_view path) override;
 
   // Sets a counter file of `group_dir` in L3 domain `domain` (all sub-NUMA

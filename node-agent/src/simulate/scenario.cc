@@ -79,6 +79,7 @@ const std::vector<CapabilityKey>& CapabilityKeys() {
        [](tv1::Capabilities* c) { return c->mutable_kubelet_pod_resources(); }},
       {"cpuManagerState", [](tv1::Capabilities* c) { return c->mutable_cpu_manager_state(); }},
       {"podMetadata", [](tv1::Capabilities* c) { return c->mutable_pod_metadata(); }},
+      {"peakMembw", [](tv1::Capabilities* c) { return c->mutable_peak_membw(); }},
   };
   return *keys;
 }

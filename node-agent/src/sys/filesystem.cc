@@ -102,6 +102,38 @@ class RealFilesystem final : public Filesystem {
     return absl::OkStatus();
   }
 
+  absl::Status ReplaceFile(std::string_view path, std::string_view content) override {
+    const std::string full = HostPath(path);
+    const std::string temporary = absl::StrCat(full, ".tmp.", getpid());
+    const int fd = open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) return ErrnoStatus(errno, "create", absl::StrCat(Av(path), ".tmp"));
+    size_t done = 0;
+    while (done < content.size()) {
+      const ssize_t n = write(fd, content.data() + done, content.size() - done);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) {
+        const int err = n < 0 ? errno : EIO;
+        close(fd);
+        unlink(temporary.c_str());
+        return ErrnoStatus(err, "write", path);
+      }
+      done += static_cast<size_t>(n);
+    }
+    const bool synced = fsync(fd) == 0;
+    const int sync_err = errno;
+    close(fd);
+    if (!synced) {
+      unlink(temporary.c_str());
+      return ErrnoStatus(sync_err, "fsync", path);
+    }
+    if (rename(temporary.c_str(), full.c_str()) != 0) {
+      const int err = errno;
+      unlink(temporary.c_str());
+      return ErrnoStatus(err, "rename onto", path);
+    }
+    return absl::OkStatus();
+  }
+
   absl::Status RemoveDir(std::string_view path) override {
     if (rmdir(HostPath(path).c_str()) != 0) return ErrnoStatus(errno, "rmdir", path);
     return absl::OkStatus();

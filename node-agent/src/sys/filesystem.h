@@ -43,6 +43,9 @@ class Filesystem {
   // Writes into an existing file (cgroup and resctrl control files are never created).
   virtual absl::Status WriteFile(std::string_view path, std::string_view content) = 0;
   virtual absl::Status MakeDir(std::string_view path) = 0;
+  // Creates or replaces a regular file atomically (a temporary file beside it,
+  // fsync, rename): a reader never sees half of it. The directory must exist.
+  virtual absl::Status ReplaceFile(std::string_view path, std::string_view content) = 0;
   // rmdir(2): on resctrl and cgroupfs this removes a group with its files.
   virtual absl::Status RemoveDir(std::string_view path) = 0;
   // The path on the agent's own filesystem, for system calls that need one

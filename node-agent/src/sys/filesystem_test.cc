@@ -66,6 +66,22 @@ TEST(RealFilesystemTest, WritesOnlyExistingFilesAndManagesDirectories) {
   EXPECT_FALSE(fs->IsDirectory("/g/child"));
 }
 
+TEST(RealFilesystemTest, ReplacesFilesWholeAndLeavesNoTemporary) {
+  TestTree tree;
+  tree.MkDir("/var/lib/neighborly");
+  std::unique_ptr<Filesystem> fs = NewRealFilesystem(tree.root());
+  ASSERT_TRUE(fs->ReplaceFile("/var/lib/neighborly/x.json", "first").ok());
+  ASSERT_TRUE(fs->ReplaceFile("/var/lib/neighborly/x.json", "second, longer").ok());
+  EXPECT_EQ(*fs->ReadFile("/var/lib/neighborly/x.json"), "second, longer");
+  absl::StatusOr<std::vector<DirEntry>> entries = fs->ListDir("/var/lib/neighborly");
+  ASSERT_TRUE(entries.ok());
+  ASSERT_EQ(entries->size(), 1u);
+  EXPECT_EQ(entries->front().name, "x.json");
+  const absl::Status no_dir = fs->ReplaceFile("/absent/x.json", "1");
+  EXPECT_EQ(ErrnoOf(no_dir), ENOENT);
+  EXPECT_THAT(no_dir.message(), HasSubstr("/absent/x.json"));
+}
+
 TEST(RealFilesystemTest, RejectsHugeFiles) {
   TestTree tree;
   tree.Write("/big", std::string(kMaxFileBytes + 1, 'x'));
