@@ -282,3 +282,39 @@ def register(t):
         with open(os.path.join(t.CHART, "README.md"), encoding="utf-8") as f:
             expect("pod-security.kubernetes.io/enforce=privileged" in f.read(),
                    "the chart README does not document the agent namespace's PodSecurity level")
+
+    @check
+    def cert_manager_issues_the_mounted_secrets_stably():
+        sets = ("tls.certManager.enabled=true", "metrics.serviceMonitor.enabled=true")
+        objs = render(*sets, "extender.operatorTokens.existingSecret=ops-tokens")
+        again = render(*sets, "extender.operatorTokens.existingSecret=ops-tokens")
+        differ = [f"{a['kind']}/{a['metadata']['name']}" for a, b in zip(objs.docs, again.docs) if a != b]
+        expect(not differ and len(objs.docs) == len(again.docs),
+               f"two renders with cert-manager differ (GitOps needs them equal): {differ}")
+        expect(not [s for s in objs.of("Secret") if s["type"] == "kubernetes.io/tls"],
+               "cert-manager enabled, yet the chart generates TLS Secrets")
+        certs = {c["spec"]["secretName"]: c for c in objs.of("Certificate")}
+        issuers = {i["metadata"]["name"]: i for i in objs.of("Issuer")}
+        for cert in certs.values():
+            ref = cert["spec"]["issuerRef"]
+            expect(ref["name"] in issuers, f"Certificate {cert['metadata']['name']}: no Issuer {ref['name']}")
+        ca_issuer = issuers[t.name("tls-ca")]["spec"]["ca"]["secretName"]
+        expect(certs[ca_issuer]["spec"].get("isCA") is True, "the CA Issuer's Secret is not a CA Certificate")
+        for kind, workload, cname in (("Deployment", "extender", "extender"), ("DaemonSet", "agent", "agent"),
+                                      ("Deployment", "scheduler", "kube-scheduler")):
+            secret = t.mounts_of(objs.get(kind, name(workload)), cname)["/etc/neighborly-tls"]["secret"]["secretName"]
+            expect(secret in certs, f"{workload} mounts {secret}, which no Certificate issues")
+            usages = certs[secret]["spec"]["usages"]
+            eq(usages, ["server auth"] if workload == "extender" else ["client auth"], f"{workload} usages")
+        dns = certs[name("tls-extender")]["spec"]["dnsNames"]
+        for needed in (f"{name('extender')}.{NAMESPACE}.svc", f"{name('extender-agents')}.{NAMESPACE}.svc",
+                       "localhost"):
+            expect(needed in dns, f"the extender Certificate lacks {needed}")
+        sm_ca = objs.get("ServiceMonitor", name("extender"))["spec"]["endpoints"][0]["tlsConfig"]["ca"]["secret"]
+        expect(sm_ca["name"] in certs and sm_ca["key"] == "ca.crt", f"ServiceMonitor CA {sm_ca}")
+        objs = render("tls.certManager.enabled=true", "tls.certManager.issuerRef.name=corp-ca",
+                      "tls.certManager.issuerRef.kind=ClusterIssuer")
+        expect(not objs.of("Issuer"), "an issuerRef given, yet the chart renders its own Issuers")
+        for cert in objs.of("Certificate"):
+            eq(cert["spec"]["issuerRef"], {"name": "corp-ca", "kind": "ClusterIssuer", "group": "cert-manager.io"},
+               f"{cert['metadata']['name']} issuerRef")
