@@ -19,8 +19,8 @@ build: configure
 	@cmake --build --preset $(PRESET) -j $(JOBS)
 
 # The fuzz-labelled tests (fuzz-smoke) run after the rest, then the chart
-# tests, then the image test (docs/operations.md, "The image"; about 3 minutes,
-# 2 more the first time for the debootstrap base). NEIGHBORLY_IMAGE_TEST=0
+# tests, then the image test (docs/operations.md, "The image"; about 20 s, plus
+# about 2.5 minutes the first time for the debootstrap base). NEIGHBORLY_IMAGE_TEST=0
 # skips the image test, saying so (machines without root, podman or the
 # Debian mirror).
 NEIGHBORLY_IMAGE_TEST ?= 1
