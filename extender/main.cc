@@ -16,9 +16,11 @@
 #include "common/clock.h"
 #include "common/host_port.h"
 #include "common/logging.h"
+#include "common/process_metrics.h"
 #include "common/strings.h"
 #include "extender/src/api/core_operator_source.h"
 #include "extender/src/api/operator_api.h"
+#include "extender/src/api/operator_auth.h"
 #include "extender/src/config/extender_config.h"
 #include "extender/src/core/evaluation_pool.h"
 #include "extender/src/core/extender_core.h"
@@ -168,18 +170,67 @@ int Run(int argc, char** argv) {
   CoreOperatorSource source(core, [&ingest] { return ingest.stats(); });
   std::atomic<bool> stopping{false};
   // /metrics is the operator API's page plus the ingest refusals by reason; routes
-  // match in registration order, so this one answers.
-  http.server().Get("/metrics",
-                    [&source, &metrics, &ingest](const httplib::Request&, httplib::Response& res) {
-                      std::string body = RenderMetrics(source, metrics);
-                      AppendIngestRefusals(ingest.counters(), body);
-                      res.set_content(body, "text/plain; version=0.0.4; charset=utf-8");
-                    });
-  RegisterOperatorApi(http.server(), source, metrics, [&stopping]() -> std::string {
-    return stopping.load() ? "shutting down" : "";
-  });
+  // match in registration order, so this one answers. Registered on both ports.
+  auto register_operator_routes = [&source, &metrics, &ingest, &stopping](httplib::Server& server) {
+    server.Get("/metrics",
+               [&source, &metrics, &ingest](const httplib::Request&, httplib::Response& res) {
+                 std::string body = RenderMetrics(source, metrics);
+                 AppendIngestRefusals(ingest.counters(), body);
+                 AppendBuildInfo("neighborly_extender", NEIGHBORLY_VERSION, body);
+                 AppendProcessMetrics(ReadSelfProcess(), body);
+                 res.set_content(body, "text/plain; version=0.0.4; charset=utf-8");
+               });
+    RegisterOperatorApi(server, source, metrics, [&stopping]() -> std::string {
+      return stopping.load() ? "shutting down" : "";
+    });
+  };
+  register_operator_routes(http.server());
+
+  // The operator port (docs/security.md): the same routes without the
+  // scheduler's client certificate and without the scheduler verbs; /v1 behind
+  // bearer tokens.
+  std::unique_ptr<HttpServer> operator_http;
+  std::unique_ptr<OperatorAuth> operator_auth;
+  std::string operator_listen;
+  std::string address_host;
+  if (!config->operator_address.empty()) {
+    const absl::StatusOr<HostPort> address = ParseHostPort(config->operator_address);
+    if (!address.ok()) return Fail(2, Sv(address.status().message()));
+    absl::StatusOr<std::unique_ptr<OperatorAuth>> auth =
+        OperatorAuth::Create({.token_file = config->operator_token_file,
+                              .reload_interval = config->operator_token_reload_interval},
+                             clock);
+    if (!auth.ok()) return Fail(2, absl::StrCat("operator.tokenFile: ", auth.status().message()));
+    operator_auth = std::move(*auth);
+    HttpServerOptions options = config->http;  // limits and timeouts as the scheduler port's
+    options.host = address_host = address->host;
+    options.port = address->port;
+    options.tls_cert_file = config->operator_http.tls_cert_file;
+    options.tls_key_file = config->operator_http.tls_key_file;
+    options.tls_client_ca_file.clear();
+    options.tls_reload_interval = config->operator_http.tls_reload_interval;
+    options.scheduler_verbs = false;
+    operator_http = std::make_unique<HttpServer>(options, core, metrics);
+    if (!operator_http->tls_status().ok())
+      return Fail(2, absl::StrCat("operator.tls: ", operator_http->tls_status().message()));
+    operator_http->SetRequestFilter(
+        [auth = operator_auth.get()](const httplib::Request& req, httplib::Response& res) {
+          return auth->Refuse(req, res);
+        });
+    register_operator_routes(operator_http->server());
+    if (config->operator_token_file.empty()) {
+      spdlog::warn("operator port without operator.tokenFile: /v1 is refused there");
+    }
+  }
   absl::StatusOr<int> http_port = http.Start();
   if (!http_port.ok()) return Fail(1, Sv(http_port.status().message()));
+  if (operator_http != nullptr) {
+    absl::StatusOr<int> port = operator_http->Start();
+    if (!port.ok()) return Fail(1, absl::StrCat("operator: ", port.status().message()));
+    operator_listen = JoinHostPort(address_host, *port);
+    spdlog::info("operator port on {} ({}; /v1 needs a bearer token)", operator_listen,
+                 operator_http->tls() ? "HTTPS, no client certificate" : "plain HTTP");
+  }
 
   const std::string http_listen = JoinHostPort(http_address->host, *http_port);
   if (http.tls()) {
@@ -187,8 +238,9 @@ int Run(int argc, char** argv) {
                  config->http.tls_client_ca_file.empty() ? "" : " (client certificates required)");
   }
   // The parseable line, on stdout for scripts and on stderr beside the logs.
-  const std::string listening =
-      absl::StrCat("listening http=", http_listen, " grpc=", ingest.address(), "\n");
+  const std::string listening = absl::StrCat(
+      "listening http=", http_listen, " grpc=", ingest.address(),
+      operator_listen.empty() ? "" : absl::StrCat(" operator=", operator_listen), "\n");
   std::fputs(listening.c_str(), stdout);
   std::fflush(stdout);
   std::fputs(listening.c_str(), stderr);
@@ -208,6 +260,7 @@ int Run(int argc, char** argv) {
   }
   stopping = true;
   http.Stop();  // no new connections; returns once in-flight requests are answered
+  if (operator_http != nullptr) operator_http->Stop();
   // Agent streams never end on their own, so any grace would only be waited
   // out; cancel them now (agents reconnect, to another replica if there is one).
   ingest.Shutdown(absl::ZeroDuration());

@@ -12,3 +12,11 @@ neighborly_add_test(extender_main_test
 add_dependencies(extender_main_test neighborly-extender)
 target_compile_definitions(extender_main_test PRIVATE
   NEIGHBORLY_EXTENDER_BINARY="$<TARGET_FILE:neighborly-extender>")
+
+neighborly_add_test(extender_operator_port_test
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/operator_port_test.cc
+  LIBS neighborly_test_support neighborly_test_pki PkgConfig::HTTPLIB absl::strings)
+add_dependencies(extender_operator_port_test neighborly-extender neighborlyctl)
+target_compile_definitions(extender_operator_port_test PRIVATE
+  NEIGHBORLY_EXTENDER_BINARY="$<TARGET_FILE:neighborly-extender>"
+  NEIGHBORLY_CTL_BINARY="$<TARGET_FILE:neighborlyctl>")

@@ -29,6 +29,7 @@
 #include "common/host_port.h"
 #include "common/logging.h"
 #include "common/quantity.h"
+#include "common/process_metrics.h"
 #include "common/strings.h"
 #include "google/protobuf/util/json_util.h"
 #include "httplib.h"
@@ -419,6 +420,8 @@ class MetricsServer {
     server_.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
       std::string body = RenderStreamMetrics(streams_);
       if (agent_ != nullptr) body += agent_->Render();
+      AppendBuildInfo("neighborly_agent", NEIGHBORLY_VERSION, body);
+      AppendProcessMetrics(ReadSelfProcess(), body);
       res.set_content(body, "text/plain; version=0.0.4");
     });
     server_.Get("/healthz", [](const httplib::Request&, httplib::Response& res) {

@@ -127,6 +127,8 @@ def infer(value, path, docs):
     hint = info["schema"]
     if "$ref" in hint:
         out = {"$ref": hint["$ref"]}
+    elif isinstance(value, dict) and is_map(hint):
+        out = {"type": "object"}  # a map: its keys are data, typed by the hint
     elif isinstance(value, dict) and value:
         out = {"type": "object", "additionalProperties": False, "properties": {}}
         for k, v in value.items():
@@ -167,16 +169,22 @@ def build_schema(data, docs):
     return schema
 
 
+def is_map(hint):
+    """A mapping whose keys are data (`# @schema {"additionalProperties": {...}}`)."""
+    return isinstance(hint.get("additionalProperties"), dict)
+
+
 def walk_keys(data, docs, path=()):
-    """Yields (path, value) for every key; a `$ref` value is documented whole."""
+    """Yields (path, value) for every key; a `$ref` value or a map is documented whole."""
     for k, v in data.items():
         yield path + (k,), v
-        if isinstance(v, dict) and "$ref" not in docs.get(path + (k,), {}).get("schema", {}):
+        hint = docs.get(path + (k,), {}).get("schema", {})
+        if isinstance(v, dict) and "$ref" not in hint and not is_map(hint):
             yield from walk_keys(v, docs, path + (k,))
 
 
 def fmt_default(value, hint):
-    if isinstance(value, dict) and value and "$ref" not in hint:
+    if isinstance(value, dict) and value and "$ref" not in hint and not is_map(hint):
         return ""
     text = json.dumps(value, separators=(", ", ": "))
     return f"`{text}`"

@@ -28,7 +28,9 @@ import traceback
 import yaml
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-CHART = os.path.join(ROOT, "charts", "neighborly")
+# NEIGHBORLY_CHART_DIR: test another copy of the chart (e.g. an older commit's,
+# to see which checks it fails).
+CHART = os.environ.get("NEIGHBORLY_CHART_DIR") or os.path.join(ROOT, "charts", "neighborly")
 DEPLOY = os.path.join(ROOT, "deploy")
 RELEASE = "neighborly"
 NAMESPACE = "neighborly"
@@ -246,7 +248,8 @@ def second_scheduler_config():
     eq(entry["tlsConfig"], {"caFile": "/etc/neighborly-tls/ca.crt", "certFile": "/etc/neighborly-tls/tls.crt",
                             "keyFile": "/etc/neighborly-tls/tls.key"}, "tlsConfig")
     svc = objs.get("Service", name("extender"))
-    eq({p["name"]: p["port"] for p in svc["spec"]["ports"]}, {"http": 8888, "grpc": 9090}, "extender Service ports")
+    eq({p["name"]: p["port"] for p in svc["spec"]["ports"]}, {"http": 8888, "grpc": 9090, "operator": 8889},
+       "extender Service ports")
 
 
 @check
@@ -255,7 +258,8 @@ def second_scheduler_deployment_reads_its_config():
     dep = objs.get("Deployment", name("scheduler"))
     eq(dep["spec"]["replicas"], 2, "scheduler replicas")
     c = container(dep, "kube-scheduler")
-    eq(c["image"], "registry.k8s.io/kube-scheduler:v1.31.9", "scheduler image")
+    # helm template's default cluster is Kubernetes 1.32 (Helm 3.17).
+    eq(c["image"], "registry.k8s.io/kube-scheduler:v1.32.5", "scheduler image")
     cfg_flags = [a for a in c["command"] if a.startswith("--config=")]
     eq(len(cfg_flags), 1, "--config flags")
     path = cfg_flags[0].split("=", 1)[1]
@@ -430,12 +434,12 @@ def agent_options():
     sc = container(objs.get("DaemonSet", name("agent")), "agent")["securityContext"]
     eq(sc, {"privileged": True}, "privileged securityContext")
     objs = render("agent.extraCapabilities={SYS_PTRACE}", "agent.rdtBackend=none",
-                  "agent.resctrlWritable=false", "agent.interval=5s")
+                  "agent.resctrlNodes=none", "agent.interval=5s")
     c = container(objs.get("DaemonSet", name("agent")), "agent")
     eq(c["securityContext"]["capabilities"]["add"], ["PERFMON", "SYS_PTRACE"], "capabilities")
     expect("--rdt-backend=none" in c["args"] and "--interval=5s" in c["args"], f"args {c['args']}")
     expect(all(m["mountPath"] != "/host/sys/fs/resctrl" for m in c["volumeMounts"]),
-           "resctrl mounted although resctrlWritable=false")
+           "resctrl mounted although resctrlNodes=none")
     objs = render("agent.enabled=false")
     expect(not objs.of("DaemonSet"), "agent.enabled=false still renders the DaemonSet")
     expect(not objs.has("ServiceAccount", name("agent")), "agent.enabled=false still renders its account")
@@ -452,16 +456,15 @@ def extender_deployment():
     c = container(dep, "extender")
     eq(c["command"], ["neighborly-extender"], "extender command")
     for flag in ("--config=/etc/neighborly/extender.yaml", "--http-address=0.0.0.0:8888",
-                 "--grpc-address=0.0.0.0:9090", "--log-level=info"):
+                 "--grpc-address=0.0.0.0:9090", "--operator-address=0.0.0.0:8889", "--log-level=info"):
         expect(flag in c["args"], f"extender args lack {flag}: {c['args']}")
-    # HTTPS with client certificates required: the kubelet cannot present one.
-    eq(c["livenessProbe"]["tcpSocket"], {"port": "http"}, "extender liveness")
-    eq(c["readinessProbe"]["tcpSocket"], {"port": "http"}, "extender readiness")
-    for sets, scheme in ((["tls.requireSchedulerClientCert=false"], "HTTPS"), (["tls.scheduler=false"], "HTTP")):
+    # The probes use the operator port (no client certificate): checked in
+    # chart_test_operator.py against what each port serves.
+    for sets, scheme in (([], "HTTPS"), (["tls.scheduler=false"], "HTTP")):
         probe_c = container(render(*sets).get("Deployment", name("extender")), "extender")
-        eq(probe_c["livenessProbe"]["httpGet"], {"path": "/healthz", "port": "http", "scheme": scheme},
+        eq(probe_c["livenessProbe"]["httpGet"], {"path": "/healthz", "port": "operator", "scheme": scheme},
            f"extender liveness with {sets}")
-        eq(probe_c["readinessProbe"]["httpGet"], {"path": "/readyz", "port": "http", "scheme": scheme},
+        eq(probe_c["readinessProbe"]["httpGet"], {"path": "/readyz", "port": "operator", "scheme": scheme},
            f"extender readiness with {sets}")
     for r in ("requests", "limits"):
         expect(set(c["resources"].get(r, {})) >= {"cpu", "memory"}, f"extender {r} lack cpu or memory")
@@ -491,8 +494,9 @@ def deploy_extender_config_matches_chart():
     eq(deployed, [rendered], "deploy/extender/extender.yaml vs the chart's rendering")
     with open(os.path.join(CHART, "values.yaml"), encoding="utf-8") as f:
         values = yaml.safe_load(f)["extender"]["config"]
-    # The chart adds the transport security keys (from `tls` and `extender.identity`).
-    eq({k: v for k, v in rendered.items() if k not in ("grpc", "http")}, values,
+    # The chart adds the transport security keys (from `tls`, `extender.identity`
+    # and `extender.operatorTokens`).
+    eq({k: v for k, v in rendered.items() if k not in ("grpc", "http", "operator")}, values,
        "extender.yaml vs extender.config")
 
 
@@ -557,14 +561,16 @@ def helm_test_hook_checks_healthz():
     pod = pods[0]
     eq(pod["metadata"]["annotations"]["helm.sh/hook"], "test", "hook annotation")
     cmd = pod["spec"]["containers"][0]["command"]
-    eq(cmd[-1], f"https://{name('extender')}.{NAMESPACE}.svc:8888/healthz", "test URL")
+    # The operator port, as Prometheus and the probes reach it: the CA, no client certificate.
+    eq(cmd[-1], f"https://{name('extender')}.{NAMESPACE}.svc:8889/readyz", "test URL")
     expect("--fail" in cmd, "the test must fail on an HTTP error")
-    for flag, path in (("--cacert", "ca.crt"), ("--cert", "tls.crt"), ("--key", "tls.key")):
-        eq(cmd[cmd.index(flag) + 1], f"/etc/neighborly-tls/{path}", f"test {flag}")
+    eq(cmd[cmd.index("--cacert") + 1], "/etc/neighborly-tls/ca.crt", "test --cacert")
+    expect("--cert" not in cmd, "the operator port needs no client certificate")
     vols = {v["name"]: v for v in pod["spec"]["volumes"]}
-    eq(vols["tls"]["secret"]["secretName"], name("tls-scheduler"), "test pod's client certificate")
+    eq(vols["tls"]["secret"]["secretName"], name("tls-extender"), "test pod's CA")
+    eq(vols["tls"]["secret"]["items"], [{"key": "ca.crt", "path": "ca.crt"}], "only the CA is mounted")
     cmd = render("tls.scheduler=false").of("Pod")[0]["spec"]["containers"][0]["command"]
-    eq(cmd[-1], f"http://{name('extender')}.{NAMESPACE}.svc:8888/healthz", "plain HTTP test URL")
+    eq(cmd[-1], f"http://{name('extender')}.{NAMESPACE}.svc:8889/readyz", "plain HTTP test URL")
 
 
 @check
@@ -695,7 +701,8 @@ def tls_options():
            f"agent args with tls.telemetry=false: {args}")
     # Everything off: plain HTTP for the scheduler, no Secrets at all.
     objs = render("tls.telemetry=false", "tls.scheduler=false")
-    expect(not objs.of("Secret"), "no TLS, yet Secrets are rendered")
+    tls_secrets = [s for s in objs.of("Secret") if s["type"] == "kubernetes.io/tls"]
+    expect(not tls_secrets, "no TLS, yet TLS Secrets are rendered")
     entry = scheduler_config(objs)["extenders"][0]
     expect(entry["enableHTTPS"] is False and "tlsConfig" not in entry, f"plain HTTP entry: {entry}")
     # HTTPS without client certificates.
@@ -707,7 +714,8 @@ def tls_options():
     # User-supplied Secrets replace the generated ones.
     objs = render("tls.existingSecrets.extender=my-ext", "tls.existingSecrets.agent=my-agent",
                   "tls.existingSecrets.scheduler=my-sched")
-    expect(not objs.of("Secret"), "existing Secrets given, yet Secrets are generated")
+    expect(not [s for s in objs.of("Secret") if s["type"] == "kubernetes.io/tls"],
+           "existing Secrets given, yet TLS Secrets are generated")
     for kind, workload, cname, secret in (("Deployment", "extender", "extender", "my-ext"),
                                           ("DaemonSet", "agent", "agent", "my-agent"),
                                           ("Deployment", "scheduler", "kube-scheduler", "my-sched")):
@@ -787,7 +795,7 @@ def chart_monitoring_objects():
     finally:
         os.unlink(f.name)
     sm = objs.get("ServiceMonitor", name("extender"))
-    eq(sm["spec"]["endpoints"][0]["port"], "http", "ServiceMonitor port")
+    eq(sm["spec"]["endpoints"][0]["port"], "operator", "ServiceMonitor port")
     pm = objs.get("PodMonitor", name("agent"))
     eq(pm["spec"]["podMetricsEndpoints"][0]["port"], "metrics", "PodMonitor port")
     plain = render()
@@ -867,6 +875,11 @@ def example_workloads():
     eq(tpl["metadata"]["labels"].get("workload-type"), "batch", "analytics job label")
     eq(qos_class(tpl["spec"]), "Burstable", "analytics job QoS class")
     expect(tpl["spec"].get("schedulerName") in schedulers, "analytics job does not opt in")
+
+
+import chart_test_operator  # noqa: E402  (the operator-side checks; they use the helpers above)
+
+chart_test_operator.register(sys.modules[__name__])
 
 
 def main():

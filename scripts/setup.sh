@@ -1,6 +1,10 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages Neighborly needs to build, test and run the
 # demo. Idempotent: installs only what is missing, and nothing when all is there.
+#
+# Usage: scripts/setup.sh           the build, test and demo packages
+#        scripts/setup.sh --image   also podman, runc and debootstrap (make image,
+#                                   make image-test; docs/operations.md "The image")
 set -euo pipefail
 
 packages=(
@@ -11,6 +15,11 @@ packages=(
   clang libclang-rt-14-dev curl openssl libssl-dev libjemalloc-dev
   python3-yaml prometheus   # chart tests: PyYAML, promtool (rules and /metrics checks)
 )
+if [[ "${1:-}" == "--image" ]]; then
+  # The image is built with podman on a base made by debootstrap (no registry
+  # needed); runc because crun is refused on some VMs.
+  packages+=(podman runc debootstrap)
+fi
 
 missing=()
 for p in "${packages[@]}"; do

@@ -30,15 +30,27 @@ class ApiClient {
   virtual absl::StatusOr<std::string> Get(std::string_view path_and_query) = 0;
 };
 
-// An http:// server address, optionally with a path prefix.
-struct ServerUrl {
-  std::string host;
-  int port = 80;
-  std::string path_prefix;  // "" or "/prefix" (no trailing slash)
-  std::string text;         // as given, for messages
+// How neighborlyctl proves who it is and whom it trusts (--cacert, --cert,
+// --key, --token-file). All optional; the files are read by the client.
+struct ClientCredentials {
+  std::string ca_file;    // https: CA bundle to verify the server; empty: the system's
+  std::string cert_file;  // https: client certificate (the scheduler port asks for one)
+  std::string key_file;
+  std::string bearer_token;  // sent as "Authorization: Bearer ..." (the operator port)
 };
 
-// ParseServerUrl accepts "http://HOST[:PORT][/PREFIX]" or "HOST:PORT".
+// An http:// or https:// server address, optionally with a path prefix, and
+// the credentials to reach it with.
+struct ServerUrl {
+  bool https = false;
+  std::string host;
+  int port = 80;            // 443 for https:// without a port
+  std::string path_prefix;  // "" or "/prefix" (no trailing slash)
+  std::string text;         // as given, for messages
+  ClientCredentials credentials;
+};
+
+// ParseServerUrl accepts "http[s]://HOST[:PORT][/PREFIX]" or "HOST:PORT" (http).
 absl::StatusOr<ServerUrl> ParseServerUrl(std::string_view url);
 
 // PercentEncode escapes everything but unreserved characters (RFC 3986), for

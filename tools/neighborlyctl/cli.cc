@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "tools/neighborlyctl/cli.h"
 
+#include <fstream>
 #include <optional>
 #include <string_view>
 #include <utility>
@@ -11,12 +12,14 @@
 #include "absl/strings/str_split.h"
 #include "common/strings.h"
 #include "tools/neighborlyctl/render.h"
+#include "tools/neighborlyctl/yaml_render.h"
 
 namespace neighborly::ctl {
 namespace {
 
 constexpr std::string_view kUsage =
-    "Usage: neighborlyctl --server URL [-o table|json] [--timeout SECONDS] COMMAND\n"
+    "Usage: neighborlyctl --server URL [-o table|json|yaml] [--timeout SECONDS]\n"
+    "                     [--cacert FILE] [--cert FILE --key FILE] [--token-file FILE] COMMAND\n"
     "\n"
     "Reads Neighborly's view of the cluster from the extender's operator API.\n"
     "\n"
@@ -32,15 +35,22 @@ constexpr std::string_view kUsage =
     "  workload NS/KIND/NAME one profile, e.g. shop/Deployment/event-scan\n"
     "\n"
     "Flags:\n"
-    "  --server URL          extender HTTP address, e.g. http://127.0.0.1:8888\n"
+    "  --server URL          extender address: the operator port, e.g.\n"
+    "                        https://127.0.0.1:8889, or http://HOST:PORT without TLS\n"
     "                        (default: $NEIGHBORLY_SERVER)\n"
-    "  -o, --output FORMAT   table (default) or json\n"
+    "  --cacert FILE         CA that signed the server's certificate (https)\n"
+    "  --cert FILE, --key FILE\n"
+    "                        client certificate and key (https; the scheduler port)\n"
+    "  --token-file FILE     bearer token for the operator port's /v1 API\n"
+    "  -o, --output FORMAT   table (default), json or yaml\n"
     "  --timeout SECONDS     per request (default 5)\n"
     "  -h, --help            this text\n"
     "  --version             the version\n";
 
 struct Options {
   std::string server;
+  ClientCredentials credentials;
+  std::string token_file;
   std::string output = "table";
   double timeout_seconds = 5;
   int limit = 10;
@@ -78,10 +88,20 @@ absl::StatusOr<Options> Parse(std::span<const std::string> args, const std::stri
     } else if (name == "-o" || name == "--output") {
       absl::StatusOr<std::string> v = take();
       if (!v.ok()) return v.status();
-      if (*v != "table" && *v != "json") {
-        return absl::InvalidArgumentError(absl::StrCat("-o ", *v, ": want table or json"));
+      if (*v != "table" && *v != "json" && *v != "yaml") {
+        return absl::InvalidArgumentError(absl::StrCat("-o ", *v, ": want table, json or yaml"));
       }
       o.output = *v;
+    } else if (name == "--cacert" || name == "--cert" || name == "--key" ||
+               name == "--token-file") {
+      absl::StatusOr<std::string> v = take();
+      if (!v.ok()) return v.status();
+      if (v->empty()) return absl::InvalidArgumentError(absl::StrCat(Av(name), " needs a file"));
+      std::string& target = name == "--cacert" ? o.credentials.ca_file
+                            : name == "--cert" ? o.credentials.cert_file
+                            : name == "--key"  ? o.credentials.key_file
+                                               : o.token_file;
+      target = *v;
     } else if (name == "--timeout") {
       absl::StatusOr<std::string> v = take();
       if (!v.ok()) return v.status();
@@ -154,6 +174,18 @@ absl::StatusOr<Command> Resolve(const Options& o) {
                    " (nodes, node NAME, explain POD, workloads, workload NS/KIND/NAME)"));
 }
 
+// The first non-blank line of the file (a Secret's value, a token file).
+absl::StatusOr<std::string> ReadTokenFile(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return absl::InvalidArgumentError(absl::StrCat("--token-file: cannot read ", path));
+  std::string line;
+  while (std::getline(in, line)) {
+    const std::string_view token = Trim(line);
+    if (!token.empty()) return std::string(token);
+  }
+  return absl::InvalidArgumentError(absl::StrCat("--token-file: ", path, " holds no token"));
+}
+
 std::string OneLine(absl::string_view message) {
   std::string text(message);
   for (char& c : text) {
@@ -193,6 +225,25 @@ int RunCli(std::span<const std::string> args, std::ostream& out, std::ostream& e
     err << "neighborlyctl: " << OneLine(url.status().message()) << "\n";
     return kExitUsage;
   }
+  url->credentials = options->credentials;
+  if (!url->https && (!url->credentials.ca_file.empty() || !url->credentials.cert_file.empty() ||
+                      !url->credentials.key_file.empty())) {
+    err << "neighborlyctl: --cacert, --cert and --key need an https:// server, not " << url->text
+        << "\n";
+    return kExitUsage;
+  }
+  if (url->credentials.cert_file.empty() != url->credentials.key_file.empty()) {
+    err << "neighborlyctl: --cert and --key go together\n";
+    return kExitUsage;
+  }
+  if (!options->token_file.empty()) {
+    absl::StatusOr<std::string> token = ReadTokenFile(options->token_file);
+    if (!token.ok()) {
+      err << "neighborlyctl: " << OneLine(token.status().message()) << "\n";
+      return kExitUsage;
+    }
+    url->credentials.bearer_token = *token;
+  }
   const absl::Duration timeout = absl::Seconds(options->timeout_seconds);
   std::unique_ptr<ApiClient> client =
       factory ? factory(*url, timeout) : std::make_unique<HttpApiClient>(*url, timeout);
@@ -201,8 +252,9 @@ int RunCli(std::span<const std::string> args, std::ostream& out, std::ostream& e
     err << "neighborlyctl: " << OneLine(body.status().message()) << "\n";
     return kExitFailure;
   }
-  absl::StatusOr<std::string> text =
-      options->output == "json" ? RenderJson(*body) : command->render(*body);
+  absl::StatusOr<std::string> text = options->output == "json"   ? RenderJson(*body)
+                                     : options->output == "yaml" ? RenderYaml(*body)
+                                                                 : command->render(*body);
   if (!text.ok()) {
     err << "neighborlyctl: bad answer from " << url->text << command->path << ": "
         << OneLine(text.status().message()) << "\n";

@@ -171,15 +171,18 @@ TEST(Cli, NodeNamesAreEscapedInThePath) {
 
 TEST(Cli, UsageErrorsExitTwoWithOneLine) {
   for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{
-           {"nodes"},                                           // no server
-           {"--server", "http://x:1"},                          // no command
-           {"--server", "http://x:1", "frobnicate"},            // unknown command
-           {"--server", "http://x:1", "node"},                  // missing NAME
+           {"nodes"},                                                  // no server
+           {"--server", "http://x:1"},                                 // no command
+           {"--server", "http://x:1", "frobnicate"},                   // unknown command
+           {"--server", "http://x:1", "node"},                         // missing NAME
+           {"--server", "http://x:1", "-o", "xml", "nodes"},           // bad format
+           {"--server", "http://x:99999", "nodes"},                    // bad port
+           {"--server", "ftp://x:1", "nodes"},                         // not http(s)
+           {"--server", "http://x:1", "--cacert", "ca.pem", "nodes"},  // TLS flag, no https
+           {"--server", "https://x:1", "--cert", "c.pem", "nodes"},    // cert without key
+           {"--server", "https://x:1", "--token-file", "/nonexistent/token", "nodes"},
            {"--server", "http://x:1", "workload", "shop/web"},  // not NS/KIND/NAME
            {"--server", "http://x:1", "workloads", "extra"},    // no argument taken
-           {"--server", "http://x:1", "-o", "yaml", "nodes"},   // bad format
-           {"--server", "http://x:99999", "nodes"},             // bad port
-           {"--server", "https://x:1", "nodes"},                // no TLS
            {"--bogus", "nodes"},
            {"--server"}}) {
     Result r = Ctl(args);

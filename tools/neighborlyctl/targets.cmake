@@ -2,7 +2,8 @@
 add_library(neighborlyctl_lib STATIC
   ${CMAKE_CURRENT_LIST_DIR}/api_client.cc
   ${CMAKE_CURRENT_LIST_DIR}/cli.cc
-  ${CMAKE_CURRENT_LIST_DIR}/render.cc)
+  ${CMAKE_CURRENT_LIST_DIR}/render.cc
+  ${CMAKE_CURRENT_LIST_DIR}/yaml_render.cc)
 target_include_directories(neighborlyctl_lib PUBLIC ${PROJECT_SOURCE_DIR})
 target_link_libraries(neighborlyctl_lib
   PUBLIC neighborly_common absl::status absl::statusor absl::strings absl::time
@@ -13,4 +14,5 @@ target_link_libraries(neighborlyctl PRIVATE neighborlyctl_lib neighborly_warning
 
 neighborly_add_test(neighborlyctl_test
   SOURCES ${CMAKE_CURRENT_LIST_DIR}/render_test.cc ${CMAKE_CURRENT_LIST_DIR}/cli_test.cc
-  LIBS neighborlyctl_lib nlohmann_json::nlohmann_json PkgConfig::HTTPLIB Threads::Threads)
+          ${CMAKE_CURRENT_LIST_DIR}/yaml_render_test.cc
+  LIBS neighborlyctl_lib nlohmann_json::nlohmann_json PkgConfig::HTTPLIB Threads::Threads yaml-cpp)

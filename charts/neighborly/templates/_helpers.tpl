@@ -97,12 +97,13 @@ imagePullSecrets:
 {{- end }}
 {{- end -}}
 
-{{/* Prometheus scrape annotations; call with (dict "root" $ "port" 8888). */}}
+{{/* Prometheus scrape annotations; call with (dict "root" $ "port" 8889 "scheme" "https"). */}}
 {{- define "neighborly.scrapeAnnotations" -}}
 {{- if .root.Values.metrics.podAnnotations }}
 prometheus.io/scrape: "true"
 prometheus.io/port: {{ .port | quote }}
 prometheus.io/path: /metrics
+prometheus.io/scheme: {{ default "http" .scheme }}
 {{- end }}
 {{- end -}}
 
@@ -145,5 +146,45 @@ prometheus.io/path: /metrics
 {{- end -}}
 {{- $_ := set $config "http" (merge (dict "tls" $httpTls) (default dict $config.http)) -}}
 {{- end -}}
+{{- $operator := dict "tokenFile" "/etc/neighborly-operator/tokens" -}}
+{{- if .Values.tls.scheduler -}}
+{{- $_ := set $operator "tls" (dict "certFile" "/etc/neighborly-tls/tls.crt" "keyFile" "/etc/neighborly-tls/tls.key") -}}
+{{- end -}}
+{{- $_ := set $config "operator" (merge $operator (default dict $config.operator)) -}}
 {{- toYaml $config -}}
+{{- end -}}
+
+{{/* Secret holding the operator API's bearer tokens (key `tokens`). */}}
+{{- define "neighborly.operatorTokensSecret" -}}
+{{- default (include "neighborly.componentName" (dict "root" . "component" "operator-tokens")) .Values.extender.operatorTokens.existingSecret -}}
+{{- end -}}
+
+{{/* The operator port's scheme: HTTPS with the extender's certificate when tls.scheduler. */}}
+{{- define "neighborly.operatorScheme" -}}
+{{- ternary "https" "http" .Values.tls.scheduler -}}
+{{- end -}}
+
+{{/*
+The kube-scheduler image. kube-scheduler must not be newer than the API server
+(Kubernetes' version skew policy), so the tag follows the cluster's minor
+version: scheduler.image.tagByMinor, or scheduler.image.tag checked against it.
+*/}}
+{{- define "neighborly.schedulerImage" -}}
+{{- $img := .Values.scheduler.image -}}
+{{- $cluster := regexFind "^v?[0-9]+\\.[0-9]+" .Capabilities.KubeVersion.Version | trimPrefix "v" -}}
+{{- $tag := $img.tag -}}
+{{- if not $tag -}}
+{{- $tag = get $img.tagByMinor $cluster -}}
+{{- if not $tag -}}
+{{- fail (printf "[ERROR] scheduler.image: no kube-scheduler pinned for Kubernetes %s (the cluster's version %s); set scheduler.image.tag to a kube-scheduler v%s.x, or add it to scheduler.image.tagByMinor" $cluster .Capabilities.KubeVersion.Version $cluster) -}}
+{{- end -}}
+{{- else -}}
+{{- $tagMinor := regexFind "^v?[0-9]+\\.[0-9]+" $tag | trimPrefix "v" -}}
+{{- $tagParts := splitList "." $tagMinor -}}
+{{- $clusterParts := splitList "." $cluster -}}
+{{- if or (gt (int (index $tagParts 0)) (int (index $clusterParts 0))) (and (eq (int (index $tagParts 0)) (int (index $clusterParts 0))) (gt (int (index $tagParts 1)) (int (index $clusterParts 1)))) -}}
+{{- fail (printf "[ERROR] scheduler.image.tag %s is newer than the cluster (Kubernetes %s): kube-scheduler must not be newer than the API server; use a v%s.x tag or leave the tag empty" $tag .Capabilities.KubeVersion.Version $cluster) -}}
+{{- end -}}
+{{- end -}}
+{{- printf "%s/%s:%s" $img.registry $img.repository $tag -}}
 {{- end -}}

@@ -293,6 +293,23 @@ absl::StatusOr<ExtenderConfig> ParseExtenderConfig(std::string_view yaml, std::s
                                 p.Duration(config.http.tls_reload_interval, absl::Seconds(1))}});
                }}});
        }},
+      {"operator",
+       [&](const YAML::Node& v, const std::string& path) {
+         return p.Map(
+             v, path,
+             {{"address", p.String(config.operator_address)},
+              {"tokenFile", p.String(config.operator_token_file)},
+              {"tokenReloadInterval",
+               p.Duration(config.operator_token_reload_interval, absl::Seconds(1))},
+              {"tls", [&](const YAML::Node& t, const std::string& tpath) {
+                 return p.Map(
+                     t, tpath,
+                     {{"certFile", p.String(config.operator_http.tls_cert_file)},
+                      {"keyFile", p.String(config.operator_http.tls_key_file)},
+                      {"reloadInterval",
+                       p.Duration(config.operator_http.tls_reload_interval, absl::Seconds(1))}});
+               }}});
+       }},
       {"grpc",
        [&](const YAML::Node& v, const std::string& path) {
          return p.Map(
@@ -415,6 +432,14 @@ absl::Status ValidateExtenderConfig(const ExtenderConfig& config) {
   if (absl::StatusOr<HostPort> hp = ParseHostPort(config.http_address); !hp.ok()) {
     return absl::InvalidArgumentError(absl::StrCat("http address: ", hp.status().message()));
   }
+  if (!config.operator_address.empty()) {
+    if (absl::StatusOr<HostPort> hp = ParseHostPort(config.operator_address); !hp.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("operator address: ", hp.status().message()));
+    }
+  }
+  if (config.operator_http.tls_cert_file.empty() != config.operator_http.tls_key_file.empty()) {
+    return absl::InvalidArgumentError("operator.tls: certFile and keyFile go together");
+  }
   if (absl::StatusOr<HostPort> hp = ParseHostPort(config.grpc_address); !hp.ok()) {
     return absl::InvalidArgumentError(absl::StrCat("grpc address: ", hp.status().message()));
   }
@@ -510,6 +535,8 @@ absl::StatusOr<CommandLine> ParseCommandLine(int argc, const char* const* argv) 
       target_optional = &out.http_address;
     } else if (name == "--grpc-address") {
       target_optional = &out.grpc_address;
+    } else if (name == "--operator-address") {
+      target_optional = &out.operator_address;
     } else if (name == "--log-level") {
       target_optional = &out.log_level;
     } else {
@@ -548,6 +575,7 @@ absl::StatusOr<ExtenderConfig> LoadExtenderConfig(const CommandLine& command_lin
   }
   if (command_line.http_address) config.http_address = *command_line.http_address;
   if (command_line.grpc_address) config.grpc_address = *command_line.grpc_address;
+  if (command_line.operator_address) config.operator_address = *command_line.operator_address;
   if (command_line.log_level) config.log_level = *command_line.log_level;
   if (command_line.grpc_insecure_plaintext) config.grpc_insecure_plaintext = true;
   if (absl::Status s = ValidateExtenderConfig(config); !s.ok()) return s;
@@ -556,7 +584,8 @@ absl::StatusOr<ExtenderConfig> LoadExtenderConfig(const CommandLine& command_lin
 
 std::string ExtenderUsage() {
   return "Usage: neighborly-extender [--config FILE] [--http-address HOST:PORT]\n"
-         "                          [--grpc-address HOST:PORT] [--log-level LEVEL]\n"
+         "                          [--grpc-address HOST:PORT] [--operator-address HOST:PORT]\n"
+         "                          [--log-level LEVEL]\n"
          "\n"
          "Contention-aware kube-scheduler extender (filter/prioritize over HTTP) with\n"
          "telemetry ingest over gRPC and the operator API on the HTTP port.\n"
@@ -565,6 +594,9 @@ std::string ExtenderUsage() {
          "  --http-address HOST:PORT  scheduler verbs + operator API (default 0.0.0.0:8888;\n"
          "                            port 0 picks a free port)\n"
          "  --grpc-address HOST:PORT  telemetry ingest (default 0.0.0.0:9090)\n"
+         "  --operator-address HOST:PORT  /metrics, /healthz, /readyz and the operator API\n"
+         "                            without the scheduler's client certificate (tokens:\n"
+         "                            operator.tokenFile); default none\n"
          "  --log-level LEVEL         trace|debug|info|warn|error|off (default info)\n"
          "  --grpc-insecure-plaintext  accept telemetry without TLS (tests and demos only;\n"
          "                            same as grpc.insecurePlaintext: true)\n"
@@ -572,7 +604,8 @@ std::string ExtenderUsage() {
          "  --version                 print the version\n"
          "\n"
          "Telemetry needs TLS (grpc.tls in the config) or --grpc-insecure-plaintext.\n"
-         "Prints \"listening http=HOST:PORT grpc=HOST:PORT\" once both servers accept.\n";
+         "Prints \"listening http=HOST:PORT grpc=HOST:PORT\" (plus \" operator=HOST:PORT\"\n"
+         "with an operator port) once the servers accept.\n";
 }
 
 }  // namespace neighborly::extender

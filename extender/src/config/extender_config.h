@@ -26,6 +26,15 @@ struct ExtenderConfig {
   std::string http_address = "0.0.0.0:8888";
   // http.*: limits, timeouts, workers and TLS (host and port come from http_address).
   HttpServerOptions http;
+  // operator: a second HTTP(S) port serving /metrics, /healthz, /readyz and
+  // the operator API (bearer tokens from operator.tokenFile) to clients without
+  // the scheduler's client certificate: Prometheus, probes, neighborlyctl.
+  // Empty address: no operator port. operator_http carries its TLS files (no
+  // client CA) and shares the limits of `http`.
+  std::string operator_address;
+  HttpServerOptions operator_http;
+  std::string operator_token_file;
+  absl::Duration operator_token_reload_interval = absl::Seconds(10);
   // grpc: telemetry ingest from the agents.
   std::string grpc_address = "0.0.0.0:9090";
   // grpc.tls: (mutual) TLS for the agents' streams. Without it the extender
@@ -74,13 +83,14 @@ struct CommandLine {
   std::string config_file;  // empty: defaults only
   std::optional<std::string> http_address;
   std::optional<std::string> grpc_address;
+  std::optional<std::string> operator_address;
   std::optional<std::string> log_level;
   bool grpc_insecure_plaintext = false;  // --grpc-insecure-plaintext
   bool help = false;
   bool version = false;
 };
 
-// --config FILE, --http-address HOST:PORT, --grpc-address HOST:PORT,
+// --config FILE, --http-address HOST:PORT, --grpc-address HOST:PORT, --operator-address HOST:PORT,
 // --log-level LEVEL, --help, --version; "--flag value" or "--flag=value".
 absl::StatusOr<CommandLine> ParseCommandLine(int argc, const char* const* argv);
 

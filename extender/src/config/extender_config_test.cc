@@ -346,3 +346,50 @@ TEST(ExtenderConfigTest, InconsistentSecuritySettingsAreNamed) {
 
 }  // namespace
 }  // namespace neighborly::extender
+
+namespace neighborly::extender {
+namespace {
+
+TEST(ExtenderConfigTest, ReadsTheOperatorPort) {
+  absl::StatusOr<ExtenderConfig> c = ParseExtenderConfig(
+      "operator:\n  address: 127.0.0.1:8889\n  tokenFile: /etc/ops/tokens\n"
+      "  tokenReloadInterval: 30s\n  tls:\n    certFile: /t/tls.crt\n    keyFile: /t/tls.key\n"
+      "    reloadInterval: 5s\n",
+      "extender.yaml");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->operator_address, "127.0.0.1:8889");
+  EXPECT_EQ(c->operator_token_file, "/etc/ops/tokens");
+  EXPECT_EQ(c->operator_token_reload_interval, absl::Seconds(30));
+  EXPECT_EQ(c->operator_http.tls_cert_file, "/t/tls.crt");
+  EXPECT_EQ(c->operator_http.tls_key_file, "/t/tls.key");
+  EXPECT_EQ(c->operator_http.tls_reload_interval, absl::Seconds(5));
+  EXPECT_TRUE(ParseExtenderConfig("", "x.yaml")->operator_address.empty());
+  EXPECT_THAT(ErrorOf("operator:\n  clientCaFile: /ca.crt\n"), HasSubstr("clientCaFile"));
+  EXPECT_THAT(ErrorOf("operator:\n  tokenReloadInterval: 10ms\n"),
+              HasSubstr("operator.tokenReloadInterval"));
+}
+
+TEST(ExtenderConfigTest, OperatorPortSettingsAreValidated) {
+  ExtenderConfig config;
+  config.operator_address = "no-port";
+  EXPECT_THAT(ValidateExtenderConfig(config).message(), HasSubstr("operator address"));
+  config.operator_address = "0.0.0.0:8889";
+  config.operator_http.tls_cert_file = "/t/tls.crt";
+  EXPECT_THAT(ValidateExtenderConfig(config).message(),
+              HasSubstr("operator.tls: certFile and keyFile go together"));
+  config.operator_http.tls_key_file = "/t/tls.key";
+  EXPECT_TRUE(ValidateExtenderConfig(config).ok());
+}
+
+TEST(CommandLineTest, OperatorAddressFlagOverridesTheFile) {
+  const char* argv[] = {"neighborly-extender", "--operator-address=127.0.0.1:0"};
+  absl::StatusOr<CommandLine> cl = ParseCommandLine(2, argv);
+  ASSERT_TRUE(cl.ok()) << cl.status();
+  EXPECT_EQ(cl->operator_address, "127.0.0.1:0");
+  absl::StatusOr<ExtenderConfig> c = LoadExtenderConfig(*cl);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->operator_address, "127.0.0.1:0");
+}
+
+}  // namespace
+}  // namespace neighborly::extender

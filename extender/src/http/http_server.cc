@@ -161,6 +161,7 @@ HttpServer::HttpServer(HttpServerOptions options, Decider& decider, ExtenderMetr
                               : absl::StrCat("request failed with HTTP status ", res.status);
     SetJsonError(res, res.status, message);
   });
+  if (!options_.scheduler_verbs) return;
   server.Post("/filter", [this](const httplib::Request& req, httplib::Response& res,
                                 const httplib::ContentReader& reader) {
     HandleScheduler(Verb::kFilter, req, res, reader);
@@ -205,7 +206,8 @@ httplib::Server::HandlerResponse HttpServer::PreRoute(const httplib::Request& re
     if (verb) metrics_.RecordRequest(*verb, 503, absl::ZeroDuration());
     return httplib::Server::HandlerResponse::Handled;
   }
-  if (req.method == "POST" && verb.has_value()) {
+  if (filter_ && filter_(req, res)) return httplib::Server::HandlerResponse::Handled;
+  if (req.method == "POST" && verb.has_value() && options_.scheduler_verbs) {
     const int status = CheckDeclaredLength(req, res);
     if (status != 0) {
       // The body (if the client sends it) is never read: ask the client to close.

@@ -26,6 +26,7 @@
 
 #include <atomic>
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <string>
 #include <thread>
@@ -51,6 +52,11 @@ class HttpServer {
 
   // For registering more routes; only before Start().
   httplib::Server& server() { return *server_; }
+  // Called before routing for every request that is not refused for overload;
+  // returns true when it has answered the request itself (e.g. 401), which is
+  // then not routed. Only before Start(). The operator port's authentication.
+  using RequestFilter = std::function<bool(const httplib::Request&, httplib::Response&)>;
+  void SetRequestFilter(RequestFilter filter) { filter_ = std::move(filter); }
   bool tls() const { return !options_.tls_cert_file.empty(); }
   // With TLS: whether the files read at construction loaded (an error names
   // the file and the problem; Start() refuses to serve then).
@@ -80,6 +86,7 @@ class HttpServer {
   std::unique_ptr<TlsReloader> tls_;
   absl::Status tls_status_;
   std::unique_ptr<httplib::Server> server_;  // an httplib::SSLServer with TLS
+  RequestFilter filter_;
   std::thread thread_;
   int port_ = 0;
   bool started_ = false;

@@ -29,6 +29,9 @@ struct HttpServerOptions {
   // files are loaded for new connections (tls_reloader.h). Zero: at every
   // handshake (tests; the config's minimum is 1 s).
   absl::Duration tls_reload_interval = absl::Seconds(10);
+  // POST /filter and /prioritize. Off on the operator port (operator.address),
+  // which serves only what the operator API registers.
+  bool scheduler_verbs = true;
 };
 
 }  // namespace neighborly::extender

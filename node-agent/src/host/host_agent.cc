@@ -178,8 +178,10 @@ class HostAgentImpl final : public HostAgent {
     }
     SyncPerf(pods);
 
-    // Start of the window.
+    // Start of the window: stamped with the wall clock, timed with the
+    // monotonic one (an NTP step mid-window must not skew the rates).
     const absl::Time start_time = clock_->Now();
+    const absl::Duration start_monotonic = clock_->Monotonic();
     std::map<std::string, PodSample> start;
     for (const PodCgroup& pod : pods) {
       absl::StatusOr<PodSample> sample = cgroups_->Sample(pod, /*counters_only=*/true);
@@ -205,8 +207,8 @@ class HostAgentImpl final : public HostAgent {
     const absl::Time work_resume = absl::Now();
 
     // End of the window.
-    const absl::Time end_time = clock_->Now();
-    const double seconds = absl::ToDoubleSeconds(end_time - start_time);
+    const absl::Duration elapsed = clock_->Monotonic() - start_monotonic;
+    const double seconds = absl::ToDoubleSeconds(elapsed);
     std::map<std::string, PodSample> end;
     for (const PodCgroup& pod : pods) {
       if (!start.contains(pod.uid)) continue;
@@ -232,7 +234,7 @@ class HostAgentImpl final : public HostAgent {
     *report.mutable_window_start() =
         TimeUtil::NanosecondsToTimestamp(absl::ToUnixNanos(start_time));
     *report.mutable_window_duration() =
-        TimeUtil::NanosecondsToDuration(absl::ToInt64Nanoseconds(end_time - start_time));
+        TimeUtil::NanosecondsToDuration(absl::ToInt64Nanoseconds(elapsed));
     FillCapabilities(kubelet, metadata, resources, unmonitored, report.mutable_capabilities());
     FillTopology(node_start, node_end, seconds, report.mutable_topology());
     FillKubelet(kubelet, resources, report.mutable_kubelet());

@@ -209,6 +209,30 @@ TEST(HostAgentTest, IntelHostWithEverything) {
   EXPECT_FALSE(host.fake->IsDirectory("/sys/fs/resctrl/mon_groups/neighborly-" + std::string(kBE)));
 }
 
+// An NTP step during a window moves the wall clock, not the window: its
+// duration and every rate come from the monotonic clock.
+TEST(HostAgentTest, WallClockStepMidWindowSkewsNothing) {
+  Host host("intel-mbm-v2-systemd-containerd");
+  const std::string g_cgroup =
+      "/sys/fs/cgroup/kubepods.slice/kubepods-pod6f1c0e1a_0000_4000_8000_000000000001.slice";
+  absl::StatusOr<std::unique_ptr<HostAgent>> agent = HostAgent::Create(host.options, host.env);
+  ASSERT_TRUE(agent.ok()) << agent.status();
+  ASSERT_TRUE((*agent)->MeasureWindow(absl::Seconds(1)).ok());
+  for (const absl::Duration step : {-absl::Hours(1), absl::Minutes(10)}) {
+    host.during_window = [&] {
+      host.tree.Write(g_cgroup + "/cpu.stat", "usage_usec 9000000\n");  // +x s of CPU
+      host.clock->Set(host.clock->Now() + step);                        // NTP steps the clock
+    };
+    host.tree.Write(g_cgroup + "/cpu.stat", "usage_usec 5000000\n");
+    absl::StatusOr<tv1::NodeReport> report = (*agent)->MeasureWindow(absl::Seconds(2));
+    ASSERT_TRUE(report.ok()) << report.status();
+    EXPECT_EQ(report->window_duration().seconds(), 2) << "step " << step;
+    EXPECT_EQ(report->window_duration().nanos(), 0);
+    // 4 s of CPU over the 2-s window: 2 cores, whatever the wall clock did.
+    EXPECT_EQ(FindPod(*report, kG)->cpu_usage_millicores(), 2000) << "step " << step;
+  }
+}
+
 TEST(HostAgentTest, AmdV1CgroupfsDockerRunsOutOfRmids) {
   Host host("amd-v1-cgroupfs-docker");
   absl::StatusOr<std::unique_ptr<HostAgent>> agent = HostAgent::Create(host.options, host.env);

@@ -19,11 +19,8 @@ struct Family {
 
 std::string RenderStreamMetrics(const std::vector<const ReportStream*>& streams) {
   std::string out;
-  absl::StrAppend(&out,
-                  "# HELP neighborly_agent_build_info The agent's version.\n"
-                  "# TYPE neighborly_agent_build_info gauge\n"
-                  "neighborly_agent_build_info{version=\"",
-                  NEIGHBORLY_VERSION, "\"} 1\n");
+  // neighborly_agent_build_info is appended by the page's owner (main.cc,
+  // common/process_metrics.h) with the process_* metrics.
   const Family families[] = {
       {"neighborly_agent_stream_connected", "gauge",
        "1 while the stream to the extender is acknowledged, else 0.",
