@@ -58,6 +58,17 @@ std::optional<RememberedPod> Learnable(ContentionClass c, ClassSource source,
   return p;
 }
 
+// Scoped learning (docs/security.md): whether node `reporter`'s report may
+// teach about a pod whose registry entry is owned by `owner` (kScheduler when
+// the scheduler taught it or nothing is known). A pod's home is the first
+// node that reports it; a pod booked on another node is that node's to claim
+// until the booking ends; a node's claim moves a scheduler-taught entry to it.
+bool MayTeach(std::string_view reporter, std::string_view owner, bool booked_elsewhere) {
+  if (owner == reporter) return true;
+  if (booked_elsewhere) return false;
+  return owner == PodRegistry::kScheduler;
+}
+
 }  // namespace
 
 struct ExtenderCore::Impl {
@@ -65,11 +76,12 @@ struct ExtenderCore::Impl {
       : config(std::move(c)),
         clock(clk),
         state(options.max_nodes),
-        registry(options.max_remembered_pods),
+        registry(options.max_remembered_pods, options.max_remembered_pods_per_node),
         ledger(state),
         pool(options.evaluation_threads > 1
                  ? std::make_unique<EvaluationPool>(options.evaluation_threads)
-                 : nullptr) {}
+                 : nullptr),
+        learn_from_scheduler(options.learn_from_scheduler) {}
 
   absl::Status Apply(std::unique_ptr<NodeSnapshot> snapshot);  // a validated report
   void Decide(std::string_view verb, const IncomingPod& pod,
@@ -89,6 +101,8 @@ struct ExtenderCore::Impl {
   static constexpr size_t kParallelMinNodes = 1024;
   static constexpr size_t kParallelChunk = 256;
   std::unique_ptr<EvaluationPool> pool;  // null: one thread
+  const bool learn_from_scheduler;
+  std::atomic<uint64_t> foreign_claims{0};
   std::atomic<uint64_t> accepted{0};
   std::atomic<uint64_t> rejected{0};
 };
@@ -113,10 +127,15 @@ absl::Status ExtenderCore::Ingest(const tv1::NodeReport& report) {
 }
 
 absl::Status ExtenderCore::Ingest(tv1::NodeReport&& report) {
-  if (absl::Status s = ValidateReport(report); !s.ok()) {
+  return Ingest(std::move(report), nullptr);
+}
+
+absl::Status ExtenderCore::Ingest(tv1::NodeReport&& report, std::vector<InvalidPod>* dropped_pods) {
+  if (absl::Status s = ValidateReport(report, ReportLimits(), dropped_pods); !s.ok()) {
     impl_->rejected.fetch_add(1, std::memory_order_relaxed);
     return s;
   }
+  if (dropped_pods != nullptr) RemoveInvalidPods(*dropped_pods, report);
   auto snapshot = std::make_unique<NodeSnapshot>();
   snapshot->report = std::move(report);  // same (no) arena: a swap, not a copy
   return impl_->Apply(std::move(snapshot));
@@ -151,7 +170,8 @@ absl::Status ExtenderCore::Impl::Apply(std::unique_ptr<NodeSnapshot> snapshot) {
                        report.boot_id(), "\" (replayed or out-of-order report)"));
     }
     std::vector<std::optional<RememberedPod>> known;
-    registry.LookupMany(uids, known);
+    std::vector<std::string_view> owners;
+    registry.LookupMany(uids, known, &owners);
     absl::flat_hash_map<absl::string_view, const RememberedPod*> known_by_uid;
     for (size_t i = 0; i < uids.size(); ++i) {
       if (known[i]) known_by_uid.emplace(Av(uids[i]), &*known[i]);
@@ -164,19 +184,29 @@ absl::Status ExtenderCore::Impl::Apply(std::unique_ptr<NodeSnapshot> snapshot) {
           return it == known_by_uid.end() ? nullptr : it->second;
         },
         now);
-    // Learn declared classes and hints the agent could see.
+    // Learn declared classes and hints the agent could see, of this node's
+    // pods only (ScopedLearning below).
+    std::vector<bool> booked_elsewhere;
+    ledger.BookedElsewhere(report.node_name(), uids, booked_elsewhere);
     for (int i = 0; i < report.pods_size(); ++i) {
       const ResidentPod& resident = snapshot->profile.pods[i];
       std::optional<RememberedPod> learn =
           Learnable(resident.contention_class, resident.source,
                     HintsFromAnnotations(report.pods(i).annotations()));
-      if (learn && (!known[i] || !SameKnowledge(*known[i], *learn))) {
-        registry.Remember(uids[i], *learn, now);
+      if (!learn ||
+          (known[i] && owners[i] == report.node_name() && SameKnowledge(*known[i], *learn))) {
+        continue;
       }
+      if (!MayTeach(report.node_name(), known[i].has_value() ? owners[i] : PodRegistry::kScheduler,
+                    !booked_elsewhere.empty() && booked_elsewhere[i])) {
+        foreign_claims.fetch_add(1, std::memory_order_relaxed);
+        continue;
+      }
+      registry.Remember(report.node_name(), uids[i], *learn, now);
     }
     state.PublishSnapshot(*entry, std::move(snapshot));
   }
-  ledger.Release(uids);
+  ledger.Release(report.node_name(), uids);
   ledger.Expire(now);
   accepted.fetch_add(1, std::memory_order_relaxed);
   return absl::OkStatus();
@@ -187,14 +217,17 @@ void ExtenderCore::Impl::Decide(std::string_view verb, const IncomingPod& pod,
                                 std::vector<NodeDecision>& out, bool book) {
   const absl::Time now = clock.Now();
   ledger.Expire(now);
+  std::string_view remembered_owner = PodRegistry::kScheduler;
   std::optional<RememberedPod> remembered =
-      pod.uid.empty() ? std::nullopt : registry.Lookup(pod.uid);
+      pod.uid.empty() ? std::nullopt : registry.Lookup(pod.uid, &remembered_owner);
   const PodRequest req = MakePodRequest(pod, remembered ? &*remembered : nullptr, config);
-  if (!pod.uid.empty()) {
+  // The scheduler teaches only when authenticated, and never over what a
+  // node's report taught about its own pod.
+  if (!pod.uid.empty() && learn_from_scheduler && remembered_owner == PodRegistry::kScheduler) {
     std::optional<RememberedPod> learn =
         Learnable(req.contention_class, req.source, HintsFromAnnotations(pod.annotations));
     if (learn && (!remembered || !SameKnowledge(*remembered, *learn))) {
-      registry.Remember(pod.uid, *learn, now);
+      registry.Remember(PodRegistry::kScheduler, pod.uid, *learn, now);
     }
   }
 
@@ -478,5 +511,9 @@ IngestStats ExtenderCore::ingest_stats() const {
 size_t ExtenderCore::bookings() const { return impl_->ledger.size(); }
 
 size_t ExtenderCore::remembered_pods() const { return impl_->registry.size(); }
+
+uint64_t ExtenderCore::foreign_pod_claims() const {
+  return impl_->foreign_claims.load(std::memory_order_relaxed);
+}
 
 }  // namespace neighborly::extender
