@@ -173,8 +173,12 @@ absl::Status ExtenderCore::Impl::Apply(std::unique_ptr<NodeSnapshot> snapshot) {
     std::vector<std::string_view> owners;
     registry.LookupMany(uids, known, &owners);
     absl::flat_hash_map<absl::string_view, const RememberedPod*> known_by_uid;
+    // A node's profile uses only what it or the scheduler taught: another
+    // node's teaching about a UID never changes how this node is judged.
     for (size_t i = 0; i < uids.size(); ++i) {
-      if (known[i]) known_by_uid.emplace(Av(uids[i]), &*known[i]);
+      if (known[i] && (owners[i] == report.node_name() || owners[i] == PodRegistry::kScheduler)) {
+        known_by_uid.emplace(Av(uids[i]), &*known[i]);
+      }
     }
     snapshot->profile = BuildNodeProfile(
         report, config,
@@ -193,12 +197,20 @@ absl::Status ExtenderCore::Impl::Apply(std::unique_ptr<NodeSnapshot> snapshot) {
       std::optional<RememberedPod> learn =
           Learnable(resident.contention_class, resident.source,
                     HintsFromAnnotations(report.pods(i).annotations()));
-      if (!learn ||
-          (known[i] && owners[i] == report.node_name() && SameKnowledge(*known[i], *learn))) {
+      const bool booked_away = !booked_elsewhere.empty() && booked_elsewhere[i];
+      if (!learn) {
+        // Nothing new to learn, but a pod the scheduler taught about and this
+        // node runs becomes this node's: no other node can claim it later.
+        if (known[i] && owners[i] == PodRegistry::kScheduler && !booked_away) {
+          registry.Remember(report.node_name(), uids[i], *known[i], now);
+        }
+        continue;
+      }
+      if (known[i] && owners[i] == report.node_name() && SameKnowledge(*known[i], *learn)) {
         continue;
       }
       if (!MayTeach(report.node_name(), known[i].has_value() ? owners[i] : PodRegistry::kScheduler,
-                    !booked_elsewhere.empty() && booked_elsewhere[i])) {
+                    booked_away)) {
         foreign_claims.fetch_add(1, std::memory_order_relaxed);
         continue;
       }

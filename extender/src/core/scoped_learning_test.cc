@@ -96,6 +96,34 @@ TEST_F(ScopedLearningTest, ANodeCannotReclassifyAnotherNodesPod) {
   EXPECT_THAT(out[0].reason, HasSubstr("latency-critical pod ns/victim"));
 }
 
+// Attack: node B teaches about a pod of node A that nothing was learned about
+// yet (A's agent has no CRI): A's own profile never uses B's teaching.
+TEST_F(ScopedLearningTest, AnotherNodesTeachingNeverChangesHowANodeIsJudged) {
+  ASSERT_TRUE(Report(core_, "node-a", {{"quiet", {}}}).ok());
+  ASSERT_TRUE(Report(core_, "node-b", {{"quiet", kBatch}}).ok());  // an unknown UID: B's now
+  ASSERT_TRUE(Report(core_, "node-a", {{"quiet", {}}}).ok());
+  EXPECT_EQ(ClassOn(core_, "node-a", "quiet"), "standard/default");
+  std::vector<NodeDecision> out;
+  std::vector<std::string_view> nodes = {"node-a"};
+  core_.Filter(Pod("article", kLatencyCritical), nodes, out);
+  EXPECT_TRUE(out[0].feasible) << out[0].reason;
+}
+
+// A pod the scheduler taught about becomes its node's when the node reports
+// it (even without annotations): no other node can claim it afterwards.
+TEST_F(ScopedLearningTest, ThePodsNodeClaimsWhatTheSchedulerTaught) {
+  ExtenderCore core(config_, clock_, {.learn_from_scheduler = true});
+  std::vector<NodeDecision> out;
+  std::vector<std::string_view> nodes = {"node-a"};
+  core.Filter(Pod("article", kLatencyCritical), nodes, out);
+  ASSERT_TRUE(Report(core, "node-a", {{"article", {}}}).ok());
+  ASSERT_TRUE(Report(core, "node-b", {{"article", kBatch}}).ok());
+  EXPECT_EQ(core.foreign_pod_claims(), 1u);
+  EXPECT_EQ(ClassForScheduler(core, "article"), "latency-critical/remembered");
+  ASSERT_TRUE(Report(core, "node-a", {{"article", {}}}).ok());
+  EXPECT_EQ(ClassOn(core, "node-a", "article"), "latency-critical/remembered");
+}
+
 // Attack: node B names a pending pod that the scheduler booked on node A, with
 // a batch annotation, to get it rejected everywhere and release its booking.
 TEST_F(ScopedLearningTest, ANodeCannotClaimOrReleaseAPodBookedOnAnotherNode) {
