@@ -46,13 +46,32 @@ std::string JoinHostPort(const std::string& host, int port) {
                                              : absl::StrCat(host, ":", port);
 }
 
+// neighborly_state_save_failures_total (the NeighborlyStateSaveFailing alert).
+std::atomic<uint64_t> state_save_failures{0};
+
 void SaveState(const ExtenderCore& core, const std::string& path) {
   if (path.empty()) return;
   if (absl::Status s = core.SaveState(path); !s.ok()) {
+    state_save_failures.fetch_add(1, std::memory_order_relaxed);
     spdlog::error("saving state to {} failed: {}", path, std::string(s.message()));
   } else {
     spdlog::debug("state saved to {}", path);
   }
+}
+
+void AppendStateMetrics(const ExtenderCore& core, std::string& out) {
+  absl::StrAppend(&out,
+                  "# HELP neighborly_state_save_failures_total Saves of the state file that "
+                  "failed (full disk, unwritable directory); the log says why.\n"
+                  "# TYPE neighborly_state_save_failures_total counter\n"
+                  "neighborly_state_save_failures_total ",
+                  state_save_failures.load(std::memory_order_relaxed), "\n",
+                  "# HELP neighborly_ingest_foreign_pod_records_total Pod records a node "
+                  "reported that it may not teach about (the pod belongs to another node, or "
+                  "is booked on one); nothing was learned from them.\n"
+                  "# TYPE neighborly_ingest_foreign_pod_records_total counter\n"
+                  "neighborly_ingest_foreign_pod_records_total ",
+                  core.foreign_pod_claims(), "\n");
 }
 
 int Run(int argc, char** argv) {
@@ -83,6 +102,7 @@ int Run(int argc, char** argv) {
   telemetry_options.address = config->grpc_address;
   telemetry_options.max_receive_message_bytes = static_cast<int>(config->grpc_max_report_bytes);
   telemetry_options.policy.max_reports_per_second = config->grpc_max_reports_per_second;
+  telemetry_options.policy.max_streams = static_cast<size_t>(config->grpc_max_streams);
   telemetry_options.policy.report_burst = config->grpc_report_burst;
   telemetry_options.policy.idle_ingest_threads = config->grpc_idle_ingest_threads;
   if (config->grpc_insecure_plaintext) {
@@ -111,6 +131,7 @@ int Run(int argc, char** argv) {
          .public_key_files = config->identity_public_key_files,
          .allowed_subjects = config->identity_allowed_subjects,
          .leeway = config->identity_leeway,
+         .max_lifetime = config->identity_max_token_lifetime,
          .reload_interval = config->identity_reload_interval,
          .on_reload = [&metrics](bool ok) { metrics.RecordIdentityKeyReload(ok); }},
         clock);
@@ -138,10 +159,21 @@ int Run(int argc, char** argv) {
   const size_t evaluation_threads = config->evaluation_threads > 0
                                         ? static_cast<size_t>(config->evaluation_threads)
                                         : std::min<size_t>(4, EvaluationPool::UsableCpus());
-  ExtenderCore core(config->model, clock,
-                    {.max_remembered_pods = static_cast<size_t>(config->state_max_pods),
-                     .max_workloads = static_cast<size_t>(config->state_max_workloads),
-                     .evaluation_threads = evaluation_threads});
+  ExtenderCore core(
+      config->model, clock,
+      {.max_remembered_pods = static_cast<size_t>(config->state_max_pods),
+       .max_workloads = static_cast<size_t>(config->state_max_workloads),
+       .max_remembered_pods_per_node = static_cast<size_t>(config->state_max_pods_per_node),
+       // Only an authenticated scheduler teaches (docs/security.md).
+       .learn_from_scheduler = !config->http.tls_client_ca_file.empty() ||
+                               config->state_learn_from_unauthenticated_scheduler,
+       .evaluation_threads = evaluation_threads});
+  if (config->http.tls_client_ca_file.empty() &&
+      config->state_learn_from_unauthenticated_scheduler) {
+    spdlog::warn(
+        "state.learnFromUnauthenticatedScheduler: anyone who can reach the HTTP port can teach "
+        "pod classes (set http.tls.clientCaFile instead)");
+  }
   spdlog::info("requests of 1,024 names or more are evaluated by {} thread(s)", evaluation_threads);
   if (!config->state_file.empty()) {
     if (std::filesystem::exists(config->state_file)) {
@@ -171,15 +203,17 @@ int Run(int argc, char** argv) {
   std::atomic<bool> stopping{false};
   // /metrics is the operator API's page plus the ingest refusals by reason; routes
   // match in registration order, so this one answers. Registered on both ports.
-  auto register_operator_routes = [&source, &metrics, &ingest, &stopping](httplib::Server& server) {
-    server.Get("/metrics",
-               [&source, &metrics, &ingest](const httplib::Request&, httplib::Response& res) {
-                 std::string body = RenderMetrics(source, metrics);
-                 AppendIngestRefusals(ingest.counters(), body);
-                 AppendBuildInfo("neighborly_extender", NEIGHBORLY_VERSION, body);
-                 AppendProcessMetrics(ReadSelfProcess(), body);
-                 res.set_content(body, "text/plain; version=0.0.4; charset=utf-8");
-               });
+  auto register_operator_routes = [&source, &metrics, &ingest, &stopping,
+                                   &core](httplib::Server& server) {
+    server.Get("/metrics", [&source, &metrics, &ingest, &core](const httplib::Request&,
+                                                               httplib::Response& res) {
+      std::string body = RenderMetrics(source, metrics);
+      AppendIngestRefusals(ingest.counters(), body);
+      AppendStateMetrics(core, body);
+      AppendBuildInfo("neighborly_extender", NEIGHBORLY_VERSION, body);
+      AppendProcessMetrics(ReadSelfProcess(), body);
+      res.set_content(body, "text/plain; version=0.0.4; charset=utf-8");
+    });
     RegisterOperatorApi(server, source, metrics, [&stopping]() -> std::string {
       return stopping.load() ? "shutting down" : "";
     });

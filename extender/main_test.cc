@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <httplib.h>
 #include <signal.h>
+#include <sys/stat.h>
 
 #include <filesystem>
 #include <fstream>
@@ -255,6 +256,57 @@ TEST(ExtenderMainTest, TelemetryCertificateReloadsAreLoggedAndCounted) {
   EXPECT_TRUE(metric(R"(neighborly_tls_reload_failures_total{listener="grpc"} 1)"));
 
   EXPECT_EQ(p->Terminate(absl::Seconds(30)), 0) << p->Stderr();
+}
+
+}  // namespace
+}  // namespace neighborly
+
+namespace neighborly {
+namespace {
+
+// Issue 15, finding 8: a state path that is a FIFO made start-up wait forever
+// for a writer; now it is refused at once, naming the file.
+TEST(ExtenderMainTest, AStatePathThatIsNotARegularFileIsRefused) {
+  const std::string dir = TempDir("fifo_state");
+  const std::string fifo = dir + "/state.json";
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  std::ofstream(dir + "/extender.yaml") << "state:\n  file: " << fifo << "\n";
+  auto p = Start({"--config", dir + "/extender.yaml", "--http-address", "127.0.0.1:0",
+                  "--grpc-address", "127.0.0.1:0", "--grpc-insecure-plaintext"});
+  ASSERT_NE(p, nullptr);
+  const std::optional<int> code = p->Wait(absl::Seconds(20));
+  ASSERT_TRUE(code.has_value()) << "the extender hung on a FIFO state path";
+  EXPECT_EQ(*code, 1);
+  EXPECT_THAT(p->Stderr(), HasSubstr(fifo + " is not a regular file"));
+}
+
+// Issue 15, finding 8: a failing save was only a log line; now it is counted.
+TEST(ExtenderMainTest, FailedStateSavesAreCounted) {
+  const std::string dir = TempDir("save_fails");
+  std::ofstream(dir + "/not-a-directory") << "x";
+  std::ofstream(dir + "/extender.yaml")
+      << "state:\n  file: " << dir << "/not-a-directory/state.json\n  saveInterval: 1s\n";
+  auto p = Start({"--config", dir + "/extender.yaml", "--http-address", "127.0.0.1:0",
+                  "--grpc-address", "127.0.0.1:0", "--grpc-insecure-plaintext"});
+  ASSERT_NE(p, nullptr);
+  const int port = HttpPort(*p);
+  ASSERT_GT(port, 0) << p->Stderr();
+  httplib::Client client("127.0.0.1", port);
+  client.set_read_timeout(20, 0);
+  double failures = 0;
+  const absl::Time deadline = absl::Now() + absl::Seconds(20);
+  while (failures < 1 && absl::Now() < deadline) {
+    absl::SleepFor(absl::Milliseconds(200));
+    httplib::Result m = client.Get("/metrics");
+    ASSERT_TRUE(m);
+    const std::string key = "\nneighborly_state_save_failures_total ";
+    const size_t at = m->body.find(key);
+    ASSERT_NE(at, std::string::npos) << "no neighborly_state_save_failures_total";
+    failures = std::stod(m->body.substr(at + key.size()));
+  }
+  EXPECT_GE(failures, 1);
+  EXPECT_EQ(p->Terminate(absl::Seconds(30)), 0);
+  EXPECT_THAT(p->Stderr(), HasSubstr("saving state to"));
 }
 
 }  // namespace

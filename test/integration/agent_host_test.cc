@@ -6,7 +6,9 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
+#include <map>
 #include <memory>
 #include <set>
 #include <string>
@@ -159,6 +161,56 @@ TEST_F(AgentHostTest, FixtureHostReportsItsPodsToTheExtender) {
   EXPECT_TRUE(names.contains("article-service-5d8f7-abcde")) << node.dump();
   EXPECT_EQ(node["capabilities"]["resctrl_occupancy"], "available");
   EXPECT_EQ(node["capabilities"]["cpu_manager_state"], "available");
+}
+
+// Issue 15, finding 5: a leftover pod cgroup whose pod has no CRI record and no
+// /var/log/pods entry made the agent send a pod with an empty namespace, and
+// the extender refused the whole report every second (the node's telemetry
+// never arrived). Now the agent names what it can through
+// /var/lib/kubelet/pods/<uid> and skips (and counts) the rest; the node arrives.
+TEST_F(AgentHostTest, AnUnidentifiablePodIsSkippedAndTheNodeStillReports) {
+  agent::TestTree tree;
+  tree.CopyFrom(NEIGHBORLY_SOURCE_DIR "/test/testdata/hosts/intel-mbm-v2-systemd-containerd");
+  const std::string burstable = "/sys/fs/cgroup/kubepods.slice/kubepods-burstable.slice/";
+  const std::string template_pod =
+      burstable + "kubepods-burstable-pod7a2b0e1a_0000_4000_8000_000000000002.slice";
+  auto add_pod_cgroup = [&](const std::string& uid_underscored) {
+    const std::string dir = burstable + "kubepods-burstable-pod" + uid_underscored + ".slice";
+    std::filesystem::copy(tree.Path(template_pod), tree.Path(dir),
+                          std::filesystem::copy_options::recursive);
+  };
+  // A leftover: nothing names it anywhere.
+  add_pod_cgroup("9d4d0e1a_0000_4000_8000_000000000004");
+  // Named only by the kubelet's pod directory.
+  add_pod_cgroup("ae5e0e1a_0000_4000_8000_000000000005");
+  const std::string kubelet_dir = "/var/lib/kubelet/pods/ae5e0e1a-0000-4000-8000-000000000005";
+  tree.Write(kubelet_dir + "/volumes/kubernetes.io~projected/kube-api-access-x7k2p/namespace",
+             "batch-jobs");
+  tree.Write(kubelet_dir + "/etc-hosts",
+             "# Kubernetes-managed hosts file.\n127.0.0.1\tlocalhost\n"
+             "::1\tlocalhost ip6-localhost ip6-loopback\n10.244.1.7\tnightly-report-28391\n");
+  StartAgent(tree.root(), "it-unnamed");
+  const json node = WaitForNode("it-unnamed");
+  ASSERT_TRUE(node.contains("pods")) << node.dump();
+  std::map<std::string, std::string> by_uid;
+  for (const json& pod : node["pods"]) {
+    by_uid[pod["uid"].get<std::string>()] =
+        pod["namespace"].get<std::string>() + "/" + pod["name"].get<std::string>();
+  }
+  EXPECT_EQ(by_uid.size(), 4u) << node.dump();
+  EXPECT_EQ(by_uid["ae5e0e1a-0000-4000-8000-000000000005"], "batch-jobs/nightly-report-28391");
+  EXPECT_FALSE(by_uid.contains("9d4d0e1a-0000-4000-8000-000000000004")) << node.dump();
+  EXPECT_THAT(extender_->Stderr(), ::testing::Not(HasSubstr("namespace: empty")));
+
+  std::optional<std::string> line = agent_->WaitForLine("metrics on http://", absl::Seconds(20));
+  ASSERT_TRUE(line.has_value()) << agent_->Stderr();
+  httplib::Client metrics(absl::StrCat("http://", WordAfter(*line, "http://")));
+  metrics.set_read_timeout(5);
+  httplib::Result m = metrics.Get("/metrics");
+  ASSERT_TRUE(m && m->status == 200);
+  const size_t at = m->body.find("neighborly_agent_pods_skipped_total{reason=\"unidentified\"} ");
+  ASSERT_NE(at, std::string::npos) << m->body;
+  EXPECT_GE(std::stod(m->body.substr(at + 59)), 1.0) << m->body.substr(at, 80);
 }
 
 }  // namespace

@@ -319,6 +319,7 @@ absl::StatusOr<ExtenderConfig> ParseExtenderConfig(std::string_view yaml, std::s
               {"maxReportBytes", p.Bytes(config.grpc_max_report_bytes, 4096)},
               {"maxReportsPerSecond", p.Double(config.grpc_max_reports_per_second, 0, 1e6)},
               {"reportBurst", p.Double(config.grpc_report_burst, 1, 1e6)},
+              {"maxStreams", p.Integer(config.grpc_max_streams, 1, 10'000'000)},
               {"ingestScheduling",
                [&](const YAML::Node& s, const std::string& spath) -> absl::Status {
                  absl::StatusOr<std::string> value = p.Scalar(s, spath, "idle or nice");
@@ -348,17 +349,23 @@ absl::StatusOr<ExtenderConfig> ParseExtenderConfig(std::string_view yaml, std::s
                                {"publicKeyFiles", p.Strings(config.identity_public_key_files)},
                                {"allowedSubjects", p.Strings(config.identity_allowed_subjects)},
                                {"leeway", p.Duration(config.identity_leeway, absl::Seconds(0))},
+                               {"maxTokenLifetime",
+                                p.Duration(config.identity_max_token_lifetime, absl::Minutes(1))},
                                {"reloadInterval",
                                 p.Duration(config.identity_reload_interval, absl::Seconds(1))}});
                }}});
        }},
       {"state",
        [&](const YAML::Node& v, const std::string& path) {
-         return p.Map(v, path,
-                      {{"file", p.String(config.state_file)},
-                       {"saveInterval", p.Duration(config.state_save_interval, absl::Seconds(1))},
-                       {"maxPods", p.Integer(config.state_max_pods, 1000, 10'000'000)},
-                       {"maxWorkloads", p.Integer(config.state_max_workloads, 1, 1'000'000)}});
+         return p.Map(
+             v, path,
+             {{"file", p.String(config.state_file)},
+              {"saveInterval", p.Duration(config.state_save_interval, absl::Seconds(1))},
+              {"maxPods", p.Integer(config.state_max_pods, 1000, 10'000'000)},
+              {"maxPodsPerNode", p.Integer(config.state_max_pods_per_node, 100, 10'000'000)},
+              {"learnFromUnauthenticatedScheduler",
+               p.Bool(config.state_learn_from_unauthenticated_scheduler)},
+              {"maxWorkloads", p.Integer(config.state_max_workloads, 1, 1'000'000)}});
        }},
       {"log",
        [&](const YAML::Node& v, const std::string& path) {

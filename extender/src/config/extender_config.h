@@ -48,6 +48,9 @@ struct ExtenderConfig {
   // Limits per stream (docs/security.md).
   int64_t grpc_max_report_bytes = 8 << 20;
   double grpc_max_reports_per_second = 5;
+  // Agent streams open at once on this extender (one per node; a node's new
+  // stream supersedes its old one).
+  int64_t grpc_max_streams = 50'000;
   double grpc_report_burst = 10;
   // grpc.ingestScheduling: "idle" (SCHED_IDLE) or "nice" (nice +10 only).
   bool grpc_idle_ingest_threads = true;
@@ -59,6 +62,7 @@ struct ExtenderConfig {
   std::vector<std::string> identity_public_key_files;
   std::vector<std::string> identity_allowed_subjects;
   absl::Duration identity_leeway = absl::Seconds(30);
+  absl::Duration identity_max_token_lifetime = absl::Hours(48);
   // How often the key files are checked for changes (rotated issuer keys).
   absl::Duration identity_reload_interval = absl::Seconds(10);
   // http.evaluationThreads: threads (the request's own included) that evaluate
@@ -67,7 +71,13 @@ struct ExtenderConfig {
   // state: learned knowledge that survives restarts. Empty file: not persisted.
   std::string state_file;
   absl::Duration state_save_interval = absl::Seconds(60);
-  int64_t state_max_pods = 200'000;      // pod UIDs remembered; least recently seen forgotten
+  int64_t state_max_pods = 200'000;  // pod UIDs remembered; least recently seen forgotten
+  // At most this many of them taught by one node's reports (docs/security.md).
+  int64_t state_max_pods_per_node = 4096;
+  // Learn pod classes and hints from /filter and /prioritize requests even when
+  // the HTTP port does not require client certificates (anyone who can reach
+  // it could teach). Off: only with http.tls.clientCaFile.
+  bool state_learn_from_unauthenticated_scheduler = false;
   int64_t state_max_workloads = 10'000;  // workload profiles kept; least recently used dropped
   // log
   std::string log_level = "info";

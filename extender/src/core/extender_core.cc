@@ -49,23 +49,33 @@ bool SameKnowledge(const RememberedPod& a, const RememberedPod& b) {
 }
 
 // What is worth remembering about a pod: a declared class (or one its QoS
-// implies), footprint hints, or its workload key from a scheduling request.
+// implies) or footprint hints. (Its workload key is added by the caller.)
 std::optional<RememberedPod> Learnable(ContentionClass c, ClassSource source,
-                                       const FootprintHints& hints, std::string workload = {}) {
+                                       const FootprintHints& hints) {
   const bool declared = source == ClassSource::kAnnotation || source == ClassSource::kLabelRule ||
                         source == ClassSource::kQos;
-  if (!declared && hints.empty() && workload.empty()) return std::nullopt;
+  if (!declared && hints.empty()) return std::nullopt;
   RememberedPod p;
   p.contention_class = declared ? c : ContentionClass::kStandard;
   p.source = declared ? source : ClassSource::kDefault;
   p.hints = hints;
-  p.workload = std::move(workload);
   return p;
 }
 
 bool FullyMeasured(const tv1::PodReport& pod) {
   return pod.has_llc_occupancy_bytes() &&
          (pod.has_membw_total_bytes_per_second() || pod.has_llc_misses_per_second());
+}
+
+// Scoped learning (docs/security.md): whether node `reporter`'s report may
+// teach about a pod whose registry entry is owned by `owner` (kScheduler when
+// the scheduler taught it or nothing is known). A pod's home is the first
+// node that reports it; a pod booked on another node is that node's to claim
+// until the booking ends; a node's claim moves a scheduler-taught entry to it.
+bool MayTeach(std::string_view reporter, std::string_view owner, bool booked_elsewhere) {
+  if (owner == reporter) return true;
+  if (booked_elsewhere) return false;
+  return owner == PodRegistry::kScheduler;
 }
 
 }  // namespace
@@ -75,12 +85,13 @@ struct ExtenderCore::Impl {
       : config(std::move(c)),
         clock(clk),
         state(options.max_nodes),
-        registry(options.max_remembered_pods),
+        registry(options.max_remembered_pods, options.max_remembered_pods_per_node),
         workloads(options.max_workloads),
         ledger(state),
         pool(options.evaluation_threads > 1
                  ? std::make_unique<EvaluationPool>(options.evaluation_threads)
-                 : nullptr) {}
+                 : nullptr),
+        learn_from_scheduler(options.learn_from_scheduler) {}
 
   absl::Status Apply(std::unique_ptr<NodeSnapshot> snapshot);  // a validated report
   void Decide(std::string_view verb, const IncomingPod& pod,
@@ -101,6 +112,8 @@ struct ExtenderCore::Impl {
   static constexpr size_t kParallelMinNodes = 1024;
   static constexpr size_t kParallelChunk = 256;
   std::unique_ptr<EvaluationPool> pool;  // null: one thread
+  const bool learn_from_scheduler;
+  std::atomic<uint64_t> foreign_claims{0};
   std::atomic<uint64_t> accepted{0};
   std::atomic<uint64_t> rejected{0};
 };
@@ -125,10 +138,15 @@ absl::Status ExtenderCore::Ingest(const tv1::NodeReport& report) {
 }
 
 absl::Status ExtenderCore::Ingest(tv1::NodeReport&& report) {
-  if (absl::Status s = ValidateReport(report); !s.ok()) {
+  return Ingest(std::move(report), nullptr);
+}
+
+absl::Status ExtenderCore::Ingest(tv1::NodeReport&& report, std::vector<InvalidPod>* dropped_pods) {
+  if (absl::Status s = ValidateReport(report, ReportLimits(), dropped_pods); !s.ok()) {
     impl_->rejected.fetch_add(1, std::memory_order_relaxed);
     return s;
   }
+  if (dropped_pods != nullptr) RemoveInvalidPods(*dropped_pods, report);
   auto snapshot = std::make_unique<NodeSnapshot>();
   snapshot->report = std::move(report);  // same (no) arena: a swap, not a copy
   return impl_->Apply(std::move(snapshot));
@@ -163,8 +181,13 @@ absl::Status ExtenderCore::Impl::Apply(std::unique_ptr<NodeSnapshot> snapshot) {
                        report.boot_id(), "\" (replayed or out-of-order report)"));
     }
     std::vector<std::optional<RememberedPod>> known;
-    registry.LookupMany(uids, known);
-    // Each pod's workload: the key its scheduling request showed, else its labels'.
+    std::vector<std::string_view> owners;
+    registry.LookupMany(uids, known, &owners);
+    std::vector<bool> booked_elsewhere;
+    ledger.BookedElsewhere(report.node_name(), uids, booked_elsewhere);
+    // Each pod's workload: the key its scheduling request showed, else its
+    // labels'. A node's profile uses only what it or the scheduler taught:
+    // another node's teaching about a UID never changes how this node is judged.
     const size_t count = uids.size();
     std::vector<std::string> keys(count);
     std::vector<std::string> workload_names(count);
@@ -173,8 +196,10 @@ absl::Status ExtenderCore::Impl::Apply(std::unique_ptr<NodeSnapshot> snapshot) {
     const BookingList* booked_here = entry->bookings.load();  // under `view`
     for (size_t i = 0; i < count; ++i) {
       const tv1::PodReport& pod = report.pods(static_cast<int>(i));
+      const bool trusted =
+          known[i] && (owners[i] == report.node_name() || owners[i] == PodRegistry::kScheduler);
       WorkloadKey key;
-      if (known[i] && !known[i]->workload.empty()) {
+      if (trusted && !known[i]->workload.empty()) {
         if (absl::StatusOr<WorkloadKey> k = ParseWorkloadKey(known[i]->workload); k.ok()) key = *k;
       }
       if (key.empty()) key = WorkloadKeyFromLabels(pod.namespace_(), pod.name(), pod.labels());
@@ -192,7 +217,7 @@ absl::Status ExtenderCore::Impl::Apply(std::unique_ptr<NodeSnapshot> snapshot) {
         }
       }
       ResidentKnowledge& k = knowledge[i];
-      k.remembered = known[i] ? &*known[i] : nullptr;
+      k.remembered = trusted ? &*known[i] : nullptr;
       k.workload = predictions[i] ? &*predictions[i] : nullptr;
       k.workload_name = workload_names[i];
       if (booked_here != nullptr) {
@@ -203,30 +228,45 @@ absl::Status ExtenderCore::Impl::Apply(std::unique_ptr<NodeSnapshot> snapshot) {
     }
     snapshot->profile = BuildNodeProfile(report, config, nullptr, now, knowledge);
     // Learn declared classes and hints the agent could see, and what each
-    // measured pod teaches its workload.
+    // measured pod teaches its workload, of this node's pods only (scoped
+    // learning, docs/security.md).
     const uint64_t node_hash = NodeNameHash(report.node_name());
     for (size_t i = 0; i < count; ++i) {
       const ResidentPod& resident = snapshot->profile.pods[i];
-      std::optional<RememberedPod> learn =
-          Learnable(resident.contention_class, resident.source,
-                    HintsFromAnnotations(report.pods(static_cast<int>(i)).annotations()),
-                    known[i] ? known[i]->workload : std::string());
-      if (learn && (!known[i] || !SameKnowledge(*known[i], *learn))) {
-        registry.Remember(uids[i], *learn, now);
-      }
-      if (config.workloads.enabled && resident.measured) {
+      const bool booked_away = !booked_elsewhere.empty() && booked_elsewhere[i];
+      const std::string_view owner = known[i].has_value() ? owners[i] : PodRegistry::kScheduler;
+      const bool may_teach = MayTeach(report.node_name(), owner, booked_away);
+      if (config.workloads.enabled && resident.measured && may_teach) {
         WorkloadObservation o = resident.observation;
         o.pod_uid_hash = NodeNameHash(uids[i]);
         workloads.Observe(keys[i], o, node_hash, now, config);
       }
-      // A booking here ends once the pod is measured; one elsewhere ends now
-      // (it landed here, and this report counts it).
+      std::optional<RememberedPod> learn =
+          Learnable(resident.contention_class, resident.source,
+                    HintsFromAnnotations(report.pods(static_cast<int>(i)).annotations()));
+      // The report says nothing of the workload key a scheduling request taught: keep it.
+      if (learn && known[i]) learn->workload = known[i]->workload;
+      if (!learn) {
+        // Nothing new to learn, but a pod the scheduler taught about and this
+        // node runs becomes this node's: no other node can claim it later.
+        if (known[i] && owners[i] == PodRegistry::kScheduler && !booked_away) {
+          registry.Remember(report.node_name(), uids[i], *known[i], now);
+        }
+      } else if (known[i] && owners[i] == report.node_name() && SameKnowledge(*known[i], *learn)) {
+        // already known as such
+      } else if (!may_teach) {
+        foreign_claims.fetch_add(1, std::memory_order_relaxed);
+      } else {
+        registry.Remember(report.node_name(), uids[i], *learn, now);
+      }
+      // A booking here ends once the pod is measured (until then it carries
+      // the pod's load, which the profile then leaves out).
       if (knowledge[i].booked_here && !resident.measured) uids[i] = std::string_view();
     }
     state.PublishSnapshot(*entry, std::move(snapshot));
   }
   std::erase(uids, std::string_view());
-  ledger.Release(uids);
+  ledger.Release(report.node_name(), uids);
   ledger.Expire(now);
   accepted.fetch_add(1, std::memory_order_relaxed);
   return absl::OkStatus();
@@ -237,19 +277,27 @@ void ExtenderCore::Impl::Decide(std::string_view verb, const IncomingPod& pod,
                                 std::vector<NodeDecision>& out, bool book) {
   const absl::Time now = clock.Now();
   ledger.Expire(now);
+  std::string_view remembered_owner = PodRegistry::kScheduler;
   std::optional<RememberedPod> remembered =
-      pod.uid.empty() ? std::nullopt : registry.Lookup(pod.uid);
+      pod.uid.empty() ? std::nullopt : registry.Lookup(pod.uid, &remembered_owner);
   const WorkloadKey key = WorkloadKeyOf(pod);
   std::string key_text = key.empty() ? std::string() : key.ToString();
   std::optional<WorkloadPrediction> profile;
   if (config.workloads.enabled && !key.empty()) profile = workloads.Predict(key_text, now, config);
   const PodRequest req = MakePodRequest(pod, remembered ? &*remembered : nullptr, config, &key,
                                         profile ? &*profile : nullptr);
-  if (!pod.uid.empty()) {
-    std::optional<RememberedPod> learn = Learnable(req.contention_class, req.source,
-                                                   HintsFromAnnotations(pod.annotations), key_text);
+  // The scheduler teaches only when authenticated, and never over what a
+  // node's report taught about its own pod.
+  if (!pod.uid.empty() && learn_from_scheduler && remembered_owner == PodRegistry::kScheduler) {
+    std::optional<RememberedPod> learn =
+        Learnable(req.contention_class, req.source, HintsFromAnnotations(pod.annotations));
+    // The workload key is learned beside what is known, never in its place.
+    if (!key_text.empty()) {
+      if (!learn) learn = remembered.value_or(RememberedPod{});
+      learn->workload = key_text;
+    }
     if (learn && (!remembered || !SameKnowledge(*remembered, *learn))) {
-      registry.Remember(pod.uid, *learn, now);
+      registry.Remember(PodRegistry::kScheduler, pod.uid, *learn, now);
     }
   }
 
@@ -571,5 +619,9 @@ IngestStats ExtenderCore::ingest_stats() const {
 size_t ExtenderCore::bookings() const { return impl_->ledger.size(); }
 
 size_t ExtenderCore::remembered_pods() const { return impl_->registry.size(); }
+
+uint64_t ExtenderCore::foreign_pod_claims() const {
+  return impl_->foreign_claims.load(std::memory_order_relaxed);
+}
 
 }  // namespace neighborly::extender

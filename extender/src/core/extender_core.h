@@ -21,6 +21,7 @@
 #include "absl/status/status.h"
 #include "absl/time/time.h"
 #include "common/clock.h"
+#include "extender/src/core/report_validation.h"
 #include "extender/src/http/decider.h"
 #include "extender/src/model/model_config.h"
 #include "extender/src/model/types.h"
@@ -120,6 +121,11 @@ struct ExtenderCoreOptions {
   size_t max_remembered_pods = 200'000;
   // Workload profiles kept (state.maxWorkloads), least recently used dropped.
   size_t max_workloads = 10'000;
+  // Of them, at most this many taught by one node (state.maxPodsPerNode).
+  size_t max_remembered_pods_per_node = 4096;
+  // Whether /filter and /prioritize requests teach the registry (only from an
+  // authenticated scheduler in the binary; docs/security.md).
+  bool learn_from_scheduler = true;
   // Nodes tracked (a core for one node, as the report fuzzers build per
   // input, skips the 50,000-node index's 3 MiB).
   size_t max_nodes = 50'000;
@@ -141,6 +147,10 @@ class ExtenderCore : public Decider {
   // The same, taking the report over instead of copying it (the gRPC path:
   // a 50-pod report's copy is a quarter of its ingest cost).
   absl::Status Ingest(telemetry::v1::NodeReport&& report);
+  // The gRPC path: an invalid pod record does not refuse the report. It is
+  // left out (appended to `*dropped_pods`, index order) and the rest applied;
+  // a problem outside `pods` still refuses the whole report.
+  absl::Status Ingest(telemetry::v1::NodeReport&& report, std::vector<InvalidPod>* dropped_pods);
 
   // Decider.
   void Filter(const IncomingPod& pod, std::span<const std::string_view> nodes,
@@ -164,6 +174,9 @@ class ExtenderCore : public Decider {
   IngestStats ingest_stats() const;
   size_t bookings() const;
   size_t remembered_pods() const;
+  // Pod records of accepted reports that were not learned from because the
+  // pod belongs to another node (docs/security.md, scoped learning).
+  uint64_t foreign_pod_claims() const;
 
   // Workload profiles (/v1/workloads), sorted by key.
   std::vector<WorkloadView> Workloads() const;

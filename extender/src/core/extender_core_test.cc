@@ -197,11 +197,12 @@ TEST_F(ExtenderCoreTest, PrioritizeBooksTheBestNodeUntilTheAgentReportsThePod) {
   ASSERT_TRUE(core_.Ingest(landed).ok());
   EXPECT_EQ(core_.Node("node-1")->bookings, 0);
   EXPECT_EQ(core_.bookings(), 1u);
-  // Listed on another node than booked: released at once (that node counts it).
+  // Listed by another node than the one it is booked on: that node cannot
+  // release it (scoped learning, docs/security.md); the TTL or its own node does.
   tv1::NodeReport elsewhere = TwoSocketNode("node-1", 4);
   AddPod(elsewhere, {.uid = "uid-next", .namespace_name = "ns", .name = "next"});
   ASSERT_TRUE(core_.Ingest(elsewhere).ok());
-  EXPECT_EQ(core_.bookings(), 0u);
+  EXPECT_EQ(core_.bookings(), 1u);
   std::vector<DecisionRecord> records = core_.Decisions("ns/next", 5);
   ASSERT_EQ(records.size(), 1u);
   EXPECT_EQ(records[0].verb, "prioritize");

@@ -218,6 +218,27 @@ bool IsDns1123Subdomain(std::string_view name) {
 }
 
 absl::Status ValidateReport(const tv1::NodeReport& r, const ReportLimits& limits) {
+  return ValidateReport(r, limits, nullptr);
+}
+
+void RemoveInvalidPods(const std::vector<InvalidPod>& invalid, tv1::NodeReport& report) {
+  if (invalid.empty()) return;
+  auto* pods = report.mutable_pods();
+  int write = 0;
+  size_t next = 0;
+  for (int read = 0; read < pods->size(); ++read) {
+    if (next < invalid.size() && invalid[next].index == read) {
+      ++next;
+      continue;
+    }
+    if (write != read) pods->SwapElements(write, read);
+    ++write;
+  }
+  pods->DeleteSubrange(write, pods->size() - write);
+}
+
+absl::Status ValidateReport(const tv1::NodeReport& r, const ReportLimits& limits,
+                            std::vector<InvalidPod>* invalid_pods) {
   // Identity.
   if (r.node_name().empty()) return Bad("node_name", "empty");
   if (!IsDns1123Subdomain(r.node_name())) {
@@ -367,10 +388,16 @@ absl::Status ValidateReport(const tv1::NodeReport& r, const ReportLimits& limits
   uids.reserve(r.pods_size());
   for (int i = 0; i < r.pods_size(); ++i) {
     const std::string field = absl::StrCat("pods[", i, "]");
-    NB_RETURN_IF_ERROR(ValidatePod(r.pods(i), field, numa_ids, all_cpus, limits));
-    if (!uids.insert(Av(r.pods(i).uid())).second) {
-      return Bad(Path(field, ".uid"), absl::StrCat("duplicate pod uid ", r.pods(i).uid()));
+    absl::Status pod = ValidatePod(r.pods(i), field, numa_ids, all_cpus, limits);
+    if (pod.ok() && uids.contains(Av(r.pods(i).uid()))) {
+      pod = Bad(Path(field, ".uid"), absl::StrCat("duplicate pod uid ", r.pods(i).uid()));
     }
+    if (!pod.ok()) {
+      if (invalid_pods == nullptr) return pod;
+      invalid_pods->push_back({i, r.pods(i).uid().substr(0, 128), std::string(pod.message())});
+      continue;
+    }
+    uids.insert(Av(r.pods(i).uid()));
   }
   return absl::OkStatus();
 }

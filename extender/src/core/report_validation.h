@@ -9,7 +9,9 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <string_view>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "neighborly/telemetry/v1/telemetry.pb.h"
@@ -40,6 +42,25 @@ bool IsDns1123Subdomain(std::string_view name);
 
 absl::Status ValidateReport(const telemetry::v1::NodeReport& report,
                             const ReportLimits& limits = ReportLimits());
+
+// A pod record that failed validation: its position, its UID as sent (clipped
+// to 128 bytes) and the problem ("NodeReport.pods[2].namespace: empty").
+struct InvalidPod {
+  int index = 0;
+  std::string uid;
+  std::string reason;
+};
+
+// The same checks, except that a pod record that fails them (or repeats an
+// earlier record's UID) does not fail the report: it is appended to
+// `*invalid_pods`, in index order, and the report's other records stand. A
+// problem outside `pods` (identity, topology, ...) still fails the report.
+absl::Status ValidateReport(const telemetry::v1::NodeReport& report, const ReportLimits& limits,
+                            std::vector<InvalidPod>* invalid_pods);
+
+// Removes the records listed in `invalid` (index order, as ValidateReport
+// fills it) from `report.pods`, keeping the order of the rest.
+void RemoveInvalidPods(const std::vector<InvalidPod>& invalid, telemetry::v1::NodeReport& report);
 
 }  // namespace neighborly::extender
 

@@ -103,6 +103,50 @@ void SetJsonError(httplib::Response& res, int status, std::string_view message) 
   res.set_content(body, "application/json");
 }
 
+// A reply after which the connection must close (its body was not read, or
+// the request was refused as ambiguous). cpp-httplib 0.11 keeps a connection
+// open whatever the response's own Connection header says, and would parse
+// the unread body as the next request; it closes a connection only when
+// writing a reply fails. So the body goes out through a content provider that
+// writes all of it and then reports failure: the client gets the complete
+// reply, with "Connection: close", and the server closes the socket.
+void CloseAfterReply(httplib::Response& res) {
+  std::string body = std::move(res.body);
+  res.body.clear();
+  std::string type = res.get_header_value("Content-Type");
+  res.headers.erase("Content-Type");
+  res.set_header("Connection", "close");
+  const size_t length = body.size();
+  res.set_content_provider(
+      length, type.c_str(),
+      [body = std::move(body)](size_t offset, size_t, httplib::DataSink& sink) {
+        sink.write(body.data() + offset, body.size() - offset);
+        return false;  // close the connection after this reply
+      });
+}
+
+void SetJsonErrorAndClose(httplib::Response& res, int status, std::string_view message) {
+  SetJsonError(res, status, message);
+  CloseAfterReply(res);
+}
+
+// Request smuggling's preconditions: more than one Content-Length, or a
+// Content-Length beside a Transfer-Encoding (RFC 9112 section 6.3: a server
+// must treat that as an error and close). Returns the problem, or empty.
+std::string AmbiguousFraming(const httplib::Request& req) {
+  const size_t lengths = req.get_header_value_count("Content-Length");
+  if (lengths > 1) {
+    return absl::StrCat(lengths, " Content-Length headers (at most one is allowed)");
+  }
+  if (lengths == 1 && req.has_header("Transfer-Encoding")) {
+    return "both Content-Length and Transfer-Encoding (the body's length is ambiguous)";
+  }
+  if (req.get_header_value_count("Transfer-Encoding") > 1) {
+    return "more than one Transfer-Encoding header";
+  }
+  return "";
+}
+
 std::pair<time_t, time_t> SecUsec(absl::Duration d) {
   const int64_t us = std::max<int64_t>(absl::ToInt64Microseconds(d), 1000);
   return {static_cast<time_t>(us / 1'000'000), static_cast<time_t>(us % 1'000'000)};
@@ -152,10 +196,11 @@ HttpServer::HttpServer(HttpServerOptions options, Decider& decider, ExtenderMetr
   server.set_expect_100_continue_handler(
       [this](const httplib::Request& req, httplib::Response& res) {
         const int status = CheckDeclaredLength(req, res);
+        if (status != 0) CloseAfterReply(res);  // a body sent anyway is not read
         return status == 0 ? 100 : status;
       });
   server.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
-    if (!res.body.empty()) return;
+    if (!res.body.empty() || res.content_length_ > 0) return;  // already answered
     std::string message = res.status == 404
                               ? absl::StrCat("no route for ", req.method, " ", req.path)
                               : absl::StrCat("request failed with HTTP status ", res.status);
@@ -201,17 +246,21 @@ httplib::Server::HandlerResponse HttpServer::PreRoute(const httplib::Request& re
                                                       httplib::Response& res) {
   const std::optional<Verb> verb = VerbOf(req.path);
   if (tl_overflow_connection) {
-    SetJsonError(res, 503, "too many connections; retry later");
-    res.set_header("Connection", "close");
+    SetJsonErrorAndClose(res, 503, "too many connections; retry later");
     if (verb) metrics_.RecordRequest(*verb, 503, absl::ZeroDuration());
     return httplib::Server::HandlerResponse::Handled;
   }
   if (filter_ && filter_(req, res)) return httplib::Server::HandlerResponse::Handled;
+  if (const std::string ambiguous = AmbiguousFraming(req); !ambiguous.empty()) {
+    SetJsonErrorAndClose(res, 400, absl::StrCat("refused: ", ambiguous));
+    if (verb) metrics_.RecordRequest(*verb, 400, absl::ZeroDuration());
+    return httplib::Server::HandlerResponse::Handled;
+  }
   if (req.method == "POST" && verb.has_value() && options_.scheduler_verbs) {
     const int status = CheckDeclaredLength(req, res);
     if (status != 0) {
-      // The body (if the client sends it) is never read: ask the client to close.
-      res.set_header("Connection", "close");
+      // The body (if the client sends it) is never read: the connection closes.
+      CloseAfterReply(res);
       metrics_.RecordRequest(*verb, status, absl::ZeroDuration());
       return httplib::Server::HandlerResponse::Handled;
     }
@@ -258,7 +307,8 @@ void HttpServer::HandleScheduler(Verb verb, const httplib::Request& req, httplib
       status = 400;
       SetJsonError(res, status, "could not read the request body (truncated or timed out)");
     }
-    res.set_header("Connection", "close");
+    // The rest of the body is unread: the connection closes after the reply.
+    CloseAfterReply(res);
   } else {
     scratch->body.Seal();
     status = handler_.Handle(verb, *scratch);

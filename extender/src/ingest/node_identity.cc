@@ -476,6 +476,11 @@ absl::StatusOr<NodeIdentity> TokenVerifier::Verify(std::string_view token) const
   if (now > *exp + options_.leeway) {
     return Unauthenticated(absl::StrCat("expired at ", absl::FormatTime(*exp)));
   }
+  if (*exp - now > options_.max_lifetime + options_.leeway) {
+    return Unauthenticated(absl::StrCat("expires at ", absl::FormatTime(*exp), ", more than ",
+                                        absl::FormatDuration(options_.max_lifetime),
+                                        " from now (grpc.identity.maxTokenLifetime)"));
+  }
   if (payload.contains("nbf")) {
     const std::optional<absl::Time> nbf = NumericDate(payload, "nbf");
     if (!nbf) return Unauthenticated("\"nbf\" is not a date");

@@ -46,6 +46,10 @@ struct NodeIdentityOptions {
   // When not empty, "sub" must be one of these ("system:serviceaccount:NS:NAME").
   std::vector<std::string> allowed_subjects;
   absl::Duration leeway = absl::Seconds(30);  // clock skew allowed on exp and nbf
+  // A token whose "exp" is further than this from now is refused: a stolen
+  // long-lived token (one minted for year 2999) must not be usable forever.
+  // Projected ServiceAccount tokens last one hour (the chart) to 48 hours.
+  absl::Duration max_lifetime = absl::Hours(48);
   // How often the key files are checked for changes (Create only); zero: at every Verify.
   absl::Duration reload_interval = absl::Seconds(10);
   // Told of every reload of changed key files: done (true) or refused (false);

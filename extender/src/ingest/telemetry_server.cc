@@ -1,5 +1,7 @@
 #include "extender/src/ingest/telemetry_server.h"
 
+#include <malloc.h>
+
 #include <algorithm>
 #include <chrono>
 #include <climits>
@@ -52,9 +54,12 @@ class RefusedReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, gr
 // identity, ingest it, ack it, read the next.
 class ReportReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
  public:
-  ReportReactor(ExtenderCore& core, IngestCounters& counters, const IngestPolicy& policy,
-                const Clock& clock, std::optional<NodeIdentity> identity, std::string peer)
-      : core_(core),
+  ReportReactor(TelemetryService& service, grpc::CallbackServerContext* context, ExtenderCore& core,
+                IngestCounters& counters, const IngestPolicy& policy, const Clock& clock,
+                std::optional<NodeIdentity> identity, std::string peer)
+      : service_(service),
+        handle_(std::make_shared<TelemetryService::StreamHandle>()),
+        core_(core),
         counters_(counters),
         policy_(policy),
         clock_(clock),
@@ -63,7 +68,9 @@ class ReportReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grp
         tokens_(policy.report_burst),
         last_refill_(clock.Now()) {
     counters_.streams_opened.fetch_add(1, std::memory_order_relaxed);
-    counters_.streams_open.fetch_add(1, std::memory_order_relaxed);
+    handle_->context = context;
+    // With an identity the node is known now: this stream supersedes the node's older one.
+    if (identity_.has_value()) ClaimNode(identity_->node_name);
     StartRead(&request_);
   }
 
@@ -71,7 +78,15 @@ class ReportReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grp
     // Ingest yields the CPU to the scheduling path (common/thread_priority.h).
     LowerThisThreadPriority(kIngestNiceIncrement, policy_.idle_ingest_threads);
     if (!ok) {  // the agent closed its side (or the call was cancelled)
-      Finish(grpc::Status::OK);
+      Finish(handle_->superseded.load()
+                 ? grpc::Status(grpc::StatusCode::ABORTED,
+                                "superseded by a newer stream for the same node")
+                 : grpc::Status::OK);
+      return;
+    }
+    if (handle_->superseded.load()) {
+      Finish(grpc::Status(grpc::StatusCode::ABORTED,
+                          "superseded by a newer stream for the same node"));
       return;
     }
     if (const size_t bytes = request_.Length(); bytes > policy_.max_report_bytes) {
@@ -117,8 +132,12 @@ class ReportReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grp
       return;
     }
     const uint64_t sequence = report_.sequence();
+    const std::string node = report_.node_name();
+    // Without an identity the first report names the node.
+    if (claimed_node_.empty()) ClaimNode(node);
+    dropped_.clear();
     // Handed over, not copied; the next message is parsed into a fresh report_.
-    const absl::Status status = core_.Ingest(std::move(report_));
+    const absl::Status status = core_.Ingest(std::move(report_), &dropped_);
     report_.Clear();
     if (!status.ok()) {
       counters_.reports_rejected.fetch_add(1, std::memory_order_relaxed);
@@ -129,6 +148,16 @@ class ReportReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grp
     counters_.reports_accepted.fetch_add(1, std::memory_order_relaxed);
     tv1::ReportAck ack;
     ack.set_sequence(sequence);
+    if (!dropped_.empty()) {
+      counters_.pods_dropped.fetch_add(dropped_.size(), std::memory_order_relaxed);
+      for (const InvalidPod& pod : dropped_) {
+        tv1::DroppedPod* d = ack.add_dropped_pods();
+        d->set_index(pod.index);
+        d->set_uid(pod.uid);
+        d->set_reason(pod.reason);
+      }
+      LogDroppedPods(node);
+    }
     bool own_buffer = false;
     response_.Clear();
     if (!grpc::SerializationTraits<tv1::ReportAck>::Serialize(ack, &response_, &own_buffer).ok()) {
@@ -148,8 +177,15 @@ class ReportReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grp
   }
 
   void OnDone() override {
+    {
+      std::lock_guard<std::mutex> lock(handle_->mu);
+      handle_->context = nullptr;
+    }
+    if (!claimed_node_.empty()) service_.Forget(claimed_node_, handle_);
     counters_.streams_open.fetch_sub(1, std::memory_order_relaxed);
+    TelemetryService& service = service_;
     delete this;
+    service.NoteStreamClosed();
   }
 
  private:
@@ -167,6 +203,27 @@ class ReportReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grp
     Finish(status);
   }
 
+  // One line per TelemetryService::kDroppedPodLogInterval at most, process-wide:
+  // a node sending a bad record every second cannot flood the log.
+  void LogDroppedPods(const std::string& node) {
+    const int64_t now_ns = absl::ToUnixNanos(clock_.Now());
+    int64_t last = counters_.dropped_log_last_ns.load(std::memory_order_relaxed);
+    const int64_t interval_ns = absl::ToInt64Nanoseconds(TelemetryService::kDroppedPodLogInterval);
+    if ((last != INT64_MIN && now_ns - last < interval_ns) ||
+        !counters_.dropped_log_last_ns.compare_exchange_strong(last, now_ns)) {
+      counters_.dropped_log_suppressed.fetch_add(dropped_.size(), std::memory_order_relaxed);
+      return;
+    }
+    const uint64_t held = counters_.dropped_log_suppressed.exchange(0);
+    spdlog::warn(
+        "telemetry from node \"{}\" ({}): {} invalid pod record(s) dropped, the rest of the "
+        "report accepted; first: uid \"{}\": {}{}",
+        Clip(node), peer_, dropped_.size(), dropped_.front().uid, dropped_.front().reason,
+        held == 0
+            ? std::string()
+            : absl::StrCat(" (", held, " more dropped records not logged since the last line)"));
+  }
+
   bool TakeToken() {
     if (policy_.max_reports_per_second <= 0) return true;
     const absl::Time now = clock_.Now();
@@ -178,6 +235,14 @@ class ReportReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grp
     return true;
   }
 
+  void ClaimNode(const std::string& node) {
+    claimed_node_ = node;
+    service_.Claim(node, handle_);
+  }
+
+  TelemetryService& service_;
+  const std::shared_ptr<TelemetryService::StreamHandle> handle_;
+  std::string claimed_node_;  // the node whose one stream this is
   ExtenderCore& core_;
   IngestCounters& counters_;
   const IngestPolicy& policy_;
@@ -189,6 +254,7 @@ class ReportReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grp
   grpc::ByteBuffer request_;
   grpc::ByteBuffer response_;
   tv1::NodeReport report_;  // reused across reports: keeps its allocations
+  std::vector<InvalidPod> dropped_;
 };
 
 }  // namespace
@@ -216,7 +282,56 @@ grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* TelemetryService::R
     }
     identity = std::move(*verified);
   }
-  return new ReportReactor(core_, counters_, policy_, clock, std::move(identity), context->peer());
+  // The global cap, counted before the stream exists.
+  if (counters_.streams_open.fetch_add(1, std::memory_order_relaxed) >=
+      static_cast<int64_t>(policy_.max_streams)) {
+    counters_.streams_open.fetch_sub(1, std::memory_order_relaxed);
+    counters_.streams_over_limit.fetch_add(1, std::memory_order_relaxed);
+    return new RefusedReactor(grpc::Status(
+        grpc::StatusCode::RESOURCE_EXHAUSTED,
+        absl::StrCat(policy_.max_streams, " telemetry streams are open (grpc.maxStreams)")));
+  }
+  return new ReportReactor(*this, context, core_, counters_, policy_, clock, std::move(identity),
+                           context->peer());
+}
+
+void TelemetryService::Claim(const std::string& node, const std::shared_ptr<StreamHandle>& stream) {
+  std::shared_ptr<StreamHandle> older;
+  {
+    std::lock_guard<std::mutex> lock(streams_mu_);
+    std::shared_ptr<StreamHandle>& slot = stream_of_node_[node];
+    if (slot == stream) return;
+    older = std::exchange(slot, stream);
+  }
+  if (older == nullptr) return;
+  older->superseded.store(true);
+  counters_.streams_superseded.fetch_add(1, std::memory_order_relaxed);
+  // Cancelled now, so that a silent older stream does not linger; its
+  // reactions run after this one returns (gRPC defers them).
+  std::lock_guard<std::mutex> lock(older->mu);
+  if (older->context != nullptr) older->context->TryCancel();
+}
+
+void TelemetryService::Forget(const std::string& node,
+                              const std::shared_ptr<StreamHandle>& stream) {
+  std::lock_guard<std::mutex> lock(streams_mu_);
+  auto it = stream_of_node_.find(node);
+  if (it != stream_of_node_.end() && it->second == stream) stream_of_node_.erase(it);
+}
+
+void TelemetryService::NoteStreamClosed() {
+  // Thousands of closed streams leave their buffers in malloc's free lists
+  // (8,000 streams: +152 MB that stayed). Give them back at most every 10 s,
+  // once 64 streams or more have closed since the last time.
+  if (closed_since_trim_.fetch_add(1, std::memory_order_relaxed) + 1 < 64) return;
+  const int64_t now_ns = absl::ToUnixNanos(absl::Now());
+  int64_t last = last_trim_ns_.load(std::memory_order_relaxed);
+  if (now_ns - last < absl::ToInt64Nanoseconds(absl::Seconds(10)) ||
+      !last_trim_ns_.compare_exchange_strong(last, now_ns)) {
+    return;
+  }
+  closed_since_trim_.store(0, std::memory_order_relaxed);
+  ::malloc_trim(0);
 }
 
 void AppendIngestRefusals(const IngestCounters& c, std::string& out) {
@@ -234,15 +349,24 @@ void AppendIngestRefusals(const IngestCounters& c, std::string& out) {
       {"node_mismatch", node_mismatch},
       {"unauthenticated", c.streams_unauthenticated.load(std::memory_order_relaxed)},
       {"token_expired", c.streams_token_expired.load(std::memory_order_relaxed)},
+      {"superseded", c.streams_superseded.load(std::memory_order_relaxed)},
+      {"too_many_streams", c.streams_over_limit.load(std::memory_order_relaxed)},
   };
   absl::StrAppend(&out,
                   "# HELP neighborly_ingest_refused_total Telemetry refused, by reason: reports "
                   "(invalid, malformed, too_large, rate_limited, node_mismatch) or whole streams "
-                  "(unauthenticated, token_expired).\n"
+                  "(unauthenticated, token_expired, superseded by the node's newer stream, "
+                  "too_many_streams).\n"
                   "# TYPE neighborly_ingest_refused_total counter\n");
   for (const auto& [reason, count] : reasons) {
     absl::StrAppend(&out, "neighborly_ingest_refused_total{reason=\"", reason, "\"} ", count, "\n");
   }
+  absl::StrAppend(&out,
+                  "# HELP neighborly_ingest_pods_dropped_total Invalid pod records left out of "
+                  "otherwise accepted reports (each named in the report's ack).\n"
+                  "# TYPE neighborly_ingest_pods_dropped_total counter\n"
+                  "neighborly_ingest_pods_dropped_total ",
+                  c.pods_dropped.load(std::memory_order_relaxed), "\n");
 }
 
 absl::StatusOr<std::unique_ptr<TelemetryServer>> TelemetryServer::Start(ExtenderCore& core,
@@ -278,6 +402,9 @@ absl::StatusOr<std::unique_ptr<TelemetryServer>> TelemetryServer::Start(Extender
   // behind, 5,000 streams' unread reports piled up in transport buffers (RSS
   // +400 MiB in 10 minutes in bench/soak_load). Reports are ~15 KB; 64 KiB of
   // lookahead keeps a few per stream and still streams a 1,000-pod report.
+  // Identity tokens may be up to kMaxTokenBytes (16 KiB); gRPC's default
+  // metadata limit (8 KiB) refused them above ~8 KB with its own error.
+  builder.AddChannelArgument(GRPC_ARG_MAX_METADATA_SIZE, static_cast<int>(kMaxTokenBytes + 8192));
   builder.AddChannelArgument(GRPC_ARG_HTTP2_BDP_PROBE, 0);
   builder.AddChannelArgument(GRPC_ARG_HTTP2_STREAM_LOOKAHEAD_BYTES, 64 * 1024);
   server->server_ = builder.BuildAndStart();

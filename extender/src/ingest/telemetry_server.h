@@ -20,6 +20,7 @@
 #include <mutex>
 #include <string>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "common/clock.h"
@@ -44,9 +45,20 @@ struct IngestCounters {
   std::atomic<uint64_t> reports_node_mismatch{0};    // node_name not the token's node
   std::atomic<uint64_t> streams_unauthenticated{0};  // no or invalid identity token
   std::atomic<uint64_t> streams_token_expired{0};    // token expired while streaming
+  // Invalid pod records left out of otherwise accepted reports (named in the ack).
+  std::atomic<uint64_t> pods_dropped{0};
+  // Streams ended because the same node opened a newer one, and streams refused
+  // at open because IngestPolicy::max_streams were open.
+  std::atomic<uint64_t> streams_superseded{0};
+  std::atomic<uint64_t> streams_over_limit{0};
+  // Log lines about dropped pod records: at most one per kDroppedPodLogInterval,
+  // the next line says how many were held back.
+  std::atomic<int64_t> dropped_log_last_ns{INT64_MIN};
+  std::atomic<uint64_t> dropped_log_suppressed{0};
 };
 
-// Appends neighborly_ingest_refused_total{reason} (HELP and TYPE included) for /metrics.
+// Appends neighborly_ingest_refused_total{reason} and
+// neighborly_ingest_pods_dropped_total (HELP and TYPE included) for /metrics.
 void AppendIngestRefusals(const IngestCounters& counters, std::string& out);
 
 // What every stream is held to.
@@ -64,6 +76,10 @@ struct IngestPolicy {
   // grpc.ingestScheduling: ingest threads run SCHED_IDLE (true) or only at
   // nice +10 (common/thread_priority.h).
   bool idle_ingest_threads = true;
+  // Streams open at once (grpc.maxStreams); more are refused at open with
+  // RESOURCE_EXHAUSTED. Per node there is one: a node's newer stream (by its
+  // identity token's node, else its first report's node_name) cancels the older.
+  size_t max_streams = 50'000;
 };
 
 // The service alone (tests and embedders may register it on their own server).
@@ -79,11 +95,32 @@ class TelemetryService final : public telemetry::v1::Telemetry::WithRawCallbackM
 
   const IngestCounters& counters() const { return counters_; }
 
+  // A stream as the service sees it: valid while `context` is set (under mu).
+  struct StreamHandle {
+    std::mutex mu;
+    grpc::CallbackServerContext* context = nullptr;  // null once the stream is done
+    std::atomic<bool> superseded{false};
+  };
+  // Makes `stream` the one stream of `node`, cancelling the one it replaces.
+  void Claim(const std::string& node, const std::shared_ptr<StreamHandle>& stream);
+  // `stream` is done: forget it (if it is still its node's stream).
+  void Forget(const std::string& node, const std::shared_ptr<StreamHandle>& stream);
+  // After streams closed: return freed memory to the system now and then.
+  void NoteStreamClosed();
+
+  // At most one log line about dropped pod records per this interval.
+  static constexpr absl::Duration kDroppedPodLogInterval = absl::Seconds(10);
+
  private:
   ExtenderCore& core_;
   IngestPolicy policy_;
   RealClock real_clock_;
   IngestCounters counters_;
+  std::mutex streams_mu_;
+  // guarded by streams_mu_
+  absl::flat_hash_map<std::string, std::shared_ptr<StreamHandle>> stream_of_node_;
+  std::atomic<int64_t> last_trim_ns_{0};
+  std::atomic<uint64_t> closed_since_trim_{0};
 };
 
 class TelemetryServer {

@@ -85,14 +85,17 @@ TEST_F(TelemetryServerTest, InvalidReportEndsTheStreamWithInvalidArgumentAndChan
   grpc::ClientContext ctx;
   SetDeadline(ctx);
   auto stream = stub_->Report(&ctx);
+  // A problem outside the pod records refuses the whole report (an invalid pod
+  // record alone is dropped: ingest_limits_test.cc).
   tv1::NodeReport bad = TwoSocketNode("node-1", 2);
-  AddPod(bad, {.uid = "u", .name = "p", .exclusive_cpus = "99"});
+  AddPod(bad, {.uid = "u", .name = "p"});
+  bad.mutable_topology()->mutable_l3_domains(0)->set_numa_node(7);
   stream->Write(bad);
   tv1::ReportAck ack;
   EXPECT_FALSE(stream->Read(&ack));
   grpc::Status status = stream->Finish();
   EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
-  EXPECT_THAT(status.error_message(), HasSubstr("pods[0].exclusive_cpus"));
+  EXPECT_THAT(status.error_message(), HasSubstr("topology.l3_domains[0].numa_node"));
   EXPECT_EQ(core_.Node("node-1")->sequence, 1u);
   EXPECT_TRUE(core_.Node("node-1")->pods.empty());
   EXPECT_EQ(server_->stats().reports_rejected, 1u);

@@ -44,26 +44,36 @@ bool BookingLedger::Book(std::string_view node, Booking booking) {
   return true;
 }
 
-size_t BookingLedger::Release(const std::vector<std::string_view>& pod_uids) {
+void BookingLedger::BookedElsewhere(std::string_view node,
+                                    const std::vector<std::string_view>& pod_uids,
+                                    std::vector<bool>& out) const {
+  out.clear();
+  if (count_.load(std::memory_order_relaxed) == 0) return;
+  out.assign(pod_uids.size(), false);
+  std::lock_guard<std::mutex> lock(mu_);
+  for (size_t i = 0; i < pod_uids.size(); ++i) {
+    auto it = node_of_uid_.find(Av(pod_uids[i]));
+    out[i] = it != node_of_uid_.end() && it->second != node;
+  }
+}
+
+size_t BookingLedger::Release(std::string_view node,
+                              const std::vector<std::string_view>& pod_uids) {
   if (count_.load(std::memory_order_relaxed) == 0) return 0;
   std::lock_guard<std::mutex> lock(mu_);
-  std::vector<std::string> touched;
   size_t released = 0;
   for (std::string_view uid : pod_uids) {
     auto it = node_of_uid_.find(Av(uid));
-    if (it == node_of_uid_.end()) continue;
+    if (it == node_of_uid_.end() || it->second != node) continue;
     auto& list = by_node_[it->second];
     list.erase(std::remove_if(list.begin(), list.end(),
                               [&](const Booking& b) { return b.pod_uid == uid; }),
                list.end());
-    touched.push_back(it->second);
     node_of_uid_.erase(it);
     ++released;
   }
   count_.fetch_sub(released, std::memory_order_relaxed);
-  std::sort(touched.begin(), touched.end());
-  touched.erase(std::unique(touched.begin(), touched.end()), touched.end());
-  for (const std::string& node : touched) PublishLocked(node);
+  if (released > 0) PublishLocked(std::string(node));
   return released;
 }
 

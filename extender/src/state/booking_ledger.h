@@ -1,13 +1,14 @@
 // In-flight bookings: after prioritize, the incoming pod's footprint is booked
-// on its best node until an agent reports the pod running (on any node) or
-// the booking expires, so a burst of pods does not herd onto one node.
+// on its best node until that node's agent reports the pod running or the
+// booking expires, so a burst of pods does not herd onto one node. Another
+// node's report never releases it (docs/security.md, scoped learning).
 //
 // Bookings are published per node into ClusterState::Entry::bookings as an
 // immutable list, so evaluation reads them without locks.
 //
 //   BookingLedger ledger(state);
 //   ledger.Book("node-3", MakeBooking(uid, request, decision, now + ttl));
-//   ledger.Release(uids_in_report);      // from ingest
+//   ledger.Release("node-3", uids_in_report);   // from node-3's report
 //   ledger.Expire(now);                  // now and then
 #ifndef NEIGHBORLY_EXTENDER_SRC_STATE_BOOKING_LEDGER_H_
 #define NEIGHBORLY_EXTENDER_SRC_STATE_BOOKING_LEDGER_H_
@@ -38,8 +39,15 @@ class BookingLedger {
   // (the state is full).
   bool Book(std::string_view node, Booking booking);
 
-  // Releases the bookings of these pod UIDs; returns how many were released.
-  size_t Release(const std::vector<std::string_view>& pod_uids);
+  // Releases the bookings of these pod UIDs that are booked on `node` (the
+  // node whose report shows them); bookings on other nodes stay. Returns how
+  // many were released.
+  size_t Release(std::string_view node, const std::vector<std::string_view>& pod_uids);
+
+  // For each UID (out[i] answers pod_uids[i]): whether it is booked on a node
+  // other than `node`. Empty `out` when nothing is booked at all.
+  void BookedElsewhere(std::string_view node, const std::vector<std::string_view>& pod_uids,
+                       std::vector<bool>& out) const;
 
   // Drops bookings whose expiry has passed; cheap when none is due, and
   // proportional to the bookings that expire (not to all bookings) when some are.

@@ -47,54 +47,138 @@ absl::Status WriteAll(int fd, const std::string& data, const std::string& path) 
 
 }  // namespace
 
-PodRegistry::PodRegistry(size_t capacity)
+PodRegistry::PodRegistry(size_t capacity, size_t max_per_owner)
     : capacity_(capacity == 0 ? 1 : capacity),
       shard_count_(std::clamp<size_t>(capacity_ / kMinPerShard, 1, kMaxShards)),
-      shard_capacity_((capacity_ + shard_count_ - 1) / shard_count_) {}
+      shard_capacity_((capacity_ + shard_count_ - 1) / shard_count_),
+      shard_owner_quota_(
+          max_per_owner == SIZE_MAX
+              ? SIZE_MAX
+              : std::max<size_t>(1, (max_per_owner + shard_count_ - 1) / shard_count_)) {}
 
 PodRegistry::Shard& PodRegistry::ShardOf(std::string_view uid) const {
   return shards_[shard_count_ == 1 ? 0 : std::hash<std::string_view>()(uid) % shard_count_];
 }
 
+uint32_t PodRegistry::OwnerId(std::string_view owner) {
+  std::lock_guard<std::mutex> lock(owners_mu_);
+  auto it = owner_ids_.find(Av(owner));
+  if (it != owner_ids_.end()) return it->second;
+  const uint32_t id = static_cast<uint32_t>(owner_names_.size());
+  owner_names_.emplace_back(owner);
+  owner_ids_.emplace(owner_names_.back(), id);
+  return id;
+}
+
+std::string_view PodRegistry::OwnerName(uint32_t id) const {
+  std::lock_guard<std::mutex> lock(owners_mu_);
+  return id < owner_names_.size() ? std::string_view(owner_names_[id]) : std::string_view();
+}
+
+void PodRegistry::EvictOldestLocked(Shard& shard, uint32_t owner) {
+  auto it = shard.by_owner.find(owner);
+  if (it == shard.by_owner.end() || it->second.empty()) return;
+  shard.by_uid.erase(it->second.back().uid);
+  it->second.pop_back();
+  --shard.size;
+  if (it->second.empty()) shard.by_owner.erase(it);
+}
+
 void PodRegistry::InsertLocked(Shard& shard, Entry entry) {
   if (auto it = shard.by_uid.find(entry.uid); it != shard.by_uid.end()) {
-    it->second->pod = entry.pod;
-    it->second->last_seen = entry.last_seen;
-    shard.lru.splice(shard.lru.begin(), shard.lru, it->second);
+    Entry& e = *it->second;
+    e.pod = entry.pod;
+    e.last_seen = entry.last_seen;
+    if (e.owner == entry.owner) {
+      Lru& lru = shard.by_owner[e.owner];
+      lru.splice(lru.begin(), lru, it->second);
+      return;
+    }
+    // Taught by a new owner: move it to that owner's partition.
+    Lru& to = shard.by_owner[entry.owner];  // may rehash: find `from` after it
+    auto from = shard.by_owner.find(e.owner);
+    e.owner = entry.owner;
+    to.splice(to.begin(), from->second, it->second);
+    if (from->second.empty()) shard.by_owner.erase(from);
+    while (to.size() > shard_owner_quota_) EvictOldestLocked(shard, entry.owner);
     return;
   }
-  shard.lru.push_front(std::move(entry));
-  shard.by_uid.emplace(shard.lru.front().uid, shard.lru.begin());
-  while (shard.lru.size() > shard_capacity_) {
-    shard.by_uid.erase(shard.lru.back().uid);
-    shard.lru.pop_back();
+  const uint32_t owner = entry.owner;
+  Lru& lru = shard.by_owner[owner];
+  if (lru.size() >= shard_owner_quota_) {
+    EvictOldestLocked(shard, owner);  // a full partition forgets its own
+  } else if (shard.size >= shard_capacity_) {
+    const size_t fair = std::max<size_t>(1, shard_capacity_ / shard.by_owner.size());
+    uint32_t victim = owner;
+    if (lru.size() < fair) {
+      size_t most = 0;
+      for (const auto& [id, list] : shard.by_owner) {
+        if (list.size() > most) {
+          most = list.size();
+          victim = id;
+        }
+      }
+    }
+    EvictOldestLocked(shard, victim);
   }
+  Lru& target = shard.by_owner[owner];  // EvictOldestLocked may have erased it
+  target.push_front(std::move(entry));
+  shard.by_uid.emplace(target.front().uid, target.begin());
+  ++shard.size;
 }
 
 void PodRegistry::Remember(std::string_view uid, const RememberedPod& pod, absl::Time now) {
+  Remember(kScheduler, uid, pod, now);
+}
+
+void PodRegistry::Remember(std::string_view owner, std::string_view uid, const RememberedPod& pod,
+                           absl::Time now) {
   if (uid.empty()) return;
+  const uint32_t owner_id = OwnerId(owner);
   Shard& shard = ShardOf(uid);
   std::unique_lock lock(shard.mu);
-  InsertLocked(shard, Entry{std::string(uid), pod, now});
+  InsertLocked(shard, Entry{std::string(uid), pod, now, owner_id});
 }
 
 std::optional<RememberedPod> PodRegistry::Lookup(std::string_view uid) const {
+  return Lookup(uid, nullptr);
+}
+
+std::optional<RememberedPod> PodRegistry::Lookup(std::string_view uid,
+                                                 std::string_view* owner) const {
   const Shard& shard = ShardOf(uid);
-  std::shared_lock lock(shard.mu);
-  auto it = shard.by_uid.find(Av(uid));
-  if (it == shard.by_uid.end()) return std::nullopt;
-  return it->second->pod;
+  uint32_t owner_id = 0;
+  std::optional<RememberedPod> out;
+  {
+    std::shared_lock lock(shard.mu);
+    auto it = shard.by_uid.find(Av(uid));
+    if (it == shard.by_uid.end()) return std::nullopt;
+    out = it->second->pod;
+    owner_id = it->second->owner;
+  }
+  if (owner != nullptr) *owner = OwnerName(owner_id);
+  return out;
 }
 
 void PodRegistry::LookupMany(const std::vector<std::string_view>& uids,
-                             std::vector<std::optional<RememberedPod>>& out) const {
+                             std::vector<std::optional<RememberedPod>>& out,
+                             std::vector<std::string_view>* owners) const {
   out.assign(uids.size(), std::nullopt);
+  std::vector<uint32_t> owner_ids(owners != nullptr ? uids.size() : 0, 0);
   // One short hold per UID: never one lock across a whole report.
   for (size_t i = 0; i < uids.size(); ++i) {
     const Shard& shard = ShardOf(uids[i]);
     std::shared_lock lock(shard.mu);
     auto it = shard.by_uid.find(Av(uids[i]));
-    if (it != shard.by_uid.end()) out[i] = it->second->pod;
+    if (it == shard.by_uid.end()) continue;
+    out[i] = it->second->pod;
+    if (owners != nullptr) owner_ids[i] = it->second->owner;
+  }
+  if (owners == nullptr) return;
+  owners->assign(uids.size(), std::string_view());
+  std::lock_guard<std::mutex> lock(owners_mu_);
+  for (size_t i = 0; i < uids.size(); ++i) {
+    if (out[i]) (*owners)[i] = owner_names_[owner_ids[i]];
   }
 }
 
@@ -102,7 +186,24 @@ size_t PodRegistry::size() const {
   size_t n = 0;
   for (size_t i = 0; i < shard_count_; ++i) {
     std::shared_lock lock(shards_[i].mu);
-    n += shards_[i].lru.size();
+    n += shards_[i].size;
+  }
+  return n;
+}
+
+size_t PodRegistry::size_of(std::string_view owner) const {
+  uint32_t id;
+  {
+    std::lock_guard<std::mutex> lock(owners_mu_);
+    auto it = owner_ids_.find(Av(owner));
+    if (it == owner_ids_.end()) return 0;
+    id = it->second;
+  }
+  size_t n = 0;
+  for (size_t i = 0; i < shard_count_; ++i) {
+    std::shared_lock lock(shards_[i].mu);
+    auto it = shards_[i].by_owner.find(id);
+    if (it != shards_[i].by_owner.end()) n += it->second.size();
   }
   return n;
 }
@@ -113,7 +214,9 @@ absl::Status PodRegistry::Save(const std::string& path, const StateSections& sec
   std::vector<Entry> entries;
   for (size_t i = 0; i < shard_count_; ++i) {
     std::shared_lock lock(shards_[i].mu);
-    entries.insert(entries.end(), shards_[i].lru.rbegin(), shards_[i].lru.rend());
+    for (const auto& [owner, lru] : shards_[i].by_owner) {
+      entries.insert(entries.end(), lru.rbegin(), lru.rend());
+    }
   }
   // Oldest first, across shards: Load replays in order.
   std::stable_sort(entries.begin(), entries.end(),
@@ -125,6 +228,7 @@ absl::Status PodRegistry::Save(const std::string& path, const StateSections& sec
                         {"source", std::string(ClassSourceName(e.pod.source))},
                         {"last_seen_unix_ns", absl::ToUnixNanos(e.last_seen)}};
     if (!e.pod.workload.empty()) p["workload"] = e.pod.workload;
+    if (e.owner != 0) p["node"] = std::string(OwnerName(e.owner));
     if (e.pod.hints.llc_bytes) p["llc_bytes"] = *e.pod.hints.llc_bytes;
     if (e.pod.hints.membw_bytes_per_second) {
       p["membw_bytes_per_second"] = *e.pod.hints.membw_bytes_per_second;
@@ -179,7 +283,14 @@ absl::Status PodRegistry::Load(const std::string& path, StateSections* sections)
     }
   }
   ec.clear();
-  if (!std::filesystem::exists(path, ec) && !ec) return absl::OkStatus();  // nothing learned yet
+  const std::filesystem::file_status st = std::filesystem::status(path, ec);
+  if (st.type() == std::filesystem::file_type::not_found) return absl::OkStatus();  // nothing yet
+  // Opening a FIFO would wait for a writer forever; a directory or device is
+  // no state file either.
+  if (!ec && st.type() != std::filesystem::file_type::regular) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("pod registry file ", path, " is not a regular file"));
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) return ErrnoStatus("cannot open pod registry file", path);
   std::stringstream buffer;
@@ -221,6 +332,10 @@ absl::Status PodRegistry::Load(const std::string& path, StateSections* sections)
     };
     Entry e;
     std::optional<std::string> uid = str("uid"), cls = str("class"), source = str("source");
+    std::optional<std::string> node = str("node");
+    if (p.contains("node") && (!node || node->empty() || node->size() > 253)) {
+      return corrupt(absl::StrCat(where, ".node invalid"));
+    }
     if (!uid || uid->empty()) return corrupt(absl::StrCat(where, ".uid missing"));
     std::optional<ContentionClass> c = cls ? ParseContentionClass(*cls) : std::nullopt;
     if (!c) return corrupt(absl::StrCat(where, ".class invalid"));
@@ -240,6 +355,7 @@ absl::Status PodRegistry::Load(const std::string& path, StateSections* sections)
     e.pod.contention_class = *c;
     e.pod.source = *s;
     e.last_seen = absl::FromUnixNanos(last_seen.value_or(0));
+    if (node) e.owner = OwnerId(*node);
     entries.push_back(std::move(e));
   }
   if (sections != nullptr) {
@@ -250,8 +366,9 @@ absl::Status PodRegistry::Load(const std::string& path, StateSections* sections)
   }
   for (size_t k = 0; k < shard_count_; ++k) {
     std::unique_lock lock(shards_[k].mu);
-    shards_[k].lru.clear();
+    shards_[k].by_owner.clear();
     shards_[k].by_uid.clear();
+    shards_[k].size = 0;
   }
   for (Entry& e : entries) {
     Shard& shard = ShardOf(e.uid);

@@ -396,8 +396,14 @@ TEST(BookingLedgerTest, BookingsArePublishedPerNodeAndReleasedByReport) {
   EXPECT_EQ(state.view().Find("node-1")->bookings.load()->size(), 1u);
   EXPECT_EQ(state.view().Find("node-2")->bookings.load()->size(), 1u);
   EXPECT_EQ(ledger.size(), 2u);
-  // Any node reporting the pod releases it.
-  EXPECT_EQ(ledger.Release({"p2", "unrelated"}), 1u);
+  // Only the node it is booked on releases it (issue 15: another node's
+  // report naming the pod used to release it).
+  EXPECT_EQ(ledger.Release("node-1", {"p2", "unrelated"}), 0u);
+  EXPECT_EQ(ledger.size(), 2u);
+  std::vector<bool> elsewhere;
+  ledger.BookedElsewhere("node-1", {"p1", "p2", "unrelated"}, elsewhere);
+  EXPECT_EQ(elsewhere, (std::vector<bool>{false, true, false}));
+  EXPECT_EQ(ledger.Release("node-2", {"p2", "unrelated"}), 1u);
   EXPECT_EQ(state.view().Find("node-2")->bookings.load(), nullptr);
   EXPECT_EQ(ledger.size(), 1u);
 }
@@ -432,7 +438,7 @@ TEST(BookingLedgerTest, ExpiryTakesExactlyTheDueBookingsAmongMany) {
   }
   // p0 is booked again (elsewhere) with a later expiry; p1 is released early.
   ledger.Book("node-7", MakeTestBooking("p0", start + absl::Seconds(100)));
-  EXPECT_EQ(ledger.Release({"p1"}), 1u);
+  EXPECT_EQ(ledger.Release("node-1", {"p1"}), 1u);
   EXPECT_EQ(ledger.size(), 2999u);
   // At +1 s, p2..p99 are due (p0 moved, p1 gone): 98 bookings.
   EXPECT_EQ(ledger.Expire(start + absl::Seconds(1)), 98u);

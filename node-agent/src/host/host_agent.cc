@@ -245,22 +245,34 @@ class HostAgentImpl final : public HostAgent {
       if (e == end.end()) continue;
       const PodSample& a = start.at(pod.uid);
       const PodSample& b = e->second;
+      const PodMetadata* m =
+          metadata.ok() && metadata->contains(pod.uid) ? &metadata->at(pod.uid) : nullptr;
+      // Identity: CRI, else /var/log/pods, else /var/lib/kubelet/pods/<uid>.
+      // A pod none of them names is not reported (the extender would drop the
+      // record); it is listed in capabilities.skipped_pods and counted.
+      PodName identity;
+      if (m != nullptr && !m->name.empty() && !m->namespace_name.empty()) {
+        identity = {m->namespace_name, m->name, pod.uid};
+      } else if (names.ok() && names->contains(pod.uid)) {
+        identity = names->at(pod.uid);
+      } else if (absl::StatusOr<PodName> dir = ReadKubeletPodDirName(*fs_, pod.uid); dir.ok()) {
+        identity = *std::move(dir);
+      } else {
+        (*report.mutable_capabilities()->mutable_skipped_pods())[pod.uid] = absl::StrCat(
+            "unidentified: no name from the container runtime (",
+            metadata.ok() ? absl::string_view("no sandbox for this pod")
+                          : metadata.status().message(),
+            "), /var/log/pods (",
+            names.ok() ? absl::string_view("no entry for the pod") : names.status().message(),
+            ") or /var/lib/kubelet/pods (", dir.status().message(), ")");
+        continue;
+      }
       tv1::PodReport* out = report.add_pods();
       out->set_uid(pod.uid);
       out->set_qos_class(pod.qos);
       auto& unavailable = *out->mutable_unavailable();
-      const PodMetadata* m =
-          metadata.ok() && metadata->contains(pod.uid) ? &metadata->at(pod.uid) : nullptr;
-      if (m != nullptr && !m->name.empty()) {
-        out->set_namespace_(m->namespace_name);
-        out->set_name(m->name);
-      } else if (names.ok() && names->contains(pod.uid)) {
-        out->set_namespace_(names->at(pod.uid).namespace_name);
-        out->set_name(names->at(pod.uid).name);
-      } else {
-        unavailable["name"] = names.ok() ? "no /var/log/pods entry for the pod"
-                                         : std::string(names.status().message());
-      }
+      out->set_namespace_(identity.namespace_name);
+      out->set_name(identity.name);
       for (const auto& [metric, reason] : b.unavailable) unavailable[metric] = reason;
       if (m != nullptr) {
         out->mutable_labels()->insert(m->labels.begin(), m->labels.end());

@@ -29,6 +29,15 @@ std::optional<PodName> ParsePodLogDirName(std::string_view dir_name);
 absl::StatusOr<std::map<std::string, PodName>> ReadPodNames(const Filesystem& fs,
                                                             std::string_view dir = "/var/log/pods");
 
+// The kubelet's own directory of a pod, /var/lib/kubelet/pods/<uid>/, when
+// the pod has no log directory: the namespace from its service account volume
+// (volumes/kubernetes.io~projected/*/namespace, or kubernetes.io~secret/*/
+// namespace) and the name from the last line of its etc-hosts (the pod's
+// hostname: its name, cut to 63 characters, unless spec.hostname is set).
+// NotFound naming what is missing when either cannot be read.
+absl::StatusOr<PodName> ReadKubeletPodDirName(const Filesystem& fs, std::string_view uid,
+                                              std::string_view dir = "/var/lib/kubelet/pods");
+
 }  // namespace neighborly::agent
 
 #endif  // NEIGHBORLY_NODE_AGENT_SRC_PODS_POD_NAMES_H_

@@ -64,6 +64,7 @@ void AgentMetrics::RecordWindow(const tv1::NodeReport& report, absl::Duration sa
   }
   ++cost_count_;
   cost_sum_seconds_ += seconds;
+  pods_skipped_unidentified_ += static_cast<uint64_t>(report.capabilities().skipped_pods_size());
 }
 
 void AgentMetrics::RecordFailure() {
@@ -80,6 +81,11 @@ std::string AgentMetrics::Render() const {
   Header(out, "neighborly_agent_window_failures_total", "counter",
          "Windows that could not be measured.");
   Sample(out, "neighborly_agent_window_failures_total", {}, static_cast<double>(failures_));
+  Header(out, "neighborly_agent_pods_skipped_total", "counter",
+         "Pods left out of a window's report, by reason (unidentified: no namespace/name from "
+         "CRI, /var/log/pods or /var/lib/kubelet/pods); one per pod and window.");
+  Sample(out, "neighborly_agent_pods_skipped_total", {{"reason", "unidentified"}},
+         static_cast<double>(pods_skipped_unidentified_));
 
   Header(out, "neighborly_agent_sample_duration_seconds", "histogram",
          "Time the agent spent sampling per window, the window's wait excluded.");

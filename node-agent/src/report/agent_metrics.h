@@ -44,6 +44,9 @@ class AgentMetrics {
   uint64_t cost_count_ ABSL_GUARDED_BY(mu_) = 0;
   double cost_sum_seconds_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t failures_ ABSL_GUARDED_BY(mu_) = 0;
+  // Pod-windows not reported because the pod could not be identified
+  // (capabilities.skipped_pods), summed over windows.
+  uint64_t pods_skipped_unidentified_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace neighborly::agent
