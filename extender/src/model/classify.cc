@@ -83,6 +83,12 @@ PodRequest MakePodRequest(const IncomingPod& pod, const RememberedPod* remembere
   req.memory_bytes = pod.memory_request_bytes > 0 ? pod.memory_request_bytes : 0;
   req.exclusive_cpus = pod.wants_exclusive_cpus || (pod.qos == QosClass::kGuaranteed &&
                                                     millicores > 0 && millicores % 1000 == 0);
+  req.admission = MakeAdmissionRequest(pod);
+  if (!pod.containers.empty()) {
+    // Only Guaranteed containers with integer CPU requests are pinned (issue 14).
+    req.exclusive_cpus = req.admission.pod_exclusive_cpus > 0;
+    if (req.exclusive_cpus) req.cpus = req.admission.pod_exclusive_cpus;
+  }
   return req;
 }
 

@@ -15,6 +15,7 @@
 #include <string_view>
 
 #include "extender/src/model/model_config.h"
+#include "extender/src/model/topology_admission.h"
 #include "extender/src/model/types.h"
 
 namespace neighborly::extender {
@@ -122,6 +123,7 @@ struct PodRequest {
   int64_t memory_bytes = 0;
   std::string pod;   // "namespace/name", for reasons
   std::string note;  // ignored annotations, if any
+  AdmissionRequest admission;  // per-container demand, for the topology manager emulation
 };
 
 PodRequest MakePodRequest(const IncomingPod& pod, const RememberedPod* remembered,

@@ -305,6 +305,26 @@ NodeProfile BuildNodeProfile(const tv1::NodeReport& report, const ModelConfig& c
                           ? static_cast<double>(pod.membw_total_bytes_per_second())
                           : static_cast<double>(hints.membw_bytes_per_second.value_or(
                                 fallback.membw_bytes_per_second));
+    // Issue 14: isolation by footprint (a tiny batch pod blocks nothing) and
+    // by socket (a pinned pod counts on the NUMA nodes it is pinned to).
+    if (resident.contention_class == ContentionClass::kBatch && !resident.aggressor &&
+        llc < static_cast<double>(config.isolation_floor_llc_bytes) &&
+        bw < static_cast<double>(config.isolation_floor_membw_bytes_per_second)) {
+      resident.tiny = true;
+      ++p.tiny_batch_pods;
+      if (--p.batch_pods == 0 || p.batch_example == absl::StrCat("batch pod ", who())) {
+        p.batch_example.clear();  // re-chosen after the loop
+      }
+    } else if (!pod_cpus[i].empty() &&
+               resident.contention_class != ContentionClass::kStandard) {
+      const bool lc = resident.contention_class == ContentionClass::kLatencyCritical;
+      ++(lc ? p.pinned_latency_critical_pods : p.pinned_batch_pods);
+      for (size_t n = 0; n < numa_count; ++n) {
+        if (w.numa[n] <= 0) continue;
+        uint8_t& count = lc ? p.numa[n].pinned_latency_critical : p.numa[n].pinned_batch;
+        if (count < 255) ++count;
+      }
+    }
     const double sensitivity = Sensitivity(resident.contention_class);
     for (size_t n = 0; n < numa_count; ++n) {
       if (w.numa[n] <= 0) continue;
@@ -332,6 +352,21 @@ NodeProfile BuildNodeProfile(const tv1::NodeReport& report, const ModelConfig& c
   }
   for (size_t d = 0; d < p.l3.size(); ++d) {
     if (!p.l3[d].occupancy_measured) p.l3[d].occupancy_bytes = pred_l3_occ[d];
+  }
+  {
+    std::vector<int64_t> free_memory(numa_count);
+    for (size_t n = 0; n < numa_count; ++n) free_memory[n] = p.numa[n].free_memory_bytes;
+    p.admission = BuildAdmissionProfile(report, free_memory);
+  }
+  if (p.batch_pods > 0 && p.batch_example.empty()) {  // a tiny batch pod was the example
+    for (int i = 0; i < pods_in.size(); ++i) {
+      const ResidentPod& r = p.pods[i];
+      if (r.contention_class != ContentionClass::kBatch || r.tiny) continue;
+      const std::string who = absl::StrCat(pods_in[i].namespace_(), "/", pods_in[i].name());
+      p.batch_example = r.aggressor ? absl::StrCat("aggressor pod ", who, " (", r.why, ")")
+                                    : absl::StrCat("batch pod ", who);
+      break;
+    }
   }
   if (p.batch_pods > 0) {
     p.isolation_reason_latency_critical =
