@@ -282,9 +282,9 @@ void EvaluateLoaded(const PodRequest& pod, const NodeProfile& p, const InFlightT
   AdmissionResult placed;
   if (pod.admission.any_hint) {
     const AdmissionProfile& node = p.admission;
-    std::array<int32_t, kMaxAdmissionNumaNodes> booked_cpus{};
-    std::array<int64_t, kMaxAdmissionNumaNodes> booked_memory{};
     AdmissionBooked booked;
+    std::array<int32_t, kMaxAdmissionNumaNodes> booked_cpus;
+    std::array<int64_t, kMaxAdmissionNumaNodes> booked_memory;
     if constexpr (!std::is_same_v<InFlightT, NoInFlight>) {
       for (size_t i = 0; i < node.numa.size(); ++i) {
         booked_cpus[i] = in_flight.cpus(node.numa[i].report_index);

@@ -95,10 +95,11 @@ TopologyHint Compare(const TopologyHint* current, const TopologyHint& candidate,
 }
 
 // Working state: free CPUs, cores and memory per NUMA index.
+// Only the first numa.size() entries are ever read (and all of them are set).
 struct Free {
-  std::array<int32_t, kMaxAdmissionNumaNodes> cpus{};
-  std::array<int32_t, kMaxAdmissionNumaNodes> cores{};
-  std::array<int64_t, kMaxAdmissionNumaNodes> memory{};
+  std::array<int32_t, kMaxAdmissionNumaNodes> cpus;
+  std::array<int32_t, kMaxAdmissionNumaNodes> cores;
+  std::array<int64_t, kMaxAdmissionNumaNodes> memory;
 };
 
 // The static policy's allocation of `request` CPUs with affinity `mask`
@@ -109,13 +110,22 @@ struct Free {
 // available" / SMT alignment failure).
 bool Allocate(size_t numa_count, int32_t request, uint32_t mask, int32_t threads_per_core,
               bool full_pcpus_only, Free& free, AdmissionResult& out) {
-  std::array<uint8_t, kMaxAdmissionNumaNodes> order{};
-  for (size_t i = 0; i < numa_count; ++i) order[i] = static_cast<uint8_t>(i);
-  std::stable_sort(order.begin(), order.begin() + numa_count, [&](uint8_t a, uint8_t b) {
+  // Insertion sort (at most 8 entries; std::stable_sort would allocate a
+  // buffer on every evaluation): in-mask first, then fewest free CPUs, then id.
+  std::array<uint8_t, kMaxAdmissionNumaNodes> order;
+  auto before = [&](uint8_t a, uint8_t b) {
     const bool in_a = (mask >> a) & 1, in_b = (mask >> b) & 1;
     if (in_a != in_b) return in_a;
     return free.cpus[a] < free.cpus[b];
-  });
+  };
+  for (size_t i = 0; i < numa_count; ++i) {
+    size_t j = i;
+    while (j > 0 && before(static_cast<uint8_t>(i), order[j - 1])) {
+      order[j] = order[j - 1];
+      --j;
+    }
+    order[j] = static_cast<uint8_t>(i);
+  }
   int32_t left = request;
   for (size_t k = 0; k < numa_count && left > 0; ++k) {
     const size_t i = order[k];
@@ -408,7 +418,37 @@ bool Admit(const AdmissionProfile& node, const AdmissionRequest& pod, const Admi
     const bool memory_opinion = node.static_memory && pod.guaranteed && memory > 0;
     if (!cpu_opinion && !memory_opinion) return true;
     TopologyHint best{0, true};
-    if (hints) {
+    bool merged = false;
+    if (hints && cpu_opinion && !memory_opinion) {
+      // One provider (the common case): the merge picks its narrowest preferred
+      // hint, the lowest mask among equals, which is the first mask in
+      // increasing order with the preferred width and enough free CPUs. Falls
+      // through to the general merge when there is none.
+      const uint32_t masks = (1u << n) - 1;
+      int min_affinity = static_cast<int>(n);
+      for (uint32_t mask = 1; mask <= masks; ++mask) {
+        int32_t total = 0;
+        for (uint32_t bits = mask; bits != 0; bits &= bits - 1) {
+          total += node.numa[std::countr_zero(bits)].cpus;
+        }
+        if (total >= cpus) min_affinity = std::min(min_affinity, std::popcount(mask));
+      }
+      if (!single || min_affinity == 1) {
+        for (uint32_t mask = 1; mask <= masks && !merged; ++mask) {
+          if (std::popcount(mask) != min_affinity) continue;
+          int32_t available = 0;
+          for (uint32_t bits = mask; bits != 0; bits &= bits - 1) {
+            available += free.cpus[std::countr_zero(bits)];
+          }
+          if (available >= cpus) {
+            best = {mask, true};
+            merged = true;
+          }
+        }
+      }
+      if (merged) out.numa_mask |= best.mask;
+    }
+    if (hints && !merged) {
       std::array<std::span<const TopologyHint>, 2> lists;
       size_t count = 0;
       auto add = [&](HintList& list) {
@@ -457,28 +497,34 @@ bool Admit(const AdmissionProfile& node, const AdmissionRequest& pod, const Admi
         }
         return false;
       }
-      Free trial = free;
-      AdmissionResult before = out;
-      if (!Allocate(n, cpus, best.mask == 0 ? all : best.mask, node.threads_per_core,
-                    node.full_pcpus_only, trial, out)) {
+      // Enough CPUs (whole cores under full-pcpus-only) anywhere on the node?
+      // Allocate takes from outside the hint when it must, so this is the
+      // kubelet's "not enough cpus available".
+      int32_t usable = 0;
+      for (size_t i = 0; i < n; ++i) {
+        usable += node.full_pcpus_only ? free.cores[i] * node.threads_per_core : free.cpus[i];
+      }
+      if (usable < cpus) {
         if (reason != nullptr) {
-          int32_t total = 0;
-          for (size_t i = 0; i < n; ++i) {
-            total += node.full_pcpus_only ? free.cores[i] * node.threads_per_core : free.cpus[i];
-          }
-          *reason = absl::StrCat("CPU manager: ", cpus, " exclusive CPUs requested, ", total,
+          *reason = absl::StrCat("CPU manager: ", cpus, " exclusive CPUs requested, ", usable,
                                  node.full_pcpus_only ? " free on whole cores" : " free", " (",
-                                 cpus - total, " short): ",
-                                 Shortfall(node, free, cpus, 0, false));
+                                 cpus - usable, " short): ", Shortfall(node, free, cpus, 0, false));
         }
         return false;
       }
-      // Init containers' CPUs are reused by the app containers that follow.
+      // Init containers' CPUs are reused by the app containers that follow:
+      // they allocate on copies.
+      Free trial;
+      AdmissionResult before;
+      if (reuse) {
+        trial = free;
+        before = out;
+      }
+      Allocate(n, cpus, best.mask == 0 ? all : best.mask, node.threads_per_core,
+               node.full_pcpus_only, reuse ? trial : free, out);
       if (reuse) {
         out.cpus = before.cpus;
         out.total_cpus = before.total_cpus;
-      } else {
-        free = trial;
       }
     }
     if (memory_opinion && !reuse) {
