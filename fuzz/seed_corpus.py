@@ -31,7 +31,7 @@ FILES_BY_NAME = {
     "mount_table_fuzzer": {"mounts", "mountinfo"},
     "resctrl_text_fuzzer": {"llc_occupancy", "mbm_total_bytes", "mbm_local_bytes"},
     "kubelet_state_json_fuzzer": {"cpu_manager_state", "memory_manager_state"},
-    "kubelet_config_fuzzer": {"config.yaml"},
+    "kubelet_config_fuzzer": {"config.yaml", "kubelet-config.yaml", "cmdline"},
 }
 
 # Hand-written edge cases, beside the fixtures.

@@ -338,6 +338,11 @@ void ExtenderCore::Impl::Decide(std::string_view verb, const IncomingPod& pod,
           if (isolation_text != nullptr) {
             hot_end = reinterpret_cast<const char*>(&(p.*isolation_text) + 1);
           }
+          // A Guaranteed pod meets the kubelet emulation, which reads the
+          // admission profile after the isolation texts (issue 14).
+          if (req.admission.any_hint) {
+            hot_end = reinterpret_cast<const char*>(&p.admission + 1);
+          }
           // Four lines in the usual case (the first four, unrolled), more only
           // for a node with more NUMA nodes or L3 domains than fit inline.
           for (int line = 0; line < 4; ++line) __builtin_prefetch(hot + 64 * line);
@@ -375,6 +380,30 @@ void ExtenderCore::Impl::Decide(std::string_view verb, const IncomingPod& pod,
     });
   } else {
     evaluate(0, nodes.size());
+  }
+
+  // Least-harm fallback (issue 14, off by default): when isolation or headroom
+  // refused every candidate and none passed, take a second look at those
+  // nodes with both filters off and pass the cheapest.
+  if (config.least_harm_fallback &&
+      std::none_of(out.begin(), out.end(), [](const NodeDecision& d) { return d.feasible; })) {
+    size_t best = nodes.size();
+    NodeDecision trial, chosen;
+    for (size_t i = 0; i < nodes.size(); ++i) {
+      if (!IsSoftRejection(out[i])) continue;
+      const ClusterState::Entry* entry = view.Find(nodes[i], NodeNameHash(nodes[i]));
+      const NodeSnapshot* snapshot = entry != nullptr ? entry->snapshot.load() : nullptr;
+      if (snapshot == nullptr) continue;
+      const BookingList* booked = entry->bookings.load();
+      EvaluateNodeLeastHarm(req, &snapshot->profile,
+                            booked ? std::span<const Booking>(*booked) : std::span<const Booking>(),
+                            now, config, trial);
+      if (trial.feasible && (best == nodes.size() || trial.cost < chosen.cost)) {
+        best = i;
+        std::swap(chosen, trial);
+      }
+    }
+    if (best < nodes.size()) out[best] = std::move(chosen);
   }
 
   std::string booked_node;

@@ -147,6 +147,49 @@ TEST_F(ExtenderCoreTest, NoTelemetryPassesEverythingWithTheBlindScore) {
   }
 }
 
+TEST_F(ExtenderCoreTest, LeastHarmFallbackPassesTheCheapestWhenIsolationRefusesEveryNode) {
+  // Issue 14: both nodes carry batch pods; node-2's is lighter.
+  tv1::NodeReport heavy = TwoSocketNode("node-1");
+  AddPod(heavy, {.uid = "b1",
+                 .name = "scan",
+                 .labels = {{"workload-type", "batch"}},
+                 .llc_bytes = 20 << 20,
+                 .membw_bytes_per_second = 9'000'000'000});
+  tv1::NodeReport light = TwoSocketNode("node-2");
+  AddPod(light, {.uid = "b2",
+                 .name = "etl",
+                 .labels = {{"workload-type", "batch"}},
+                 .llc_bytes = 4 << 20,
+                 .membw_bytes_per_second = 1'000'000'000});
+  ModelConfig fallback;
+  fallback.least_harm_fallback = true;
+  ASSERT_TRUE(core_.Ingest(heavy).ok());
+  ASSERT_TRUE(core_.Ingest(light).ok());
+  // Default: refuse (the pod stays Pending).
+  for (const NodeDecision& d : Filter(LatencyCritical("a"), {"node-1", "node-2"})) {
+    EXPECT_FALSE(d.feasible);
+  }
+  ExtenderCore core(fallback, clock_);
+  ASSERT_TRUE(core.Ingest(heavy).ok());
+  ASSERT_TRUE(core.Ingest(light).ok());
+  std::vector<NodeDecision> out;
+  core.Filter(LatencyCritical("a"), std::vector<std::string_view>{"node-1", "node-2"}, out);
+  ASSERT_EQ(out.size(), 2u);
+  EXPECT_FALSE(out[0].feasible);
+  EXPECT_TRUE(out[1].feasible);
+  EXPECT_TRUE(out[1].least_harm);
+  bool explained = false;
+  for (const Term& t : ExplainTerms(out[1])) explained |= t.name == "least_harm_fallback";
+  EXPECT_TRUE(explained);
+  // A node that passes on its own means no fallback.
+  ASSERT_TRUE(core.Ingest(TwoSocketNode("node-3")).ok());
+  core.Filter(LatencyCritical("a"), std::vector<std::string_view>{"node-1", "node-2", "node-3"},
+              out);
+  EXPECT_FALSE(out[1].feasible);
+  EXPECT_TRUE(out[2].feasible);
+  EXPECT_FALSE(out[2].least_harm);
+}
+
 TEST_F(ExtenderCoreTest, FilterUsesTheCurrentClock) {
   tv1::NodeReport r = TwoSocketNode("node-1");
   AddPod(r, {.uid = "b", .name = "scan", .labels = {{"workload-type", "batch"}}});

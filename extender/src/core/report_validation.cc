@@ -379,6 +379,39 @@ absl::Status ValidateReport(const tv1::NodeReport& r, const ReportLimits& limits
       !c.ok()) {
     return c.status();
   }
+  // Issue 14: resource-manager settings and SMT cores (all optional).
+  NB_RETURN_IF_ERROR(CheckOneOf("kubelet.memory_manager_policy", k.memory_manager_policy(),
+                                {"", "none", "static"}));
+  if (absl::StatusOr<CpuSet> c = CheckCpus("kubelet.allocatable_cpus", k.allocatable_cpus());
+      !c.ok()) {
+    return c.status();
+  }
+  if (k.cpu_manager_policy_options_size() > 64 || k.topology_manager_policy_options_size() > 64) {
+    return Bad("kubelet", "more than 64 policy options");
+  }
+  for (const auto& [id, bytes] : k.reserved_memory_bytes_by_numa()) {
+    if (!numa_ids.contains(id)) {
+      return Bad("kubelet.reserved_memory_bytes_by_numa",
+                 absl::StrCat("NUMA node ", id, " is not in the topology"));
+    }
+  }
+  if (static_cast<size_t>(r.topology().cores_size()) > all_cpus.size()) {
+    return Bad("topology.cores",
+               absl::StrCat(r.topology().cores_size(), " cores for ", all_cpus.size(), " CPUs"));
+  }
+  for (int i = 0; i < r.topology().cores_size(); ++i) {
+    const tv1::CpuCore& core = r.topology().cores(i);
+    const std::string field = absl::StrCat("topology.cores[", i, "]");
+    absl::StatusOr<CpuSet> cpus = CheckCpus(Path(field, ".cpus"), core.cpus());
+    if (!cpus.ok()) return cpus.status();
+    if (cpus->empty() || IntersectionSize(*cpus, all_cpus) != cpus->size()) {
+      return Bad(Path(field, ".cpus"), "not CPUs of the report's NUMA nodes");
+    }
+    if (!numa_ids.contains(core.numa_node())) {
+      return Bad(Path(field, ".numa_node"),
+                 absl::StrCat("NUMA node ", core.numa_node(), " is not in the topology"));
+    }
+  }
 
   // Pods.
   if (static_cast<size_t>(r.pods_size()) > limits.max_pods) {

@@ -107,6 +107,27 @@ INSTANTIATE_TEST_SUITE_P(
         Case{"BadPolicy",
              [](auto& r) { r.mutable_kubelet()->set_topology_manager_policy("strict"); },
              "kubelet.topology_manager_policy"},
+        Case{"BadMemoryManagerPolicy",
+             [](auto& r) { r.mutable_kubelet()->set_memory_manager_policy("dynamic"); },
+             "kubelet.memory_manager_policy"},
+        Case{"BadAllocatable", [](auto& r) { r.mutable_kubelet()->set_allocatable_cpus("x"); },
+             "kubelet.allocatable_cpus"},
+        Case{"ReservedMemoryOnMissingNuma",
+             [](auto& r) { (*r.mutable_kubelet()->mutable_reserved_memory_bytes_by_numa())[9] = 1; },
+             "kubelet.reserved_memory_bytes_by_numa: NUMA node 9 is not in the topology"},
+        Case{"CoreOutsideTopology",
+             [](auto& r) {
+               auto* core = r.mutable_topology()->add_cores();
+               core->set_cpus("99");
+             },
+             "topology.cores[0].cpus: not CPUs of the report's NUMA nodes"},
+        Case{"CoreOnMissingNuma",
+             [](auto& r) {
+               auto* core = r.mutable_topology()->add_cores();
+               core->set_cpus("0-1");
+               core->set_numa_node(5);
+             },
+             "topology.cores[0].numa_node: NUMA node 5 is not in the topology"},
         Case{"BadReserved", [](auto& r) { r.mutable_kubelet()->set_reserved_cpus("3-1"); },
              "kubelet.reserved_cpus"},
         Case{"EmptyUid", [](auto& r) { r.mutable_pods(0)->set_uid(""); }, "pods[0].uid: empty"},

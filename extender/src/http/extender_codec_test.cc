@@ -339,6 +339,30 @@ TEST_F(CodecTest, InitContainersCountAsTheirMaximum) {
                   .ok());
   EXPECT_EQ(args_.pod.cpu_request_millicores, 4000);
   EXPECT_EQ(args_.pod.memory_request_bytes, int64_t{3} << 30);
+  // Per container too, init containers flagged (issue 14: the topology manager
+  // emulation pins containers, not pods).
+  ASSERT_EQ(args_.pod.containers.size(), 4u);
+  EXPECT_EQ(args_.pod.containers[0].cpu_request_millicores, 1000);
+  EXPECT_FALSE(args_.pod.containers[0].init);
+  EXPECT_EQ(args_.pod.containers[2].cpu_request_millicores, 4000);
+  EXPECT_TRUE(args_.pod.containers[2].init);
+  EXPECT_EQ(args_.pod.containers[3].memory_request_bytes, int64_t{3} << 30);
+}
+
+TEST_F(CodecTest, ContainersKeepTheirOwnRequests) {
+  // A Guaranteed pod of 1500m + 500m: 2 CPUs in all, none per container whole.
+  ASSERT_TRUE(Decode(R"({"Pod":{"spec":{"containers":[
+      {"resources":{"requests":{"cpu":"1500m","memory":"1Gi"},"limits":{"cpu":"1500m","memory":"1Gi"}}},
+      {"resources":{"limits":{"cpu":"500m","memory":"1Gi"}}}]}},"NodeNames":[]})")
+                  .ok());
+  EXPECT_EQ(args_.pod.qos, QosClass::kGuaranteed);
+  EXPECT_EQ(args_.pod.cpu_request_millicores, 2000);
+  ASSERT_EQ(args_.pod.containers.size(), 2u);
+  EXPECT_EQ(args_.pod.containers[0].cpu_request_millicores, 1500);
+  EXPECT_EQ(args_.pod.containers[1].cpu_request_millicores, 500);  // requests default to limits
+  // A reused request object starts empty again.
+  ASSERT_TRUE(Decode(R"({"Pod":{"spec":{"containers":[]}},"NodeNames":[]})").ok());
+  EXPECT_TRUE(args_.pod.containers.empty());
 }
 
 // --- workload identity ---

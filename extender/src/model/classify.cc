@@ -91,8 +91,16 @@ PodRequest MakePodRequest(const IncomingPod& pod, const RememberedPod* remembere
   PodRequest req;
   req.pod = absl::StrCat(pod.namespace_name, "/", pod.name);
   const int64_t millicores = pod.cpu_request_millicores > 0 ? pod.cpu_request_millicores : 0;
+  req.cpus = static_cast<int32_t>((millicores + 999) / 1000);
+  req.memory_bytes = pod.memory_request_bytes > 0 ? pod.memory_request_bytes : 0;
   req.exclusive_cpus = pod.wants_exclusive_cpus || (pod.qos == QosClass::kGuaranteed &&
                                                     millicores > 0 && millicores % 1000 == 0);
+  req.admission = MakeAdmissionRequest(pod);
+  if (!pod.containers.empty()) {
+    // Only Guaranteed containers with integer CPU requests are pinned (issue 14).
+    req.exclusive_cpus = req.admission.pod_exclusive_cpus > 0;
+    if (req.exclusive_cpus) req.cpus = req.admission.pod_exclusive_cpus;
+  }
   std::optional<ClassResolution> declared =
       DeclaredClass(pod.labels, pod.annotations, config, &req.note);
   if (declared) {
@@ -161,8 +169,6 @@ PodRequest MakePodRequest(const IncomingPod& pod, const RememberedPod* remembere
   req.llc_bytes = llc;
   req.membw_bytes_per_second = membw;
   req.sensitivity = Sensitivity(req.contention_class);
-  req.cpus = static_cast<int32_t>((millicores + 999) / 1000);
-  req.memory_bytes = pod.memory_request_bytes > 0 ? pod.memory_request_bytes : 0;
   return req;
 }
 

@@ -15,6 +15,7 @@
 #include <string_view>
 
 #include "extender/src/model/model_config.h"
+#include "extender/src/model/topology_admission.h"
 #include "extender/src/model/types.h"
 #include "extender/src/model/workload_key.h"
 #include "extender/src/model/workload_profile.h"
@@ -130,6 +131,7 @@ struct PodRequest {
   // Where the footprint came from, for explanations: "predicted from
   // Deployment shop/event-scan, 3 replicas, 412 windows: 21.8 GB/s, 30.9 MB".
   std::string prediction;
+  AdmissionRequest admission;  // per-container demand, for the topology manager emulation
 };
 
 // A pod's prior footprint when nothing was measured or hinted: the class

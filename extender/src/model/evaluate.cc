@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <cmath>
 #include <limits>
+#include <type_traits>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -49,13 +51,20 @@ template <typename CostFn>
 // bookings; the accessors answer 0 otherwise, so the common path touches no arrays.
 class InFlight {
  public:
-  InFlight(const NodeProfile& p, std::span<const Booking> bookings, absl::Time now) {
+  InFlight(const NodeProfile& p, std::span<const Booking> bookings, absl::Time now,
+           const ModelConfig& config)
+      : config_(&config) {
     for (const Booking& b : bookings) {
       if (b.expires_at <= now) continue;
       if (!any_) Init(p);
       Add(p, b);
     }
   }
+  // Socket-level isolation: a booked pod of the class on NUMA index n, or in the shared pool.
+  bool latency_critical_on(size_t n) const { return any_ && numa_lc_[n]; }
+  bool batch_on(size_t n) const { return any_ && numa_batch_[n]; }
+  bool shared_latency_critical() const { return shared_lc_; }
+  bool shared_batch() const { return shared_batch_; }
   bool any() const { return any_; }
   double membw(size_t n) const { return any_ ? numa_membw_[n] : 0; }
   int32_t cpus(size_t n) const { return any_ ? numa_cpus_[n] : 0; }
@@ -75,13 +84,31 @@ class InFlight {
     std::fill_n(numa_sensitivity_.begin(), p.numa.size(), 0.0);
     std::fill_n(l3_llc_.begin(), p.l3.size(), 0.0);
     std::fill_n(l3_sensitivity_.begin(), p.l3.size(), 0.0);
+    std::fill_n(numa_lc_.begin(), p.numa.size(), false);
+    std::fill_n(numa_batch_.begin(), p.numa.size(), false);
   }
 
   void Add(const NodeProfile& p, const Booking& b) {
-    if (b.contention_class == ContentionClass::kLatencyCritical && latency_critical_ == nullptr) {
-      latency_critical_ = &b;
+    const bool lc = b.contention_class == ContentionClass::kLatencyCritical;
+    // A batch pod below the isolation floors blocks nothing (issue 14).
+    const bool batch = b.contention_class == ContentionClass::kBatch &&
+                       !(b.llc_bytes < static_cast<double>(config_->isolation_floor_llc_bytes) &&
+                         b.membw_bytes_per_second <
+                             static_cast<double>(config_->isolation_floor_membw_bytes_per_second));
+    if (lc && latency_critical_ == nullptr) latency_critical_ = &b;
+    if (batch && batch_ == nullptr) batch_ = &b;
+    bool pinned_here = false;
+    for (size_t n = 0; n < p.numa.size(); ++n) {
+      if (b.numa_node >= 0 && p.numa[n].id == static_cast<uint32_t>(b.numa_node)) {
+        numa_lc_[n] = numa_lc_[n] || lc;
+        numa_batch_[n] = numa_batch_[n] || batch;
+        pinned_here = true;
+      }
     }
-    if (b.contention_class == ContentionClass::kBatch && batch_ == nullptr) batch_ = &b;
+    if (!pinned_here) {
+      shared_lc_ = shared_lc_ || lc;
+      shared_batch_ = shared_batch_ || batch;
+    }
     const double sensitivity = Sensitivity(b.contention_class);
     int numa = -1;
     for (size_t n = 0; n < p.numa.size(); ++n) {
@@ -127,6 +154,11 @@ class InFlight {
   }
 
   bool any_ = false;
+  const ModelConfig* config_;
+  bool shared_lc_ = false;
+  bool shared_batch_ = false;
+  std::array<bool, kMaxNumaNodes> numa_lc_;
+  std::array<bool, kMaxNumaNodes> numa_batch_;
   const Booking* latency_critical_ = nullptr;
   const Booking* batch_ = nullptr;
   std::array<double, kMaxNumaNodes> numa_membw_;
@@ -147,6 +179,10 @@ struct NoInFlight {
   static constexpr double l3_sensitivity(size_t) { return 0; }
   static constexpr const Booking* latency_critical() { return nullptr; }
   static constexpr const Booking* batch() { return nullptr; }
+  static constexpr bool latency_critical_on(size_t) { return false; }
+  static constexpr bool batch_on(size_t) { return false; }
+  static constexpr bool shared_latency_critical() { return false; }
+  static constexpr bool shared_batch() { return false; }
 };
 
 void Reject(NodeDecision& out, std::string reason) {
@@ -231,6 +267,31 @@ bool Isolate(const PodRequest& pod, const NodeProfile& p, const InFlightT& in_fl
   return false;
 }
 
+// The node-wide isolation rejection (the resident or in-flight pod that conflicts).
+template <typename InFlightT>
+void RejectNodeWide(const PodRequest& pod, const NodeProfile& p, const InFlightT& in_flight,
+                    bool latency_critical, NodeDecision& out) {
+  (void)pod;
+  if (latency_critical) {
+    if (p.batch_pods > 0) {
+      return RejectCopy(out, p.isolation_reason_latency_critical, ContentionClass::kLatencyCritical,
+                        p.batch_example, p.batch_pods);
+    }
+    const Booking* b = in_flight.batch();
+    return Reject(out, absl::StrCat("isolation: latency-critical pod would run beside in-flight "
+                                    "batch pod ",
+                                    b != nullptr ? b->pod : std::string()));
+  }
+  if (p.latency_critical_pods > 0) {
+    return RejectCopy(out, p.isolation_reason_batch, ContentionClass::kBatch,
+                      p.latency_critical_example, p.latency_critical_pods);
+  }
+  const Booking* b = in_flight.latency_critical();
+  return Reject(out, absl::StrCat("isolation: batch pod would run beside in-flight "
+                                  "latency-critical pod ",
+                                  b != nullptr ? b->pod : std::string()));
+}
+
 // The filters and the score for a node with usable telemetry. A template over
 // the bookings' view so that the common case, nothing booked, compiles to code
 // without the in-flight terms (NoInFlight answers 0 everywhere, as an empty
@@ -246,105 +307,132 @@ void EvaluateLoaded(const PodRequest& pod, const NodeProfile& p, const InFlightT
   const size_t l3_count = p.l3.size();
   const bool latency_critical = pod.contention_class == ContentionClass::kLatencyCritical;
 
-  if (Isolate(pod, p, in_flight, config, out)) return;
+  // 1. Isolation, node-wide. A pinned pod's conflict may be lifted by
+  // socket-level isolation once we know where the kubelet pins it (below).
+  const bool batch = pod.contention_class == ContentionClass::kBatch;
+  const bool tiny = batch &&
+                    pod.llc_bytes < static_cast<double>(config.isolation_floor_llc_bytes) &&
+                    pod.membw_bytes_per_second <
+                        static_cast<double>(config.isolation_floor_membw_bytes_per_second);
+  const bool lc_conflict = latency_critical && config.isolate_latency_critical &&
+                           (p.batch_pods > 0 || in_flight.batch() != nullptr);
+  const bool batch_conflict =
+      batch && !tiny && config.isolate_batch &&
+      (p.latency_critical_pods > 0 || in_flight.latency_critical() != nullptr);
+  const bool may_lift = config.socket_isolation && pod.exclusive_cpus;
+  if ((lc_conflict || batch_conflict) && !may_lift) {
+    return RejectNodeWide(pod, p, in_flight, lc_conflict, out);
+  }
 
   const double queue_scale = config.membw_queue_scale;
   auto membw_cost = [queue_scale](double u) { return MembwCost(u, queue_scale); };
 
-  if (pod.exclusive_cpus) {
-    // Pinned: the pod lives on one NUMA node; pick the cheapest admissible one.
-    const bool admission = config.numa_admission && p.single_numa_admission;
-    bool any_admissible = false;
-    int most_free = -1;
-    int32_t most_free_cpus = -1;
-    int64_t most_free_memory = -1;
-    int least_loaded = -1;
-    double least_utilisation = std::numeric_limits<double>::infinity();
-    int best = -1;
-    double best_cost = std::numeric_limits<double>::infinity();
-    for (size_t n = 0; n < numa_count; ++n) {
-      const NumaProfile& numa = numa_nodes[n];
-      const int32_t free_cpus = numa.free_exclusive_cpus - in_flight.cpus(n);
-      const int64_t free_memory = numa.free_memory_bytes - in_flight.memory(n);
-      const bool fits = free_cpus >= pod.cpus && free_memory >= pod.memory_bytes;
-      if (admission && !fits) {
-        if (free_cpus > most_free_cpus ||
-            (free_cpus == most_free_cpus && free_memory > most_free_memory)) {
-          most_free = static_cast<int>(n);
-          most_free_cpus = free_cpus;
-          most_free_memory = free_memory;
-        }
-        continue;
+  // NUMA admission and placement as the kubelet decides them (issue 14,
+  // topology_admission.h): only Guaranteed pods give hints; a refusal names
+  // the NUMA nodes and the shortfall.
+  AdmissionResult placed;
+  if (pod.admission.any_hint) {
+    const AdmissionProfile& node = p.admission;
+    AdmissionBooked booked;
+    std::array<int32_t, kMaxAdmissionNumaNodes> booked_cpus;
+    std::array<int64_t, kMaxAdmissionNumaNodes> booked_memory;
+    if constexpr (!std::is_same_v<InFlightT, NoInFlight>) {
+      for (size_t i = 0; i < node.numa.size(); ++i) {
+        booked_cpus[i] = in_flight.cpus(node.numa[i].report_index);
+        booked_memory[i] = in_flight.memory(node.numa[i].report_index);
       }
-      any_admissible = true;
-      const double resident_membw = numa.membw + in_flight.membw(n);
-      const double utilisation = (resident_membw + pod.membw_bytes_per_second) / numa.peak_membw;
-      if (latency_critical && utilisation > config.membw_headroom) {
-        if (utilisation < least_utilisation) {
-          least_utilisation = utilisation;
-          least_loaded = static_cast<int>(n);
-        }
-        continue;
-      }
-      Harm harm;
-      AddResource(resident_membw, pod.membw_bytes_per_second, numa.peak_membw,
-                  std::max(numa.resident_sensitivity, in_flight.numa_sensitivity(n)),
-                  pod.sensitivity, config.membw_weight, membw_cost, harm);
-      // Its least-pressured L3 domain (the CPU manager packs a socket's cores).
-      int domain = -1;
-      double domain_pressure = std::numeric_limits<double>::infinity();
-      for (size_t d = numa.l3_begin; d < numa.l3_end; ++d) {
-        const L3Profile& l3 = l3_domains[d];
-        if (l3.size_bytes <= 0) continue;
-        const double pressure =
-            (l3.occupancy_bytes + in_flight.llc(d) + pod.llc_bytes) / l3.size_bytes;
-        if (pressure < domain_pressure) {
-          domain_pressure = pressure;
-          domain = static_cast<int>(d);
-        }
-      }
-      double pressure = 0;
-      if (domain >= 0) {
-        const L3Profile& l3 = l3_domains[domain];
-        pressure =
-            AddResource(l3.occupancy_bytes + in_flight.llc(domain), pod.llc_bytes, l3.size_bytes,
-                        std::max(l3.resident_sensitivity, in_flight.l3_sensitivity(domain)),
-                        pod.sensitivity, config.l3_weight, L3Cost, harm);
-      }
-      const double numa_penalty = fits ? 0.0 : 1.0;
-      const double cost = harm.to_incoming + harm.to_residents +
-                          config.numa_weight * pod.sensitivity * numa_penalty;
-      if (cost < best_cost) {
-        best_cost = cost;
-        best = static_cast<int>(n);
-        out.numa_node = static_cast<int32_t>(numa.id);
-        out.l3_domain = domain >= 0 ? static_cast<int32_t>(l3_domains[domain].id) : -1;
-        out.l3_pressure = pressure;
-        out.membw_utilisation = utilisation;
-        out.harm_to_incoming = harm.to_incoming;
-        out.harm_to_residents = harm.to_residents;
-        out.numa_penalty = numa_penalty;
-      }
+      booked = {std::span<const int32_t>(booked_cpus.data(), node.numa.size()),
+                std::span<const int64_t>(booked_memory.data(), node.numa.size())};
     }
-    if (!any_admissible) {
-      const NumaProfile& numa = numa_nodes[most_free >= 0 ? most_free : 0];
-      return Reject(out,
-                    absl::StrFormat(
-                        "NUMA admission (topologyManagerPolicy %s): no NUMA node has %d "
-                        "free exclusive CPUs and %s free memory; most free is NUMA node %u "
-                        "with %d CPUs and %s",
-                        p.topology_manager_policy, pod.cpus,
-                        FormatBytes(static_cast<double>(pod.memory_bytes)), numa.id,
-                        std::max(0, most_free_cpus),
-                        FormatBytes(static_cast<double>(std::max<int64_t>(0, most_free_memory)))));
+    if (!Admit(node, pod.admission, booked, placed,
+               config.numa_admission ? &out.reason : nullptr) &&
+        config.numa_admission) {
+      out.feasible = false;
+      out.score = 0;
+      return;
     }
-    if (best < 0) {
+  }
+
+  if (lc_conflict || batch_conflict) {
+    if (!placed.pinned || placed.home < 0) {
+      return RejectNodeWide(pod, p, in_flight, lc_conflict, out);
+    }
+    // Socket-level isolation (issue 14): only pods pinned to the same NUMA node
+    // and shared-pool pods share its memory controller and L3.
+    const size_t n = p.admission.numa[placed.home].report_index;
+    const NumaProfile& numa = numa_nodes[n];
+    const int shared = lc_conflict ? p.batch_pods - p.pinned_batch_pods
+                                   : p.latency_critical_pods - p.pinned_latency_critical_pods;
+    const int here = lc_conflict ? numa.pinned_batch : numa.pinned_latency_critical;
+    const bool booked_here = lc_conflict ? in_flight.batch_on(n) : in_flight.latency_critical_on(n);
+    const bool booked_shared =
+        lc_conflict ? in_flight.shared_batch() : in_flight.shared_latency_critical();
+    const char* other = lc_conflict ? "batch" : "latency-critical";
+    if (here > 0 || booked_here) {
       return Reject(
-          out, absl::StrFormat("membw %.0f%% > %.0f%% on NUMA node %u", least_utilisation * 100,
-                               config.membw_headroom * 100, numa_nodes[least_loaded].id));
+          out,
+          absl::StrCat("isolation (socket): ", lc_conflict ? "latency-critical" : "batch",
+                       " pod the kubelet will pin to NUMA node ", numa.id, " would share it with ",
+                       here > 0 ? absl::StrCat(here, " ", other, " pod(s) pinned there")
+                                : absl::StrCat("an in-flight ", other, " pod pinned there")));
     }
-    Harm harm{out.harm_to_incoming, out.harm_to_residents};
-    return Finish(out, harm, out.numa_penalty, pod, p, config);
+    // Shared-pool pods run on every socket: the node-wide reason, naming one.
+    if (shared > 0) return RejectNodeWide(pod, p, in_flight, lc_conflict, out);
+    if (booked_shared) {
+      const Booking* b = lc_conflict ? in_flight.batch() : in_flight.latency_critical();
+      return Reject(out,
+                    absl::StrCat("isolation: ", lc_conflict ? "latency-critical" : "batch",
+                                 " pod would run beside in-flight ", other, " pod ",
+                                 b != nullptr ? b->pod : std::string(), " (in the shared pool)"));
+    }
+  }
+
+  if (placed.pinned && placed.home >= 0) {
+    // Pinned: evaluate the NUMA node and L3 domain the kubelet will use.
+    const AdmissionNuma& home = p.admission.numa[placed.home];
+    const size_t n = home.report_index;
+    const NumaProfile& numa = numa_nodes[n];
+    out.numa_node = static_cast<int32_t>(numa.id);
+    out.exclusive_cpus = placed.total_cpus;
+    out.first_cpu = home.first_free_cpu;
+    out.full_cores = placed.full_cores;
+    out.spans_numa = std::popcount(placed.numa_mask) > 1;
+    out.topology_policy = static_cast<uint8_t>(p.admission.policy);
+    const double resident_membw = numa.membw + in_flight.membw(n);
+    const double utilisation = (resident_membw + pod.membw_bytes_per_second) / numa.peak_membw;
+    out.membw_utilisation = utilisation;
+    if (latency_critical && utilisation > config.membw_headroom) {
+      return Reject(out, absl::StrFormat("membw %.0f%% > %.0f%% on NUMA node %u (where the "
+                                         "kubelet will pin it)",
+                                         utilisation * 100, config.membw_headroom * 100, numa.id));
+    }
+    Harm harm;
+    AddResource(resident_membw, pod.membw_bytes_per_second, numa.peak_membw,
+                std::max(numa.resident_sensitivity, in_flight.numa_sensitivity(n)), pod.sensitivity,
+                config.membw_weight, membw_cost, harm);
+    // The L3 domain of the lowest free core (the static policy packs from there).
+    int domain = -1;
+    for (size_t d = numa.l3_begin; d < numa.l3_end; ++d) {
+      if (home.first_free_l3 >= 0 &&
+          l3_domains[d].id == static_cast<uint32_t>(home.first_free_l3)) {
+        domain = static_cast<int>(d);
+      }
+    }
+    if (domain < 0 && numa.l3_begin < numa.l3_end) domain = numa.l3_begin;
+    if (domain >= 0 && l3_domains[domain].size_bytes > 0) {
+      const L3Profile& l3 = l3_domains[domain];
+      out.l3_domain = static_cast<int32_t>(l3.id);
+      out.l3_pressure =
+          AddResource(l3.occupancy_bytes + in_flight.llc(domain), pod.llc_bytes, l3.size_bytes,
+                      std::max(l3.resident_sensitivity, in_flight.l3_sensitivity(domain)),
+                      pod.sensitivity, config.l3_weight, L3Cost, harm);
+    } else if (domain >= 0) {
+      out.l3_domain = static_cast<int32_t>(l3_domains[domain].id);
+    }
+    // SMT: a sensitive pod that would share a core with a sibling thread pays
+    // for it (docs/scoring.md section 4).
+    if (!placed.full_cores) harm.to_incoming += config.smt_weight * pod.sensitivity;
+    return Finish(out, harm, out.spans_numa ? 1.0 : 0.0, pod, p, config);
   }
 
   // Shared pool: the pod's threads and memory spread over the NUMA nodes by
@@ -420,11 +508,12 @@ Booking MakeBooking(std::string_view pod_uid, const PodRequest& req, const NodeD
   b.pod_uid = std::string(pod_uid);
   b.pod = req.pod;
   b.contention_class = req.contention_class;
-  b.numa_node = req.exclusive_cpus ? decision.numa_node : -1;
-  b.l3_domain = req.exclusive_cpus ? decision.l3_domain : -1;
+  const bool pinned = decision.exclusive_cpus > 0;
+  b.numa_node = pinned ? decision.numa_node : -1;
+  b.l3_domain = pinned ? decision.l3_domain : -1;
   b.llc_bytes = req.llc_bytes;
   b.membw_bytes_per_second = req.membw_bytes_per_second;
-  b.exclusive_cpus = req.exclusive_cpus && decision.numa_node >= 0 ? req.cpus : 0;
+  b.exclusive_cpus = pinned && decision.numa_node >= 0 ? decision.exclusive_cpus : 0;
   b.memory_bytes = req.memory_bytes;
   b.expires_at = expires_at;
   return b;
@@ -442,6 +531,12 @@ void EvaluateNode(const PodRequest& pod, const NodeProfile* profile,
   out.l3_pressure = out.membw_utilisation = out.harm_to_incoming = out.harm_to_residents = 0;
   out.numa_penalty = out.unmeasured_penalty = 0;
   out.numa_node = out.l3_domain = -1;
+  out.exclusive_cpus = 0;
+  out.first_cpu = -1;
+  out.full_cores = true;
+  out.spans_numa = false;
+  out.topology_policy = 0;
+  out.least_harm = false;
   if (profile == nullptr) return;  // no telemetry: fail open, blind score
   const NodeProfile& p = *profile;
   out.confidence = Confidence(p, now, config);
@@ -452,16 +547,32 @@ void EvaluateNode(const PodRequest& pod, const NodeProfile* profile,
       if (bookings.empty()) {
         Isolate(pod, p, NoInFlight(), config, out);
       } else {
-        Isolate(pod, p, InFlight(p, bookings, now), config, out);
+        Isolate(pod, p, InFlight(p, bookings, now, config), config, out);
       }
     }
     return;
   }
 
   if (bookings.empty()) return EvaluateLoaded(pod, p, NoInFlight(), config, out);
-  const InFlight in_flight(p, bookings, now);
+  const InFlight in_flight(p, bookings, now, config);
   if (!in_flight.any()) return EvaluateLoaded(pod, p, NoInFlight(), config, out);
   EvaluateLoaded(pod, p, in_flight, config, out);
+}
+
+void EvaluateNodeLeastHarm(const PodRequest& pod, const NodeProfile* profile,
+                           std::span<const Booking> bookings, absl::Time now,
+                           const ModelConfig& config, NodeDecision& out) {
+  ModelConfig relaxed = config;
+  relaxed.isolate_latency_critical = false;
+  relaxed.isolate_batch = false;
+  relaxed.membw_headroom = std::numeric_limits<double>::infinity();
+  EvaluateNode(pod, profile, bookings, now, relaxed, out);
+  out.least_harm = out.feasible;
+}
+
+bool IsSoftRejection(const NodeDecision& d) {
+  return !d.feasible && d.has_telemetry &&
+         (d.reason.starts_with("isolation") || d.reason.starts_with("membw"));
 }
 
 }  // namespace neighborly::extender

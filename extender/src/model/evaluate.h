@@ -59,6 +59,18 @@ void EvaluateNode(const PodRequest& pod, const NodeProfile* profile,
                   std::span<const Booking> bookings, absl::Time now, const ModelConfig& config,
                   NodeDecision& out);
 
+// EvaluateNode with isolation and bandwidth headroom switched off (NUMA
+// admission stays): the least-harm fallback's second look at a node those
+// filters refused. Sets `out.least_harm` when the node passes. Rare path: it
+// copies the config.
+void EvaluateNodeLeastHarm(const PodRequest& pod, const NodeProfile* profile,
+                           std::span<const Booking> bookings, absl::Time now,
+                           const ModelConfig& config, NodeDecision& out);
+
+// True for a rejection the least-harm fallback may override (isolation or
+// bandwidth headroom, not NUMA admission).
+bool IsSoftRejection(const NodeDecision& d);
+
 // std::lround without the library call (it was a tenth of a node's
 // evaluation): truncate, then look at the fraction, which is exact for
 // |x| < 2^52; beyond that (and for NaN) std::lround itself answers.

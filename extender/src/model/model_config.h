@@ -79,7 +79,19 @@ struct ModelConfig {
   bool isolate_latency_critical = true;  // no latency-critical pod beside batch/aggressors
   bool isolate_batch = true;             // no batch pod beside latency-critical pods
   double membw_headroom = 0.80;          // latency-critical: predicted utilisation limit
-  bool numa_admission = true;            // single-numa-node / restricted admission check
+  bool numa_admission = true;            // the kubelet's topology manager, emulated (issue 14)
+  // Isolation of pinned pods by socket: a pod the kubelet pins to a NUMA node
+  // conflicts only with pods pinned there and with shared-pool pods (memory
+  // controller and L3 are per socket). false: node-wide, as before.
+  bool socket_isolation = true;
+  // A batch pod whose footprint (measured, else hinted) is below both floors
+  // neither blocks a node nor is blocked (a 50 MB/s log-rotate job).
+  int64_t isolation_floor_llc_bytes = 2 << 20;
+  int64_t isolation_floor_membw_bytes_per_second = 200'000'000;
+  // When isolation or bandwidth headroom refuses every candidate node (and no
+  // node passes), pass the one whose predicted cost is lowest instead of
+  // leaving the pod Pending. Default: refuse. NUMA admission is never relaxed.
+  bool least_harm_fallback = false;
 
   // --- footprints when a pod has no hints and no measurements ---
   Footprint default_latency_critical = {8 << 20, 2'000'000'000};
@@ -92,6 +104,9 @@ struct ModelConfig {
   double l3_weight = 0.45;
   double membw_weight = 0.45;
   double numa_weight = 0.10;
+  // A pinned pod the kubelet would give a thread of a partly used core (its
+  // sibling runs someone else) pays this, times its sensitivity (issue 14).
+  double smt_weight = 0.05;
   // Bandwidth cost is u/(1-u) (waiting time of a single-server queue at
   // utilisation u) divided by this; it reaches 1 at u = q/(1+q), 90 % for 9.
   double membw_queue_scale = 9.0;

@@ -265,7 +265,8 @@ TEST_F(ModelTest, BandwidthHeadroomPinnedEverywhereFull) {
   NodeProfile p = Profile(r);
   NodeDecision d = Eval(Pinned(LatencyCritical(), 2, 1 << 30), &p);
   EXPECT_FALSE(d.feasible);
-  EXPECT_EQ(d.reason, "membw 86% > 80% on NUMA node 0");
+  // The kubelet pins it to NUMA node 0 (lowest mask among equal hints).
+  EXPECT_EQ(d.reason, "membw 86% > 80% on NUMA node 0 (where the kubelet will pin it)");
 }
 
 TEST_F(ModelTest, NumaAdmissionRejectsWhereNoNumaNodeCanHoldThePod) {
@@ -275,9 +276,10 @@ TEST_F(ModelTest, NumaAdmissionRejectsWhereNoNumaNodeCanHoldThePod) {
   NodeProfile p = Profile(r);
   NodeDecision d = Eval(Pinned(Pod("p"), 4, 1 << 30), &p);
   EXPECT_FALSE(d.feasible);
-  EXPECT_THAT(d.reason, HasSubstr("NUMA admission (topologyManagerPolicy single-numa-node): no "
-                                  "NUMA node has 4 free exclusive CPUs"));
-  EXPECT_THAT(d.reason, HasSubstr("with 2 CPUs"));
+  EXPECT_THAT(d.reason,
+              HasSubstr("NUMA admission (topologyManagerPolicy single-numa-node, scope container): "
+                        "no single NUMA node can hold 4 exclusive CPUs (TopologyAffinityError)"));
+  EXPECT_THAT(d.reason, HasSubstr("NUMA node 0 has 2 free CPUs (2 short)"));
   // Two CPUs fit on either NUMA node.
   EXPECT_TRUE(Eval(Pinned(Pod("p"), 2, 1 << 30), &p).feasible);
   // A Burstable pod is not subject to the topology manager.
@@ -291,13 +293,22 @@ TEST_F(ModelTest, NumaAdmissionRejectsWhereNoNumaNodeCanHoldThePod) {
   EXPECT_EQ(spread.numa_penalty, 1);
 }
 
-TEST_F(ModelTest, NumaAdmissionCountsMemory) {
+TEST_F(ModelTest, NumaAdmissionCountsMemoryOnlyUnderTheStaticMemoryManager) {
   tv1::NodeReport r = TwoSocketNode("n", 1, "restricted");
+  r.mutable_kubelet()->set_memory_manager_policy("static");
   NodeProfile p = Profile(r);
   NodeDecision d = Eval(Pinned(Pod("p"), 2, 40ll << 30), &p);  // 40 GiB > 32 GiB per node
   EXPECT_FALSE(d.feasible);
-  EXPECT_THAT(d.reason, HasSubstr("NUMA"));
-  EXPECT_THAT(d.reason, HasSubstr("40.0 GiB"));
+  EXPECT_THAT(d.reason, HasSubstr("NUMA admission (topologyManagerPolicy restricted"));
+  EXPECT_THAT(d.reason, HasSubstr("40.0 GiB of memory"));
+  // Issue 14: memory manager None (or unreported: the kubelet's default) gives
+  // no memory hint, so the kubelet admits the pod.
+  r.mutable_kubelet()->set_memory_manager_policy("none");
+  NodeProfile none = Profile(r);
+  EXPECT_TRUE(Eval(Pinned(Pod("p"), 2, 40ll << 30), &none).feasible);
+  r.mutable_kubelet()->clear_memory_manager_policy();
+  NodeProfile unknown = Profile(r);
+  EXPECT_TRUE(Eval(Pinned(Pod("p"), 2, 40ll << 30), &unknown).feasible);
 }
 
 // --- score ---

@@ -227,6 +227,7 @@ NodeProfile BuildNodeProfile(const tv1::NodeReport& report, const ModelConfig& c
   std::vector<double> unmeasured_numa_bw(numa_count, 0), unmeasured_l3_occ(p.l3.size(), 0);
   std::vector<double> streaming_bw(numa_count, 0);
   std::vector<int> streaming_pods(numa_count, 0);
+  std::vector<bool> streaming_unpinned(numa_count, false);  // a member runs in the shared pool
   double total_bw = 0, unmeasured_bw = 0;
   std::vector<int64_t> used_memory(numa_count, 0);
   p.pods.resize(pods_in.size());
@@ -346,6 +347,25 @@ NodeProfile BuildNodeProfile(const tv1::NodeReport& report, const ModelConfig& c
       bw = *measured_bw;
       resident.footprint_source = bw_estimated ? "estimated" : "measured";
     }
+    // Issue 14: isolation by footprint (a tiny batch pod blocks nothing) and
+    // by socket (a pinned pod counts on the NUMA nodes it is pinned to).
+    if (resident.contention_class == ContentionClass::kBatch && !resident.aggressor &&
+        llc < static_cast<double>(config.isolation_floor_llc_bytes) &&
+        bw < static_cast<double>(config.isolation_floor_membw_bytes_per_second)) {
+      resident.tiny = true;
+      ++p.tiny_batch_pods;
+      if (--p.batch_pods == 0 || p.batch_example == absl::StrCat("batch pod ", who())) {
+        p.batch_example.clear();  // re-chosen after the loop
+      }
+    } else if (!pod_cpus[i].empty() && resident.contention_class != ContentionClass::kStandard) {
+      const bool lc = resident.contention_class == ContentionClass::kLatencyCritical;
+      ++(lc ? p.pinned_latency_critical_pods : p.pinned_batch_pods);
+      for (size_t n = 0; n < numa_count; ++n) {
+        if (w.numa[n] <= 0) continue;
+        uint8_t& count = lc ? p.numa[n].pinned_latency_critical : p.numa[n].pinned_batch;
+        if (count < 255) ++count;
+      }
+    }
     // Listed but not measured while a booking here still carries it: the
     // booking counts its load until it is measured (docs/scoring.md, section 5).
     const bool booked = k != nullptr && k->booked_here && !measured_bw && !llc_measured;
@@ -389,6 +409,7 @@ NodeProfile BuildNodeProfile(const tv1::NodeReport& report, const ModelConfig& c
       if (streamer && bw * w.numa[n] >= config.streamer_min_membw_share * p.numa[n].peak_membw) {
         streaming_bw[n] += bw * w.numa[n];
         ++streaming_pods[n];
+        if (pod_cpus[i].empty()) streaming_unpinned[n] = true;
       }
       p.numa[n].resident_sensitivity = std::max(p.numa[n].resident_sensitivity, sensitivity);
       if (pod.memory_bytes_by_numa().empty()) {
@@ -429,11 +450,32 @@ NodeProfile BuildNodeProfile(const tv1::NodeReport& report, const ModelConfig& c
       continue;
     }
     ++p.aggressor_pods;
+    // All pinned to this NUMA node: the group is that socket's, as a pinned
+    // aggressor would be (socket-level isolation); else node-wide.
+    if (!streaming_unpinned[n]) {
+      ++p.pinned_batch_pods;
+      if (p.numa[n].pinned_batch < 255) ++p.numa[n].pinned_batch;
+    }
     if (p.batch_pods++ == 0) {
       p.batch_example = absl::StrFormat(
           "%d streaming pods on NUMA node %u (together %.1f GB/s, %.0f%% of its peak)",
           streaming_pods[n], p.numa[n].id, streaming_bw[n] / 1e9,
           100 * streaming_bw[n] / p.numa[n].peak_membw);
+    }
+  }
+  {
+    std::vector<int64_t> free_memory(numa_count);
+    for (size_t n = 0; n < numa_count; ++n) free_memory[n] = p.numa[n].free_memory_bytes;
+    p.admission = BuildAdmissionProfile(report, free_memory);
+  }
+  if (p.batch_pods > 0 && p.batch_example.empty()) {  // a tiny batch pod was the example
+    for (int i = 0; i < pods_in.size(); ++i) {
+      const ResidentPod& r = p.pods[i];
+      if (r.contention_class != ContentionClass::kBatch || r.tiny) continue;
+      const std::string who = absl::StrCat(pods_in[i].namespace_(), "/", pods_in[i].name());
+      p.batch_example = r.aggressor ? absl::StrCat("aggressor pod ", who, " (", r.why, ")")
+                                    : absl::StrCat("batch pod ", who);
+      break;
     }
   }
   if (p.batch_pods > 0) {

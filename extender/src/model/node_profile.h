@@ -21,6 +21,7 @@
 #include "absl/time/time.h"
 #include "extender/src/model/classify.h"
 #include "extender/src/model/model_config.h"
+#include "extender/src/model/topology_admission.h"
 #include "extender/src/model/types.h"
 #include "extender/src/model/workload_profile.h"
 #include "neighborly/telemetry/v1/telemetry.pb.h"
@@ -45,6 +46,10 @@ struct NumaProfile {
   uint16_t l3_begin = 0;            // its L3 domains: NodeProfile::l3[l3_begin, l3_end)
   uint16_t l3_end = 0;
   bool membw_measured = false;
+  // Pods pinned (exclusive CPUs) here, by class, saturating at 255: socket-level
+  // isolation (issue 14) fits in this struct's padding.
+  uint8_t pinned_latency_critical = 0;
+  uint8_t pinned_batch = 0;  // includes measured aggressors, not tiny batch pods
 };
 
 struct L3Profile {
@@ -72,6 +77,8 @@ struct ResidentPod {
   double membw_bytes_per_second = 0;
   std::string
       footprint_source;  // "measured" | "estimated" | "workload" | "hint" | "prior" | "booked"
+  // A batch pod whose footprint is below the isolation floors: it blocks no node.
+  bool tiny = false;
 };
 
 // What the extender knows about a reported pod beyond the report (parallel to
@@ -115,6 +122,9 @@ struct NodeProfile {
   // can concern.
   std::string isolation_reason_latency_critical;
   std::string isolation_reason_batch;
+  // The kubelet's resource managers, for admission and placement as it decides
+  // them (topology_admission.h; read only for Guaranteed pods).
+  AdmissionProfile admission;
 
   std::string name;
   absl::Time received_at;
@@ -124,6 +134,11 @@ struct NodeProfile {
   std::vector<ResidentPod> pods;  // parallel to report.pods()
   int standard_pods = 0;
   int aggressor_pods = 0;
+  // Of latency_critical_pods / batch_pods, those pinned to NUMA nodes (the rest
+  // run in the shared pool, node-wide); tiny batch pods are in neither.
+  int pinned_latency_critical_pods = 0;
+  int pinned_batch_pods = 0;
+  int tiny_batch_pods = 0;
   std::string latency_critical_example;  // "latency-critical pod ns/name", for reasons
   std::string batch_example;             // "batch pod ns/name" or "aggressor pod ns/name (...)"
 };

@@ -1,6 +1,10 @@
 #include "extender/src/model/types.h"
 
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "common/strings.h"
 
 namespace neighborly::extender {
 
@@ -69,6 +73,30 @@ std::vector<Term> ExplainTerms(const NodeDecision& d) {
                                              : "shared pool (all L3 domains)";
   const std::string numa = d.numa_node >= 0 ? absl::StrFormat("NUMA node %d", d.numa_node)
                                             : "shared pool (all NUMA nodes)";
+  if (d.least_harm) {
+    terms.push_back({"least_harm_fallback", 1,
+                     "isolation or bandwidth headroom refused every candidate node; this one "
+                     "has the lowest predicted cost (model.leastHarmFallback)"});
+  }
+  if (d.exclusive_cpus > 0) {
+    static constexpr std::string_view kWhy[] = {
+        "topologyManagerPolicy none: the static CPU manager packs the NUMA node with the "
+        "fewest free CPUs first",
+        "topologyManagerPolicy best-effort: narrowest preferred hint, lowest NUMA node on ties",
+        "topologyManagerPolicy restricted: narrowest preferred hint, lowest NUMA node on ties",
+        "topologyManagerPolicy single-numa-node: narrowest preferred hint, lowest NUMA node on "
+        "ties"};
+    terms.push_back(
+        {"placement", static_cast<double>(d.exclusive_cpus),
+         absl::StrCat("kubelet will pin ", d.exclusive_cpus, " CPUs on ",
+                      d.numa_node >= 0 ? absl::StrCat("NUMA node ", d.numa_node)
+                                       : std::string("some NUMA node"),
+                      d.spans_numa ? " and beyond" : "",
+                      d.l3_domain >= 0 ? absl::StrCat(", L3 domain ", d.l3_domain) : "",
+                      d.first_cpu >= 0 ? absl::StrCat(", cores from CPU ", d.first_cpu, " up") : "",
+                      d.full_cores ? " (whole cores)" : " (sharing a core with a sibling thread)",
+                      "; why: ", Av(kWhy[std::min<size_t>(d.topology_policy, 3)]))});
+  }
   terms.push_back({"l3_pressure", d.l3_pressure,
                    absl::StrFormat("predicted L3 occupancy %.0f%% of capacity on %s",
                                    d.l3_pressure * 100, where)});

@@ -27,6 +27,14 @@ std::string_view QosClassName(QosClass q);  // "Guaranteed", ...
 enum class ClassSource { kAnnotation, kLabelRule, kMeasured, kRemembered, kQos, kDefault };
 std::string_view ClassSourceName(ClassSource s);
 
+// One container's requests (limits where no request is given), as the
+// kubelet's resource managers see them.
+struct ContainerRequest {
+  int64_t cpu_request_millicores = 0;
+  int64_t memory_request_bytes = 0;
+  bool init = false;
+};
+
 // The pod kube-scheduler asks about, reduced to what the model needs.
 struct IncomingPod {
   std::string uid;
@@ -46,6 +54,9 @@ struct IncomingPod {
   // Guaranteed with an integer CPU request: the kubelet's static CPU manager
   // gives it exclusive cores, and single-numa-node admission applies.
   bool wants_exclusive_cpus = false;
+  // Per container (init containers flagged), for the kubelet's topology
+  // manager emulation; empty: the pod's totals count as one container.
+  std::vector<ContainerRequest> containers;
 };
 
 // One named contribution to a node's verdict or score, for explanations.
@@ -75,6 +86,14 @@ struct NodeDecision {
   double unmeasured_penalty = 0;  // latency-critical: cost of residents the node cannot measure
   int32_t numa_node = -1;         // the NUMA node the model expects the pod to use
   int32_t l3_domain = -1;         // the L3 domain the model expects the pod to use
+  // Where the kubelet is predicted to pin the pod (exclusive_cpus > 0; issue 14).
+  int32_t exclusive_cpus = 0;   // CPUs its static CPU manager will give it
+  int32_t first_cpu = -1;       // the lowest free core's first CPU, where packing starts
+  bool full_cores = true;       // all of them whole cores (no sibling thread shared)
+  bool spans_numa = false;      // its CPUs/memory spread over more than one NUMA node
+  uint8_t topology_policy = 0;  // the node's topologyManagerPolicy (TopologyPolicy)
+  // Passed by the least-harm fallback: isolation / headroom refused every node.
+  bool least_harm = false;
 };
 
 // Terms of a decision as text, for the operator API, logs and explanations.

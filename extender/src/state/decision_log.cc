@@ -43,7 +43,11 @@ LoggedDecision::PerNode LoggedDecision::Pack(uint32_t name_end, uint32_t reason_
       narrow(d.numa_node),
       narrow(d.l3_domain),
       static_cast<int8_t>(d.score),
-      static_cast<uint8_t>((d.feasible ? kFeasible : 0) | (d.has_telemetry ? kHasTelemetry : 0))};
+      static_cast<uint8_t>((d.feasible ? kFeasible : 0) | (d.has_telemetry ? kHasTelemetry : 0)),
+      narrow(d.exclusive_cpus),
+      narrow(d.first_cpu),
+      static_cast<uint8_t>((d.full_cores ? 1 : 0) | (d.spans_numa ? 2 : 0) |
+                           ((d.topology_policy & 3) << 2) | (d.least_harm ? 16 : 0))};
 }
 
 void LoggedDecision::AddNodes(std::span<const std::string_view> nodes,
@@ -117,6 +121,12 @@ NodeDecision LoggedDecision::decision(size_t i) const {
   d.unmeasured_penalty = p.unmeasured_penalty;
   d.numa_node = p.numa_node;
   d.l3_domain = p.l3_domain;
+  d.exclusive_cpus = p.exclusive_cpus;
+  d.first_cpu = p.first_cpu;
+  d.full_cores = (p.placement & 1) != 0;
+  d.spans_numa = (p.placement & 2) != 0;
+  d.topology_policy = static_cast<uint8_t>((p.placement >> 2) & 3);
+  d.least_harm = (p.placement & 16) != 0;
   return d;
 }
 

@@ -72,6 +72,10 @@ struct LoggedDecision {
     int16_t numa_node, l3_domain;
     int8_t score;
     uint8_t flags;  // kFeasible | kHasTelemetry
+    // The kubelet's predicted pinning (issue 14), for the explanation.
+    int16_t exclusive_cpus, first_cpu;
+    // bit 0 full cores, bit 1 spans NUMA nodes, bits 2-3 topology policy, bit 4 least harm
+    uint8_t placement;
   };
   static constexpr uint8_t kFeasible = 1;
   static constexpr uint8_t kHasTelemetry = 2;

@@ -593,15 +593,38 @@ class HostAgentImpl final : public HostAgent {
                                                                        : c.topology_manager_scope);
       out->set_reserved_cpus(c.reserved_system_cpus);
       reserved = ParseCpuList(c.reserved_system_cpus).value_or(CpuSet{});
+      out->mutable_cpu_manager_policy_options()->insert(c.cpu_manager_policy_options.begin(),
+                                                        c.cpu_manager_policy_options.end());
+      out->mutable_topology_manager_policy_options()->insert(
+          c.topology_manager_policy_options.begin(), c.topology_manager_policy_options.end());
+      out->set_memory_manager_policy(c.memory_manager_policy.empty() ? "none"
+                                                                     : c.memory_manager_policy);
+      out->mutable_reserved_memory_bytes_by_numa()->insert(c.reserved_memory_bytes.begin(),
+                                                           c.reserved_memory_bytes.end());
+    }
+    std::string source = kubelet.config_source;
+    if (kubelet.memory_manager.ok()) {
+      out->set_memory_manager_policy(kubelet.memory_manager->policy);
+      absl::StrAppend(&source, source.empty() ? "" : "; ", "memory_manager_state");
+    }
+    {
+      CpuSet allocatable;
+      for (uint32_t cpu : topology_.cpus_online) {
+        if (!std::binary_search(reserved.begin(), reserved.end(), cpu)) allocatable.push_back(cpu);
+      }
+      out->set_allocatable_cpus(FormatCpuList(allocatable));
     }
     if (kubelet.cpu_manager.ok()) {
       // The checkpoint is what the kubelet actually runs with.
       out->set_cpu_manager_policy(kubelet.cpu_manager->policy);
+      absl::StrAppend(&source, source.empty() ? "" : "; ", "cpu_manager_state");
+      out->set_source(source);
       if (kubelet.cpu_manager->policy == "static") {
         out->set_shared_pool_cpus(FormatCpuList(kubelet.cpu_manager->default_cpu_set));
         return;
       }
     }
+    out->set_source(source);
     if (resources.pods.ok() && resources.allocatable.ok()) {
       // PodResources: allocatable = online - reserved; the shared pool is what
       // no pod holds exclusively.
@@ -615,6 +638,7 @@ class HostAgentImpl final : public HostAgent {
         }
         out->set_reserved_cpus(FormatCpuList(held_back));
       }
+      out->set_allocatable_cpus(FormatCpuList(allocatable));
       std::set<uint32_t> exclusive;
       for (const auto& [key, pod] : *resources.pods) {
         exclusive.insert(pod.exclusive_cpus.begin(), pod.exclusive_cpus.end());

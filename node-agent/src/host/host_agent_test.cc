@@ -154,6 +154,21 @@ TEST(HostAgentTest, IntelHostWithEverything) {
   EXPECT_EQ(report->kubelet().topology_manager_scope(), "pod");
   EXPECT_EQ(report->kubelet().reserved_cpus(), "0");
   EXPECT_EQ(report->kubelet().shared_pool_cpus(), "0-1,4-7");
+  // Resource-manager settings (issue 14): config file, then checkpoints.
+  EXPECT_EQ(report->kubelet().cpu_manager_policy_options().at("full-pcpus-only"), "true");
+  EXPECT_EQ(report->kubelet().topology_manager_policy_options().at("prefer-closest-numa-nodes"),
+            "true");
+  EXPECT_EQ(report->kubelet().memory_manager_policy(), "static");
+  EXPECT_EQ(report->kubelet().reserved_memory_bytes_by_numa().at(0), 1u << 30);
+  EXPECT_EQ(report->kubelet().reserved_memory_bytes_by_numa().at(1), 512u << 20);
+  EXPECT_EQ(report->kubelet().allocatable_cpus(), "1-7");
+  EXPECT_EQ(report->kubelet().source(),
+            "config /var/lib/kubelet/config.yaml; memory_manager_state; cpu_manager_state");
+  // Two SMT threads per core: CPUs 0-1, 2-3, ... are siblings.
+  ASSERT_EQ(report->topology().cores_size(), 4);
+  EXPECT_EQ(report->topology().cores(1).cpus(), "2-3");
+  EXPECT_EQ(report->topology().cores(2).socket(), 1u);
+  EXPECT_EQ(report->topology().cores(2).numa_node(), 1u);
 
   const tv1::Topology& topology = report->topology();
   ASSERT_EQ(topology.l3_domains_size(), 2);
@@ -274,6 +289,22 @@ TEST(HostAgentTest, CmtOnlyHybridCrioWithV4KubeletState) {
   EXPECT_THAT(g->unavailable().at("membw_total_bytes_per_second"), HasSubstr("CMT-only"));
   EXPECT_DOUBLE_EQ(g->psi_cpu_some_avg10(), 2.0);  // from the cgroup2 mirror
   EXPECT_FALSE(report->topology().numa_nodes(0).has_membw_bytes_per_second());
+
+  // The kubelet (pid 812) names its config file with --config and overrides it
+  // with flags; the memory manager's checkpoint still says Static.
+  const tv1::KubeletPolicies& k = report->kubelet();
+  EXPECT_EQ(k.source(),
+            "config /etc/kubernetes/kubelet-config.yaml; flags of pid 812; memory_manager_state; "
+            "cpu_manager_state");
+  EXPECT_EQ(k.topology_manager_policy(), "restricted");
+  EXPECT_EQ(k.topology_manager_scope(), "container");
+  EXPECT_EQ(k.cpu_manager_policy_options().size(), 2u);
+  EXPECT_EQ(k.cpu_manager_policy_options().at("align-by-socket"), "true");
+  EXPECT_EQ(k.topology_manager_policy_options().at("prefer-closest-numa-nodes"), "true");
+  EXPECT_EQ(k.reserved_memory_bytes_by_numa().at(0), 256u << 20);
+  EXPECT_EQ(k.reserved_memory_bytes_by_numa().at(1), 512u << 20);
+  EXPECT_EQ(k.memory_manager_policy(), "static");
+  EXPECT_EQ(report->topology().cores_size(), 8);  // one thread per core
 }
 
 TEST(HostAgentTest, SncV2Cgroupfs) {

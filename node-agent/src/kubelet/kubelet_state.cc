@@ -4,6 +4,7 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "common/quantity.h"
 #include "common/strings.h"
 #include "nlohmann/json.hpp"
 #include "yaml-cpp/yaml.h"
@@ -78,6 +79,61 @@ absl::StatusOr<uint64_t> Uint64Field(std::string_view file, const Json& json, co
         absl::StrCat(Av(file), ": \"", key, "\" is missing or not a non-negative integer"));
   }
   return it->get<uint64_t>();
+}
+
+// cpuManagerPolicyOptions, topologyManagerPolicyOptions (string maps) and
+// reservedMemory (a list of {numaNode, limits: {memory: <quantity>, ...}}).
+absl::Status ParseResourceManagerConfig(const YAML::Node& root, KubeletConfig& config) {
+  for (auto [key, out] :
+       {std::pair<const char*, std::map<std::string, std::string>*>{
+            "cpuManagerPolicyOptions", &config.cpu_manager_policy_options},
+        {"topologyManagerPolicyOptions", &config.topology_manager_policy_options}}) {
+    const YAML::Node node = root[key];
+    if (!node || node.IsNull()) continue;
+    if (!node.IsMap()) {
+      return absl::InvalidArgumentError(absl::StrCat("kubelet config: ", key, " is not a mapping"));
+    }
+    for (const auto& entry : node) {
+      if (!entry.first.IsScalar() || !entry.second.IsScalar()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("kubelet config: ", key, " has a value that is not a string"));
+      }
+      (*out)[entry.first.Scalar()] = entry.second.Scalar();
+    }
+  }
+  const YAML::Node reserved = root["reservedMemory"];
+  if (!reserved || reserved.IsNull()) return absl::OkStatus();
+  if (!reserved.IsSequence()) {
+    return absl::InvalidArgumentError("kubelet config: reservedMemory is not a list");
+  }
+  for (size_t i = 0; i < reserved.size(); ++i) {
+    const YAML::Node item = reserved[i];
+    const std::string where = absl::StrCat("kubelet config: reservedMemory[", i, "]");
+    if (!item.IsMap() || !item["numaNode"] || !item["numaNode"].IsScalar()) {
+      return absl::InvalidArgumentError(absl::StrCat(where, ": no numaNode"));
+    }
+    std::optional<uint32_t> numa = ParseInt<uint32_t>(item["numaNode"].Scalar());
+    if (!numa) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          where, ": numaNode \"", Av(item["numaNode"].Scalar()), "\" is not a NUMA node id"));
+    }
+    const YAML::Node limits = item["limits"];
+    if (!limits || limits.IsNull()) continue;
+    if (!limits.IsMap())
+      return absl::InvalidArgumentError(absl::StrCat(where, ": limits is not a mapping"));
+    const YAML::Node memory = limits["memory"];
+    if (!memory) continue;
+    absl::StatusOr<int64_t> bytes =
+        memory.IsScalar() ? ParseByteQuantity(memory.Scalar())
+                          : absl::StatusOr<int64_t>(absl::InvalidArgumentError("not a quantity"));
+    if (!bytes.ok() || *bytes < 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          where, ": limits.memory: ",
+          bytes.ok() ? std::string("negative") : std::string(bytes.status().message())));
+    }
+    config.reserved_memory_bytes[*numa] += static_cast<uint64_t>(*bytes);
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -233,9 +289,12 @@ absl::StatusOr<KubeletConfig> ParseKubeletConfig(std::string_view text) {
         {"topologyManagerPolicy", &config.topology_manager_policy},
         {"topologyManagerScope", &config.topology_manager_scope},
         {"reservedSystemCPUs", &config.reserved_system_cpus},
-        {"cgroupDriver", &config.cgroup_driver}}) {
+        {"cgroupDriver", &config.cgroup_driver},
+        {"memoryManagerPolicy", &config.memory_manager_policy}}) {
     if (absl::Status s = scalar(key, *out); !s.ok()) return s;
   }
+  config.memory_manager_policy = Lower(config.memory_manager_policy);
+  if (absl::Status s = ParseResourceManagerConfig(root, config); !s.ok()) return s;
   if (!config.reserved_system_cpus.empty()) {
     absl::StatusOr<CpuSet> cpus = ParseCpuList(config.reserved_system_cpus);
     if (!cpus.ok()) {
@@ -249,15 +308,35 @@ absl::StatusOr<KubeletConfig> ParseKubeletConfig(std::string_view text) {
 
 KubeletState ReadKubeletState(const Filesystem& fs, std::string_view kubelet_dir) {
   KubeletState state;
+  // The running kubelet's flags name its config file and override it.
+  absl::StatusOr<KubeletCommandLine> cmdline = FindKubeletProcess(fs);
   absl::StatusOr<std::string> cpu = fs.ReadFile(JoinPath(kubelet_dir, "cpu_manager_state"));
   state.cpu_manager =
       cpu.ok() ? ParseCpuManagerState(*cpu) : absl::StatusOr<CpuManagerState>(cpu.status());
   absl::StatusOr<std::string> memory = fs.ReadFile(JoinPath(kubelet_dir, "memory_manager_state"));
   state.memory_manager = memory.ok() ? ParseMemoryManagerState(*memory)
                                      : absl::StatusOr<MemoryManagerState>(memory.status());
-  absl::StatusOr<std::string> config = fs.ReadFile(JoinPath(kubelet_dir, "config.yaml"));
-  state.config =
-      config.ok() ? ParseKubeletConfig(*config) : absl::StatusOr<KubeletConfig>(config.status());
+  const std::string config_path = cmdline.ok() && !cmdline->config_path.empty()
+                                      ? cmdline->config_path
+                                      : JoinPath(kubelet_dir, "config.yaml");
+  absl::StatusOr<std::string> config = fs.ReadFile(config_path);
+  if (config.ok()) {
+    state.config = ParseKubeletConfig(*config);
+    state.config_source = absl::StrCat("config ", config_path);
+  } else if (cmdline.ok()) {
+    // No file (a kubelet configured by flags alone): the flags on the defaults.
+    state.config = KubeletConfig();
+  } else {
+    state.config = config.status();
+  }
+  if (state.config.ok() && cmdline.ok()) {
+    if (absl::Status s = ApplyKubeletFlags(*cmdline, *state.config); !s.ok()) {
+      state.config = s;
+    } else {
+      if (!state.config_source.empty()) state.config_source += "; ";
+      absl::StrAppend(&state.config_source, "flags of pid ", cmdline->pid);
+    }
+  }
   return state;
 }
 

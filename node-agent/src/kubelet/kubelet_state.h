@@ -57,7 +57,38 @@ struct KubeletConfig {
   std::string topology_manager_scope;   // kubelet default "container"
   std::string reserved_system_cpus;     // kernel list format
   std::string cgroup_driver;            // "systemd" | "cgroupfs"
+  // cpuManagerPolicyOptions / topologyManagerPolicyOptions, e.g.
+  // {"full-pcpus-only": "true"}; {"max-allowable-numa-nodes": "8"}.
+  std::map<std::string, std::string> cpu_manager_policy_options;
+  std::map<std::string, std::string> topology_manager_policy_options;
+  std::string memory_manager_policy;  // lower-cased; kubelet default "none"
+  // reservedMemory of type "memory", per NUMA node.
+  std::map<uint32_t, uint64_t> reserved_memory_bytes;
 };
+
+// The running kubelet's command line (from /proc/PID/cmdline): flags override
+// the config file (kubelet semantics; the last occurrence of a flag wins,
+// --reserved-memory accumulates).
+struct KubeletCommandLine {
+  int pid = 0;
+  std::string config_path;                   // --config, empty when absent
+  std::map<std::string, std::string> flags;  // name without dashes -> value
+  std::vector<std::string> reserved_memory;  // every --reserved-memory value
+};
+
+// `cmdline`: NUL-separated argv. Error when argv[0] is not a kubelet.
+absl::StatusOr<KubeletCommandLine> ParseKubeletCmdline(std::string_view cmdline);
+// Applies the resource-manager flags of `cmdline` to `config`; an unparsable
+// flag value is an error naming the flag.
+absl::Status ApplyKubeletFlags(const KubeletCommandLine& cmdline, KubeletConfig& config);
+// "full-pcpus-only=true,align-by-socket=true" -> map (the kubelet's
+// mapStringString flag format).
+absl::StatusOr<std::map<std::string, std::string>> ParseOptionList(std::string_view flag,
+                                                                   std::string_view text);
+// "0:memory=1Gi,hugepages-1Gi=2Gi;1:memory=2Gi" -> {0: 1Gi, 1: 2Gi} (memory only).
+absl::Status ParseReservedMemoryFlag(std::string_view text, std::map<uint32_t, uint64_t>& out);
+// The kubelet process under /proc (argv[0] named "kubelet"), or NotFound.
+absl::StatusOr<KubeletCommandLine> FindKubeletProcess(const Filesystem& fs);
 
 absl::StatusOr<CpuManagerState> ParseCpuManagerState(std::string_view json);
 absl::StatusOr<MemoryManagerState> ParseMemoryManagerState(std::string_view json);
@@ -68,7 +99,10 @@ absl::StatusOr<KubeletConfig> ParseKubeletConfig(std::string_view yaml);
 struct KubeletState {
   absl::StatusOr<CpuManagerState> cpu_manager = absl::UnknownError("not read");
   absl::StatusOr<MemoryManagerState> memory_manager = absl::UnknownError("not read");
+  // The config file with the kubelet's command-line flags applied.
   absl::StatusOr<KubeletConfig> config = absl::UnknownError("not read");
+  // Where `config` came from: "config /var/lib/kubelet/config.yaml; flags of pid 812".
+  std::string config_source;
 };
 KubeletState ReadKubeletState(const Filesystem& fs,
                               std::string_view kubelet_dir = "/var/lib/kubelet");

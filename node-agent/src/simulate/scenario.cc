@@ -7,6 +7,7 @@
 #include <sstream>
 #include <utility>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "common/cpu_list.h"
 #include "common/quantity.h"
@@ -28,10 +29,18 @@ constexpr size_t kMaxNodeNameBytes = 253;  // a Kubernetes DNS subdomain
 // Node-level optional keys beyond the design's example are documented in
 // docs/simulation.md ("capabilities").
 const std::vector<std::string> kRootKeys = {"apiVersion", "kind", "nodes"};
-const std::vector<std::string> kNodeKeys = {"name",      "kubelet", "numaNodes",
-                                            "l3Domains", "pods",    "capabilities"};
-const std::vector<std::string> kKubeletKeys = {"cpuManagerPolicy", "topologyManagerPolicy",
-                                               "topologyManagerScope", "reservedCpus"};
+const std::vector<std::string> kNodeKeys = {"name", "kubelet",      "numaNodes",     "l3Domains",
+                                            "pods", "capabilities", "threadsPerCore"};
+// All optional (issue 14 added the last five; older scenarios stay valid).
+const std::vector<std::string> kKubeletKeys = {"cpuManagerPolicy",
+                                               "topologyManagerPolicy",
+                                               "topologyManagerScope",
+                                               "reservedCpus",
+                                               "memoryManagerPolicy",
+                                               "cpuManagerPolicyOptions",
+                                               "topologyManagerPolicyOptions",
+                                               "reservedMemoryBytes",
+                                               "allocatableCpus"};
 const std::vector<std::string> kNumaKeys = {"id", "cpus", "memoryBytes", "peakMembwBytesPerSecond",
                                             "distances"};
 const std::vector<std::string> kL3Keys = {"id",
@@ -121,8 +130,9 @@ class NodeParser {
     }
     report_.set_node_name(*name);
     what_ = absl::StrCat("node \"", *name, "\"");
-    for (auto step : {&NodeParser::ParseNuma, &NodeParser::ParseL3, &NodeParser::ParseKubelet,
-                      &NodeParser::ParseCapabilities, &NodeParser::ParsePods}) {
+    for (auto step :
+         {&NodeParser::ParseNuma, &NodeParser::ParseCores, &NodeParser::ParseL3,
+          &NodeParser::ParseKubelet, &NodeParser::ParseCapabilities, &NodeParser::ParsePods}) {
       if (absl::Status s = (this->*step)(*f); !s.ok()) return s;
     }
     DeriveNodeMeasurements(&report_);
@@ -283,6 +293,90 @@ class NodeParser {
     return best;
   }
 
+  // threadsPerCore (optional): each NUMA node's CPUs, in order, form
+  // cores of that many adjacent threads ("0-7" with 2: 0-1, 2-3, ...); one
+  // socket per NUMA node. Reported as topology.cores.
+  absl::Status ParseCores(const Fields& node) {
+    absl::StatusOr<std::optional<uint64_t>> threads = node.Uint("threadsPerCore");
+    if (!threads.ok()) return threads.status();
+    if (!threads->has_value()) return absl::OkStatus();  // not reported: one thread per core
+    const uint64_t per_core = **threads;
+    if (per_core < 1 || per_core > 8) {
+      return node.ErrorFor("threadsPerCore", "threadsPerCore must be between 1 and 8");
+    }
+    for (const tv1::NumaNode& numa : report_.topology().numa_nodes()) {
+      const CpuSet cpus = *ParseCpuList(numa.cpus());
+      if (cpus.size() % per_core != 0) {
+        return node.ErrorFor(
+            "threadsPerCore",
+            absl::StrCat("NUMA node ", numa.id(), " of ", what_, " has ", cpus.size(),
+                         " CPUs, not a multiple of threadsPerCore ", per_core));
+      }
+      for (size_t first = 0; first < cpus.size(); first += per_core) {
+        tv1::CpuCore* core = report_.mutable_topology()->add_cores();
+        core->set_socket(numa.id());
+        core->set_core_id(static_cast<uint32_t>(first / per_core));
+        core->set_cpus(
+            FormatCpuList(CpuSet(cpus.begin() + static_cast<ptrdiff_t>(first),
+                                 cpus.begin() + static_cast<ptrdiff_t>(first + per_core))));
+        core->set_numa_node(numa.id());
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  // The resource-manager settings of issue 14: all optional.
+  absl::Status ParseKubeletManagers(const Fields& f) {
+    tv1::KubeletPolicies* kubelet = report_.mutable_kubelet();
+    absl::StatusOr<std::optional<std::string>> memory = f.String("memoryManagerPolicy");
+    if (!memory.ok()) return memory.status();
+    if (memory->has_value()) {
+      if (absl::Status s =
+              CheckOneOf(f, "memoryManagerPolicy", **memory, {"None", "Static", "none", "static"});
+          !s.ok()) {
+        return s;
+      }
+      kubelet->set_memory_manager_policy(absl::AsciiStrToLower(**memory));
+    }
+    for (std::string_view key : {"cpuManagerPolicyOptions", "topologyManagerPolicyOptions"}) {
+      absl::StatusOr<std::map<std::string, std::string>> options = f.StringMap(key);
+      if (!options.ok()) return options.status();
+      auto* out = key == "cpuManagerPolicyOptions"
+                      ? kubelet->mutable_cpu_manager_policy_options()
+                      : kubelet->mutable_topology_manager_policy_options();
+      out->insert(options->begin(), options->end());
+    }
+    absl::StatusOr<std::map<std::string, std::string>> reserved =
+        f.StringMap("reservedMemoryBytes");
+    if (!reserved.ok()) return reserved.status();
+    for (const auto& [numa, quantity] : *reserved) {
+      std::optional<uint32_t> id = ParseInt<uint32_t>(numa);
+      if (!id || numa_ids_.count(*id) == 0) {
+        return f.ErrorFor("reservedMemoryBytes",
+                          absl::StrCat("reservedMemoryBytes key \"", numa,
+                                       "\" is not a NUMA node id of ", what_));
+      }
+      absl::StatusOr<int64_t> bytes = ParseByteQuantity(quantity);
+      if (!bytes.ok() || *bytes < 0) {
+        return f.ErrorFor("reservedMemoryBytes",
+                          absl::StrCat("reservedMemoryBytes \"", numa, "\": \"", quantity,
+                                       "\" is not a byte quantity"));
+      }
+      (*kubelet->mutable_reserved_memory_bytes_by_numa())[*id] = static_cast<uint64_t>(*bytes);
+    }
+    absl::StatusOr<std::optional<CpuSet>> allocatable = f.Cpus("allocatableCpus");
+    if (!allocatable.ok()) return allocatable.status();
+    if (allocatable->has_value()) {
+      if (!IsSubset(**allocatable, online_)) {
+        return f.ErrorFor("allocatableCpus",
+                          absl::StrCat("allocatableCpus \"", FormatCpuList(**allocatable),
+                                       "\" are not all in the NUMA nodes of ", what_));
+      }
+      kubelet->set_allocatable_cpus(FormatCpuList(**allocatable));
+    }
+    return absl::OkStatus();
+  }
+
   absl::Status ParseKubelet(const Fields& node) {
     tv1::KubeletPolicies* kubelet = report_.mutable_kubelet();
     // The kubelet's own defaults.
@@ -327,7 +421,7 @@ class NodeParser {
       reserved_ = **reserved;
       kubelet->set_reserved_cpus(FormatCpuList(reserved_));
     }
-    return absl::OkStatus();
+    return ParseKubeletManagers(*f);
   }
 
   absl::Status ParseCapabilities(const Fields& node) {

@@ -201,6 +201,54 @@ TEST(ScenarioTest, CpuConsistencyIsChecked) {
               HasSubstr("membwLocalBytesPerSecond is larger than membwTotalBytesPerSecond"));
 }
 
+TEST(ScenarioTest, ResourceManagerKeysAndSmtAreOptional) {
+  const std::string text =
+      "apiVersion: neighborly.io/v1alpha1\nkind: Scenario\nnodes:\n- name: n1\n"
+      "  threadsPerCore: 2\n"
+      "  kubelet: {cpuManagerPolicy: static, memoryManagerPolicy: Static,\n"
+      "    cpuManagerPolicyOptions: {full-pcpus-only: \"true\"},\n"
+      "    topologyManagerPolicyOptions: {prefer-closest-numa-nodes: \"true\"},\n"
+      "    reservedMemoryBytes: {\"0\": 1Gi, \"1\": 512Mi}, allocatableCpus: \"1-7\"}\n"
+      "  numaNodes:\n  - {id: 0, cpus: \"0-3\", memoryBytes: 8Gi}\n"
+      "  - {id: 1, cpus: \"4-7\", memoryBytes: 8Gi}\n"
+      "  l3Domains:\n  - {id: 0, cpus: \"0-7\", sizeBytes: 8Mi}\n";
+  absl::StatusOr<Scenario> s = ParseScenario(text, "t.yaml");
+  ASSERT_TRUE(s.ok()) << s.status();
+  const tv1::NodeReport& r = s->nodes[0];
+  EXPECT_EQ(r.kubelet().memory_manager_policy(), "static");
+  EXPECT_EQ(r.kubelet().cpu_manager_policy_options().at("full-pcpus-only"), "true");
+  EXPECT_EQ(r.kubelet().topology_manager_policy_options().at("prefer-closest-numa-nodes"), "true");
+  EXPECT_EQ(r.kubelet().reserved_memory_bytes_by_numa().at(1), 512u << 20);
+  EXPECT_EQ(r.kubelet().allocatable_cpus(), "1-7");
+  ASSERT_EQ(r.topology().cores_size(), 4);
+  EXPECT_EQ(r.topology().cores(2).cpus(), "4-5");
+  EXPECT_EQ(r.topology().cores(2).numa_node(), 1u);
+
+  // Older scenarios: none of it; no cores reported (the extender assumes one
+  // thread per core).
+  absl::StatusOr<Scenario> old = ParseScenario(WithPod(""), "t.yaml");
+  ASSERT_TRUE(old.ok()) << old.status();
+  EXPECT_EQ(old->nodes[0].topology().cores_size(), 0);
+  EXPECT_EQ(old->nodes[0].kubelet().memory_manager_policy(), "");
+
+  const std::string head =
+      "apiVersion: neighborly.io/v1alpha1\nkind: Scenario\nnodes:\n- name: n1\n";
+  const std::string numa =
+      "  numaNodes:\n  - {id: 0, cpus: \"0-2\", memoryBytes: 8Gi}\n"
+      "  l3Domains:\n  - {id: 0, cpus: \"0-2\", sizeBytes: 8Mi}\n";
+  EXPECT_THAT(
+      ErrorOf(head + "  threadsPerCore: 2\n" + numa),
+      HasSubstr("NUMA node 0 of node \"n1\" has 3 CPUs, not a multiple of threadsPerCore 2"));
+  EXPECT_THAT(ErrorOf(head + "  kubelet: {memoryManagerPolicy: Dynamic}\n" + numa),
+              HasSubstr("memoryManagerPolicy"));
+  EXPECT_THAT(ErrorOf(head + "  kubelet: {reservedMemoryBytes: {\"7\": 1Gi}}\n" + numa),
+              HasSubstr("reservedMemoryBytes key \"7\" is not a NUMA node id"));
+  EXPECT_THAT(ErrorOf(head + "  kubelet: {reservedMemoryBytes: {\"0\": lots}}\n" + numa),
+              HasSubstr("is not a byte quantity"));
+  EXPECT_THAT(ErrorOf(head + "  kubelet: {allocatableCpus: \"0-9\"}\n" + numa),
+              HasSubstr("allocatableCpus \"0-9\" are not all in the NUMA nodes"));
+}
+
 TEST(ScenarioTest, InvalidYamlNamesLine) {
   EXPECT_THAT(ErrorOf("apiVersion: neighborly.io/v1alpha1\nkind: Scenario\nnodes: [\n"),
               HasSubstr("t.yaml:"));

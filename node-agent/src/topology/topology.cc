@@ -158,6 +158,49 @@ void FallbackDomains(const Filesystem& fs, Topology& topology) {
              "no cache or package information in sysfs: one L3 domain per NUMA node");
 }
 
+// Physical cores from cpuN/topology/{physical_package_id,core_id,
+// thread_siblings_list}: the CPU manager's view of SMT. All or nothing: a
+// partial core list would make whole cores look like half cores.
+void ReadCores(const Filesystem& fs, Topology& topology) {
+  std::map<uint32_t, CoreInfo> by_first_cpu;
+  for (uint32_t cpu : topology.cpus_online) {
+    const std::string dir = absl::StrCat(kCpuDir, "/cpu", cpu, "/topology");
+    absl::StatusOr<uint32_t> package = ReadUint(fs, dir + "/physical_package_id");
+    absl::StatusOr<uint32_t> core = ReadUint(fs, dir + "/core_id");
+    absl::StatusOr<CpuSet> siblings = ReadCpuList(fs, dir + "/thread_siblings_list");
+    if (!package.ok() || !core.ok() || !siblings.ok() || siblings->empty() ||
+        !std::binary_search(siblings->begin(), siblings->end(), cpu)) {
+      const absl::Status why =
+          !package.ok() ? package.status()
+          : !core.ok()  ? core.status()
+          : !siblings.ok()
+              ? siblings.status()
+              : absl::InvalidArgumentError(absl::StrCat(dir,
+                                                        "/thread_siblings_list: does not "
+                                                        "name cpu",
+                                                        cpu));
+      AppendNote(topology.note, absl::StrCat("no SMT information in sysfs (", Av(Sv(why.message())),
+                                             "): cores not reported"));
+      return;
+    }
+    // Keep only online siblings (an offlined thread is no CPU to hand out).
+    CpuSet online;
+    for (uint32_t s : *siblings) {
+      if (std::binary_search(topology.cpus_online.begin(), topology.cpus_online.end(), s)) {
+        online.push_back(s);
+      }
+    }
+    if (by_first_cpu.contains(online.front())) continue;
+    CoreInfo info;
+    info.socket = *package;
+    info.core_id = *core;
+    info.cpus = std::move(online);
+    info.numa_node = topology.NodeOfCpu(info.cpus.front()).value_or(0);
+    by_first_cpu.emplace(info.cpus.front(), std::move(info));
+  }
+  for (auto& [first, core] : by_first_cpu) topology.cores.push_back(std::move(core));
+}
+
 }  // namespace
 
 std::optional<uint32_t> Topology::NodeOfCpu(uint32_t cpu) const {
@@ -181,6 +224,7 @@ absl::StatusOr<Topology> ReadTopology(const Filesystem& fs) {
     if (!domain.cpus.empty())
       domain.numa_node = topology.NodeOfCpu(domain.cpus.front()).value_or(0);
   }
+  ReadCores(fs, topology);
   return topology;
 }
 
@@ -261,6 +305,13 @@ void ToProto(const Topology& topology, telemetry::v1::Topology* out) {
     d->set_cpus(FormatCpuList(domain.cpus));
     if (domain.size_bytes) d->set_size_bytes(*domain.size_bytes);
     d->set_numa_node(domain.numa_node);
+  }
+  for (const CoreInfo& core : topology.cores) {
+    telemetry::v1::CpuCore* c = out->add_cores();
+    c->set_socket(core.socket);
+    c->set_core_id(core.core_id);
+    c->set_cpus(FormatCpuList(core.cpus));
+    c->set_numa_node(core.numa_node);
   }
 }
 

@@ -36,8 +36,19 @@ struct L3DomainInfo {
   uint32_t numa_node = 0;  // the node holding the domain's first CPU
 };
 
+// One physical core and its SMT threads (sysfs cpuN/topology).
+struct CoreInfo {
+  uint32_t socket = 0;   // physical_package_id
+  uint32_t core_id = 0;  // unique within its socket
+  CpuSet cpus;           // thread_siblings_list
+  uint32_t numa_node = 0;
+};
+
 struct Topology {
   CpuSet cpus_online;
+  // Physical cores, ordered by first CPU. Empty when sysfs lacks
+  // core_id / thread_siblings_list for some online CPU (`note` says so).
+  std::vector<CoreInfo> cores;
   std::vector<NumaNodeInfo> numa_nodes;
   std::vector<L3DomainInfo> l3_domains;
   std::string note;  // why the topology is approximate; empty when read in full

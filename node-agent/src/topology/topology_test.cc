@@ -26,6 +26,9 @@ void WriteTwoSocketHost(const TestTree& tree, bool with_cache) {
   for (int cpu = 0; cpu < 4; ++cpu) {
     const std::string dir = absl::StrCat("/sys/devices/system/cpu/cpu", cpu);
     tree.Write(dir + "/topology/physical_package_id", cpu < 2 ? "0\n" : "1\n");
+    // One core of two SMT threads per socket.
+    tree.Write(dir + "/topology/core_id", "0\n");
+    tree.Write(dir + "/topology/thread_siblings_list", cpu < 2 ? "0-1\n" : "2-3\n");
     if (!with_cache) continue;
     tree.Write(dir + "/cache/index0/level", "1\n");
     tree.Write(dir + "/cache/index3/level", "2\n");
@@ -59,6 +62,43 @@ TEST(TopologyTest, ReadsNumaAndL3ByLevel) {
   EXPECT_EQ(proto.cpus_online(), 4u);
   EXPECT_EQ(proto.l3_domains(1).cpus(), "2-3");
   EXPECT_EQ(proto.numa_nodes(0).distances_size(), 2);
+  ASSERT_EQ(proto.cores_size(), 2);
+  EXPECT_EQ(proto.cores(1).socket(), 1u);
+  EXPECT_EQ(proto.cores(1).cpus(), "2-3");
+  EXPECT_EQ(proto.cores(1).numa_node(), 1u);
+}
+
+TEST(TopologyTest, ReadsSmtSiblingsAsCores) {
+  TestTree tree;
+  WriteTwoSocketHost(tree, /*with_cache=*/true);
+  absl::StatusOr<Topology> topology = ReadTopology(*NewRealFilesystem(tree.root()));
+  ASSERT_TRUE(topology.ok()) << topology.status();
+  ASSERT_EQ(topology->cores.size(), 2u);
+  EXPECT_EQ(topology->cores[0].socket, 0u);
+  EXPECT_THAT(topology->cores[0].cpus, ElementsAre(0, 1));
+  EXPECT_EQ(topology->cores[1].numa_node, 1u);
+
+  // An offline sibling is no CPU to hand out: cpu3 offline leaves core {2}.
+  tree.Write("/sys/devices/system/cpu/online", "0-2\n");
+  topology = ReadTopology(*NewRealFilesystem(tree.root()));
+  ASSERT_TRUE(topology.ok()) << topology.status();
+  ASSERT_EQ(topology->cores.size(), 2u);
+  EXPECT_THAT(topology->cores[1].cpus, ElementsAre(2));
+}
+
+TEST(TopologyTest, NoCoresWithoutSiblingInformation) {
+  TestTree tree;
+  WriteTwoSocketHost(tree, /*with_cache=*/true);
+  tree.Write("/sys/devices/system/cpu/cpu2/topology/thread_siblings_list", "0-1\n");
+  absl::StatusOr<Topology> topology = ReadTopology(*NewRealFilesystem(tree.root()));
+  ASSERT_TRUE(topology.ok()) << topology.status();
+  EXPECT_THAT(topology->cores, IsEmpty());
+  EXPECT_THAT(topology->note, HasSubstr("thread_siblings_list: does not name cpu2"));
+  tree.Remove("/sys/devices/system/cpu/cpu1/topology/core_id");
+  topology = ReadTopology(*NewRealFilesystem(tree.root()));
+  ASSERT_TRUE(topology.ok()) << topology.status();
+  EXPECT_THAT(topology->cores, IsEmpty());
+  EXPECT_THAT(topology->note, HasSubstr("no SMT information in sysfs"));
 }
 
 TEST(TopologyTest, FallsBackToPackagesWithoutCacheInfo) {

@@ -32,8 +32,9 @@ def w(root, path, text):
         f.write(text)
 
 
-def topology(root, nodes, cpus_per_node, l3, cache=True):
-    """nodes: count; l3: list of (cache id, cpu list) or None."""
+def topology(root, nodes, cpus_per_node, l3, cache=True, smt=1):
+    """nodes: count; l3: list of (cache id, cpu list) or None; smt: threads per core
+    (siblings are adjacent CPUs), 0 for no core information in sysfs."""
     total = nodes * cpus_per_node
     w(root, "/sys/devices/system/cpu/online", f"0-{total - 1}\n")
     w(root, "/sys/devices/system/node/online", "0\n" if nodes == 1 else f"0-{nodes - 1}\n")
@@ -46,6 +47,11 @@ def topology(root, nodes, cpus_per_node, l3, cache=True):
           f"Node {n} MemTotal:       33554432 kB\nNode {n} MemFree:        30000000 kB\n")
     for cpu in range(total):
         w(root, f"/sys/devices/system/cpu/cpu{cpu}/topology/physical_package_id", f"{cpu // cpus_per_node}\n")
+        if smt:
+            first = cpu - cpu % smt
+            w(root, f"/sys/devices/system/cpu/cpu{cpu}/topology/core_id", f"{(cpu % cpus_per_node) // smt}\n")
+            w(root, f"/sys/devices/system/cpu/cpu{cpu}/topology/thread_siblings_list",
+              f"{first}\n" if smt == 1 else f"{first}-{first + smt - 1}\n")
         if not cache:
             continue
         base = f"/sys/devices/system/cpu/cpu{cpu}/cache"
@@ -150,8 +156,23 @@ def kubelet(root, fmt):
         w(root, "/var/lib/kubelet/config.yaml", config)
         return
     config += ("cpuManagerPolicy: static\ntopologyManagerPolicy: single-numa-node\n"
-               "topologyManagerScope: pod\nreservedSystemCPUs: \"0\"\nmemoryManagerPolicy: Static\n")
-    w(root, "/var/lib/kubelet/config.yaml", config)
+               "topologyManagerScope: pod\nreservedSystemCPUs: \"0\"\nmemoryManagerPolicy: Static\n"
+               "cpuManagerPolicyOptions:\n  full-pcpus-only: \"true\"\n"
+               "topologyManagerPolicyOptions:\n  prefer-closest-numa-nodes: \"true\"\n"
+               "reservedMemory:\n- numaNode: 0\n  limits:\n    memory: 1Gi\n    hugepages-1Gi: 2Gi\n"
+               "- numaNode: 1\n  limits:\n    memory: 512Mi\n")
+    if fmt == "v4":
+        # A kubelet whose --config points elsewhere and whose flags override the file.
+        w(root, "/etc/kubernetes/kubelet-config.yaml", config)
+        w(root, "/proc/812/cmdline", "\0".join([
+            "/usr/bin/kubelet", "--config=/etc/kubernetes/kubelet-config.yaml", "--fail-swap-on",
+            "--topology-manager-policy", "restricted", "--topology-manager-scope=container",
+            "--cpu-manager-policy-options=full-pcpus-only=true,align-by-socket=true",
+            "--reserved-memory", "0:memory=256Mi;1:memory=256Mi", "--reserved-memory=1:memory=256Mi",
+            "--memory-manager-policy=None"]) + "\0")
+        w(root, "/proc/1/cmdline", "/sbin/init\0splash\0")
+    else:
+        w(root, "/var/lib/kubelet/config.yaml", config)
     inner = '{"policyName":"static","defaultCpuSet":"0-1,4-7","entries":{"%s":{"app":"2-3"}}}' % g
     if fmt == "v2":
         w(root, "/var/lib/kubelet/cpu_manager_state", inner[:-1] + ',"checksum":3300516549}\n')
@@ -195,10 +216,10 @@ def resctrl(root, domains, features, num_rmids, snc_nodes=0, foreign=False):
         w(root, f"{base}/mon_groups/pqos-1234-0/tasks", "")
 
 
-def host(name, kind, driver, runtime, nodes, cpus_per_node, l3, kfmt, rdt, cache=True):
+def host(name, kind, driver, runtime, nodes, cpus_per_node, l3, kfmt, rdt, cache=True, smt=1):
     root = os.path.join(HERE, name)
     shutil.rmtree(root, ignore_errors=True)
-    topology(root, nodes, cpus_per_node, l3 or [], cache)
+    topology(root, nodes, cpus_per_node, l3 or [], cache, smt)
     mounts(root, kind, rdt is not None)
     pods(root, kind, driver, runtime, nodes, f"0-{nodes * cpus_per_node - 1}")
     kubelet(root, kfmt)
@@ -216,7 +237,8 @@ ALL = ["intel-mbm-v2-systemd-containerd", "amd-v1-cgroupfs-docker", "cmt-only-hy
 
 if __name__ == "__main__":
     host(ALL[0], "v2", "systemd", "containerd", 2, 4, [(0, "0-3", "36608K\n"), (1, "4-7", "36608K\n")], "v2",
-         dict(domains=[0, 1], features=["llc_occupancy", "mbm_total_bytes", "mbm_local_bytes"], num_rmids=224))
+         dict(domains=[0, 1], features=["llc_occupancy", "mbm_total_bytes", "mbm_local_bytes"], num_rmids=224),
+         smt=2)
     # AMD: one L3 per CCX (4 CPUs each), many mon_L3 per socket.
     host(ALL[1], "v1", "cgroupfs", "docker", 1, 8, [(0, "0-3", "32768K\n"), (1, "4-7", "32768K\n")], "v1-legacy",
          dict(domains=[0, 1], features=["llc_occupancy", "mbm_total_bytes", "mbm_local_bytes"], num_rmids=4,
@@ -228,4 +250,4 @@ if __name__ == "__main__":
          dict(domains=[0], features=["llc_occupancy", "mbm_total_bytes", "mbm_local_bytes"], num_rmids=128,
               snc_nodes=2))
     # Like the build VM: hybrid cgroups, no resctrl, no cache information.
-    host(ALL[4], "hybrid", "systemd", "containerd", 1, 2, None, "none", None, cache=False)
+    host(ALL[4], "hybrid", "systemd", "containerd", 1, 2, None, "none", None, cache=False, smt=0)
