@@ -7,8 +7,10 @@
 //       .working_set_bytes = 384 << 20, .budget = absl::Seconds(2)});
 //   r->bytes_per_second   // best undisturbed pass, STREAM's convention (24 B per element)
 //
-// The budget bounds the whole call: touching the arrays and the timed passes
-// (it stops early after kMaxCleanPasses clean passes). Preemption only makes
+// The budget bounds the whole call: touching the arrays (at most 3/4 of the
+// budget, else DeadlineExceeded) and the timed
+// passes (the first always; another while the last one's time still fits;
+// at most kMaxCleanPasses clean ones). Preemption only makes
 // a pass slower (a thread off its CPU stretches the pass), so the best pass is
 // a lower bound of the peak that more passes tighten; on a busy machine it is
 // still a usable, conservative figure. What must not pass for a peak is a run

@@ -29,40 +29,52 @@ CpuSet ThisProcessCpus() {
   return cpus;
 }
 
+// The machine is shared with other builds: up to three tries for a clean
+// figure. Each try must keep the bound; a try without one must say it was the
+// load (out of time while touching, or no clean pass), never give a figure.
 TEST(StreamTriadTest, MeasuresThisMachineWithinTheBudget) {
   std::unique_ptr<BandwidthMeter> meter = NewStreamTriadMeter();
   const absl::Duration budget = absl::Seconds(2);
-  const auto start = std::chrono::steady_clock::now();
-  absl::StatusOr<TriadResult> r = meter->Measure({.numa_node = 0,
-                                                  .cpus = ThisProcessCpus(),
-                                                  .working_set_bytes = 384ull << 20,
-                                                  .budget = budget});
-  const double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  ASSERT_TRUE(r.ok()) << r.status();
-  // The bound: the budget plus thread start-up and unmapping.
-  EXPECT_LT(seconds, absl::ToDoubleSeconds(budget) + 0.5);
-  EXPECT_LE(absl::ToDoubleSeconds(r->elapsed), seconds);
-  EXPECT_GE(r->passes, 1);
-  EXPECT_EQ(r->threads, static_cast<int>(ThisProcessCpus().size()));
-  EXPECT_GE(r->working_set_bytes, 380ull << 20);
-  EXPECT_FALSE(r->placement.empty());
-  // Even a disturbed pass moves data at DRAM speed, not at cache speed.
-  EXPECT_GT(r->best_any_bytes_per_second, kPlausibleLow);
-  EXPECT_LT(r->best_any_bytes_per_second, kPlausibleHigh);
-  if (r->clean_passes > 0) {
-    EXPECT_GT(r->bytes_per_second, kPlausibleLow);
-    EXPECT_LE(r->bytes_per_second, r->best_any_bytes_per_second);
-  } else {
-    // A machine this busy must not produce a figure (HostAgent reports why).
-    EXPECT_EQ(r->bytes_per_second, 0);
-    EXPECT_LT(r->cpu_share, kCleanCpuShare);
+  bool measured = false;
+  for (int attempt = 0; attempt < 3 && !measured; ++attempt) {
+    const auto start = std::chrono::steady_clock::now();
+    absl::StatusOr<TriadResult> r = meter->Measure({.numa_node = 0,
+                                                    .cpus = ThisProcessCpus(),
+                                                    .working_set_bytes = 384ull << 20,
+                                                    .budget = budget});
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    // The bound: the budget plus thread start-up and unmapping.
+    EXPECT_LT(seconds, absl::ToDoubleSeconds(budget) + 0.5);
+    if (!r.ok()) {
+      EXPECT_EQ(r.status().code(), absl::StatusCode::kDeadlineExceeded) << r.status();
+      std::printf("triad: try %d: %s (%.2f s)\n", attempt + 1,
+                  std::string(r.status().message()).c_str(), seconds);
+      continue;
+    }
+    EXPECT_LE(absl::ToDoubleSeconds(r->elapsed), seconds);
+    EXPECT_GE(r->passes, 1);
+    EXPECT_EQ(r->threads, static_cast<int>(ThisProcessCpus().size()));
+    EXPECT_GE(r->working_set_bytes, 380ull << 20);
+    EXPECT_FALSE(r->placement.empty());
+    // Even a disturbed pass moves data at DRAM speed, not at cache speed.
+    EXPECT_GT(r->best_any_bytes_per_second, kPlausibleLow);
+    EXPECT_LT(r->best_any_bytes_per_second, kPlausibleHigh);
+    std::printf(
+        "triad: try %d: %.2f GB/s best clean (%d of %d passes), %.2f GB/s best (CPU share "
+        "%.2f), %.2f s, %s\n",
+        attempt + 1, r->bytes_per_second / 1e9, r->clean_passes, r->passes,
+        r->best_any_bytes_per_second / 1e9, r->cpu_share, seconds, r->placement.c_str());
+    if (r->clean_passes > 0) {
+      EXPECT_GT(r->bytes_per_second, kPlausibleLow);
+      EXPECT_LE(r->bytes_per_second, r->best_any_bytes_per_second);
+      measured = true;
+    } else {
+      EXPECT_EQ(r->bytes_per_second, 0);  // no figure from a throttled run
+      EXPECT_LT(r->cpu_share, kCleanCpuShare);
+    }
   }
-  std::printf(
-      "triad: %.2f GB/s best undisturbed (%d of %d passes), %.2f GB/s best (CPU share %.2f), %.2f "
-      "s, %s\n",
-      r->bytes_per_second / 1e9, r->clean_passes, r->passes, r->best_any_bytes_per_second / 1e9,
-      r->cpu_share, seconds, r->placement.c_str());
+  if (!measured) std::printf("triad: this machine was too busy for a clean pass in 3 tries\n");
 }
 
 TEST(StreamTriadTest, AShortBudgetStopsTouchingInTime) {
@@ -77,7 +89,7 @@ TEST(StreamTriadTest, AShortBudgetStopsTouchingInTime) {
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), absl::StatusCode::kDeadlineExceeded);
-  EXPECT_THAT(r.status().message(), HasSubstr("took longer than the budget"));
+  EXPECT_THAT(r.status().message(), HasSubstr("took longer than 3/4 of the budget"));
   EXPECT_LT(seconds, 1.0);
 }
 
