@@ -223,8 +223,8 @@ int Run(int argc, char** argv) {
   // The operator port (docs/security.md): the same routes without the
   // scheduler's client certificate and without the scheduler verbs; /v1 behind
   // bearer tokens.
+  std::unique_ptr<OperatorAuth> operator_auth;  // outlives operator_http, whose filter uses it
   std::unique_ptr<HttpServer> operator_http;
-  std::unique_ptr<OperatorAuth> operator_auth;
   std::string operator_listen;
   std::string address_host;
   if (!config->operator_address.empty()) {

@@ -213,6 +213,18 @@ TEST(ParseServerUrl, AcceptsHostPortAndPrefix) {
   ASSERT_TRUE(url.ok());
   EXPECT_EQ(url->port, 9000);
   EXPECT_FALSE(ParseServerUrl("http://:80").ok());
+  EXPECT_FALSE(url->https);
+}
+
+TEST(ParseServerUrl, AcceptsHttpsWithItsDefaultPort) {
+  absl::StatusOr<ServerUrl> url = ParseServerUrl("https://localhost:8889");
+  ASSERT_TRUE(url.ok()) << url.status();
+  EXPECT_TRUE(url->https);
+  EXPECT_EQ(url->port, 8889);
+  url = ParseServerUrl("https://extender.example");
+  ASSERT_TRUE(url.ok()) << url.status();
+  EXPECT_EQ(url->port, 443);
+  EXPECT_FALSE(ParseServerUrl("ftp://x:1").ok());
 }
 
 }  // namespace
