@@ -4,7 +4,7 @@ SHELL := /bin/bash
 PRESET ?= default
 JOBS ?= $(shell nproc)
 
-.PHONY: all setup configure build test demo asan bench chart-test format clean fuzz fuzz-smoke
+.PHONY: all setup configure build test demo asan bench chart-test format clean fuzz fuzz-smoke e2e
 
 all: build
 
@@ -25,6 +25,12 @@ test: build
 
 demo: build
 	@scripts/demo.sh build/$(PRESET)
+
+# The stock kube-scheduler (scheduler/go.mod pins the release) schedules the
+# seed scenario through an in-process kube-apiserver + etcd, consulting the
+# real extender and agent of this build; then the faults (docs/e2e.md).
+e2e: build
+	@scripts/e2e.sh build/$(PRESET)
 
 # Same tests under AddressSanitizer + UndefinedBehaviorSanitizer.
 asan:
