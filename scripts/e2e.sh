@@ -35,11 +35,13 @@ helm="$("${root}/scripts/helm.sh")"
 cd "${root}/scheduler"
 k8s="$(go list -m -f '{{.Version}}' k8s.io/kubernetes)"
 minor="$(cut -d. -f2 <<<"${k8s}")"
+# Without the stamp both report v0.0.0-master+$Format:%H$, which the chart's
+# kubeVersion (>=1.25) refuses on helm install.
 ldflags="-X k8s.io/component-base/version.gitVersion=${k8s} -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=${minor}"
 start=${SECONDS}
 echo "e2e: building kube-scheduler ${k8s} and the e2e test (Go build cache: $(go env GOCACHE))"
 nice -n 10 go build -ldflags "${ldflags}" -o "${root}/build/go/bin/kube-scheduler" ./cmd/kube-scheduler
-nice -n 10 go test -c -o "${root}/build/go/bin/e2e.test" ./e2e
+nice -n 10 go test -c -ldflags "${ldflags}" -o "${root}/build/go/bin/e2e.test" ./e2e
 echo "e2e: built in $((SECONDS - start)) s"
 
 start=${SECONDS}
