@@ -1,10 +1,14 @@
 package e2e
 
 import (
+	"context"
 	"fmt"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // TestStockSchedulerWithExtender runs the stock kube-scheduler of the pinned
@@ -50,6 +54,21 @@ func TestStockSchedulerWithExtender(t *testing.T) {
 			t.Errorf("neighborly_extender_requests_total{%s} moved by %d for %d pods", verb, after[verb]-before[verb], len(pods))
 		}
 	}
+
+	// With ignorable: false a hung extender blocks scheduling: the pod gets
+	// FailedScheduling naming the extender, and is bound once it answers.
+	ext.proc.signal(t, syscall.SIGSTOP)
+	createPod(t, cp, plainPod("blocked"))
+	msg := waitEvent(t, cp, "e2e", "blocked", "FailedScheduling", 30*time.Second)
+	if !strings.Contains(msg, fmt.Sprintf("127.0.0.1:%d", ext.httpPort)) {
+		t.Errorf("FailedScheduling does not name the extender: %q", msg)
+	}
+	if pod, err := cp.client.CoreV1().Pods("e2e").Get(context.Background(), "blocked", metav1.GetOptions{}); err != nil || pod.Spec.NodeName != "" {
+		t.Fatalf("e2e/blocked bound to %q (err %v) while the non-ignorable extender hung", pod.Spec.NodeName, err)
+	}
+	t.Logf("e2e/blocked not scheduled while the extender hung: %s", msg)
+	ext.proc.signal(t, syscall.SIGCONT)
+	waitScheduled(t, cp, "e2e", "blocked", 60*time.Second)
 	sched.stop(t) // releases its lease
 
 	// 2. The chart's defaults (ignorable: true) for the faults. Processes

@@ -340,6 +340,26 @@ func waitScheduled(t *testing.T, cp *controlPlane, namespace, name string, timeo
 	}
 }
 
+// waitEvent waits for an event with the reason about the pod and returns its message.
+func waitEvent(t *testing.T, cp *controlPlane, namespace, name, reason string, timeout time.Duration) string {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		events, err := cp.client.CoreV1().Events(namespace).List(context.Background(), metav1.ListOptions{})
+		if err == nil {
+			for _, e := range events.Items {
+				if e.InvolvedObject.Name == name && e.Reason == reason {
+					return e.Message
+				}
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no %s event for %s/%s within %v (err %v)", reason, namespace, name, timeout, err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
 func createPod(t *testing.T, cp *controlPlane, pod *v1.Pod) {
 	t.Helper()
 	if _, err := cp.client.CoreV1().Pods(pod.Namespace).Create(context.Background(), pod, metav1.CreateOptions{}); err != nil {
