@@ -33,6 +33,11 @@ done
 helm="$("${root}/scripts/helm.sh")"
 
 cd "${root}/scheduler"
+unformatted="$(gofmt -l .)"
+if [[ -n "${unformatted}" ]]; then
+  echo "e2e: not gofmt-formatted: ${unformatted}" >&2
+  exit 1
+fi
 k8s="$(go list -m -f '{{.Version}}' k8s.io/kubernetes)"
 minor="$(cut -d. -f2 <<<"${k8s}")"
 # Without the stamp both report v0.0.0-master+$Format:%H$, which the chart's

@@ -74,11 +74,43 @@ func (p *process) stop(t *testing.T) {
 	}
 }
 
+// signal sends s; for SIGSTOP it returns only once every thread of the
+// process is stopped (state T in /proc), so that nothing it was doing when
+// the signal came can still answer a request afterwards.
 func (p *process) signal(t *testing.T, s syscall.Signal) {
 	t.Helper()
 	if err := p.cmd.Process.Signal(s); err != nil {
 		t.Fatalf("%s: signal %v: %v", p.name, s, err)
 	}
+	if s != syscall.SIGSTOP {
+		return
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for !allThreadsStopped(p.cmd.Process.Pid) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not every thread stopped 10 s after SIGSTOP", p.name)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func allThreadsStopped(pid int) bool {
+	stats, err := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/stat", pid))
+	if err != nil || len(stats) == 0 {
+		return false
+	}
+	for _, path := range stats {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return false
+		}
+		// "pid (comm) S ...": the state follows the last ')'.
+		rest := string(data[strings.LastIndexByte(string(data), ')')+1:])
+		if fields := strings.Fields(rest); len(fields) == 0 || fields[0] != "T" {
+			return false
+		}
+	}
+	return true
 }
 
 // waitForLog returns the first submatch of re in the process's log, failing
