@@ -5,7 +5,7 @@ PRESET ?= default
 JOBS ?= $(shell nproc)
 
 .PHONY: all setup configure build test demo asan bench chart-test format clean fuzz fuzz-smoke \
-        image image-test
+        image image-test e2e
 
 all: build
 
@@ -45,6 +45,12 @@ image-test: build
 
 demo: build
 	@scripts/demo.sh build/$(PRESET)
+
+# The stock kube-scheduler (scheduler/go.mod pins the release) schedules the
+# seed scenario through an in-process kube-apiserver + etcd, consulting the
+# real extender and agent of this build; then the faults (docs/e2e.md).
+e2e: build
+	@scripts/e2e.sh build/$(PRESET)
 
 # Same tests under AddressSanitizer + UndefinedBehaviorSanitizer.
 asan:
