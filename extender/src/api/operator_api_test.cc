@@ -247,13 +247,16 @@ TEST_F(OperatorApiTest, DashboardAlertsAndDocsUseTheMetricsTheExtenderEmits) {
     emitted.insert((*it)[1].str());
   }
   ASSERT_FALSE(emitted.empty());
-  // Families of other components: the agent's own, and the ingest refusals
-  // the gRPC server appends.
+  // Families of other components: the agent's own, and the ingest refusals,
+  // dropped pod records and state counters the binary appends (main.cc).
   auto extenders = [](const std::set<std::string>& names) {
     std::set<std::string> out;
     for (const std::string& n : names) {
       if (n.starts_with("neighborly_agent_") || n.starts_with("neighborly_pod_") ||
-          n == "neighborly_ingest_refused_total" || n == "neighborly_node_l3_occupancy_bytes" ||
+          n == "neighborly_ingest_refused_total" || n == "neighborly_ingest_pods_dropped_total" ||
+          n == "neighborly_ingest_foreign_pod_records_total" ||
+          n == "neighborly_state_save_failures_total" ||
+          n == "neighborly_node_l3_occupancy_bytes" ||
           n == "neighborly_node_membw_bytes_per_second") {
         continue;
       }
