@@ -1,10 +1,15 @@
 // The neighborly-extender binary end to end: flags, config errors, the
 // "listening" line, a real request, SIGTERM with state saved.
+#include <arpa/inet.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <httplib.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/time.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -12,6 +17,7 @@
 #include <regex>
 #include <sstream>
 
+#include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "test/support/subprocess.h"
 #include "test/support/test_pki.h"
@@ -307,6 +313,107 @@ TEST(ExtenderMainTest, FailedStateSavesAreCounted) {
   EXPECT_GE(failures, 1);
   EXPECT_EQ(p->Terminate(absl::Seconds(30)), 0);
   EXPECT_THAT(p->Stderr(), HasSubstr("saving state to"));
+}
+
+}  // namespace
+}  // namespace neighborly
+
+namespace neighborly {
+namespace {
+
+// Resident memory of a process, in bytes (VmRSS).
+int64_t ResidentBytes(int pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("VmRSS:", 0) == 0) return std::stoll(line.substr(6)) * 1024;
+  }
+  return -1;
+}
+
+// Sends `request` on a fresh connection and reads until the server closes it
+// (or 60 s pass); returns what came back.
+std::string Exchange(int port, const std::string& request) {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
+    close(fd);
+    return "";
+  }
+  timeval tv{60, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+  std::string_view rest = request;
+  while (!rest.empty()) {
+    const ssize_t n = send(fd, rest.data(), rest.size(), MSG_NOSIGNAL);
+    if (n <= 0) break;
+    rest.remove_prefix(static_cast<size_t>(n));
+  }
+  std::string out;
+  char buf[65536];
+  for (;;) {
+    const ssize_t n = recv(fd, buf, sizeof(buf), 0);
+    if (n <= 0) break;
+    out.append(buf, static_cast<size_t>(n));
+  }
+  close(fd);
+  return out;
+}
+
+// Issue 15, finding 2: a 54 MiB /filter of repeated names raised RSS from 67 to
+// 666 MB and it stayed; 48 MB of header lines left 633 MB. The memory of such
+// requests must go back to the system once they are answered. (On the build
+// VM the binary before issue 15 also stayed under this bound for these
+// requests: 24 -> 73 MB; this test guards the bound, the finding's numbers
+// were not reproduced here. docs/performance.md.)
+TEST(ExtenderMainTest, HostileRequestsLeaveNoMemoryBehind) {
+  auto p = Start({"--http-address", "127.0.0.1:0", "--grpc-address", "127.0.0.1:0",
+                  "--grpc-insecure-plaintext"});
+  ASSERT_NE(p, nullptr);
+  const int port = HttpPort(*p);
+  ASSERT_GT(port, 0) << p->Stderr();
+  const std::string small = R"({"Pod":{},"NodeNames":["a","b"]})";
+  auto post = [](const std::string& path, const std::string& body) {
+    return absl::StrCat("POST ", path, " HTTP/1.1\r\nHost: x\r\nContent-Length: ", body.size(),
+                        "\r\nConnection: close\r\n\r\n", body);
+  };
+  ASSERT_THAT(Exchange(port, post("/filter", small)), HasSubstr("HTTP/1.1 200"));
+  const int64_t baseline = ResidentBytes(p->pid());
+  ASSERT_GT(baseline, 0);
+
+  // ~40 MiB of repeated names, as /filter and as /prioritize.
+  std::string big = R"({"Pod":{},"NodeNames":[)";
+  while (big.size() < (40 << 20)) big += R"("node-1234567",)";
+  big += R"("last"]})";
+  for (const char* verb : {"/filter", "/prioritize"}) {
+    // Decoded in full, refused before evaluation (2.8 M names > 50,000).
+    const std::string reply = Exchange(port, post(verb, big));
+    EXPECT_THAT(reply.substr(0, 64), HasSubstr("HTTP/1.1 400")) << verb;
+    EXPECT_THAT(reply, HasSubstr("http.maxNamesPerRequest")) << verb;
+  }
+  // ~48 MB of header lines.
+  std::string headers = "GET /healthz HTTP/1.1\r\nHost: x\r\n";
+  const std::string value(7900, 'h');
+  for (int i = 0; headers.size() < (48 << 20); ++i) {
+    absl::StrAppend(&headers, "X-Flood-", i, ": ", value, "\r\n");
+  }
+  headers += "\r\n";
+  EXPECT_THAT(Exchange(port, headers).substr(0, 64), HasSubstr("HTTP/1.1 431"));
+
+  // What stays: bounded, well below what one request took (hundreds of MB).
+  constexpr int64_t kAllowedGrowth = 96 << 20;
+  int64_t after = ResidentBytes(p->pid());
+  const absl::Time deadline = absl::Now() + absl::Seconds(5);
+  while (after - baseline > kAllowedGrowth && absl::Now() < deadline) {
+    absl::SleepFor(absl::Milliseconds(100));
+    after = ResidentBytes(p->pid());
+  }
+  std::printf("RSS %.1f MB before, %.1f MB after the hostile requests\n", baseline / 1e6,
+              after / 1e6);
+  EXPECT_LE(after - baseline, kAllowedGrowth) << "baseline " << baseline << " after " << after;
+  EXPECT_EQ(p->Terminate(absl::Seconds(30)), 0) << p->Stderr();
 }
 
 }  // namespace

@@ -776,7 +776,7 @@ def alert_rules_are_valid():
     eq(crd["spec"]["groups"], groups, "deploy/alerts/neighborly-prometheusrule.yaml groups")
     names = {r["alert"] for g in groups for r in g["rules"]}
     for needed in ("NeighborlyNodeTelemetryStale", "NeighborlyNoTelemetry", "NeighborlyMemoryBandwidthSaturated",
-                   "NeighborlyExtenderErrors", "NeighborlyExtenderSlow"):
+                   "NeighborlyExtenderErrors", "NeighborlyExtenderSlow", "NeighborlyStateSaveFailing"):
         expect(needed in names, f"alert {needed} missing")
 
 

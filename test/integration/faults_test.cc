@@ -285,7 +285,9 @@ TEST_F(FaultsTest, ExtenderRestartWhileAgentsStream) {
   TempDir dir;
   const std::string state = (fs::path(dir.path()) / "state.json").string();
   const std::string config =
-      dir.Write("extender.yaml", absl::StrCat("state:\n  file: ", state, "\n  saveInterval: 1s\n"));
+      dir.Write("extender.yaml",
+                absl::StrCat("state:\n  file: ", state,
+                             "\n  saveInterval: 1s\n  learnFromUnauthenticatedScheduler: true\n"));
   StartExtender(config);
   StartFleet();
   const std::vector<std::string> names = AllNames();
@@ -362,7 +364,9 @@ TEST_F(FaultsTest, KillNineWhileSavingNeverCorruptsState) {
     std::ofstream(state) << json{{"version", 1}, {"pods", pods}}.dump() << "\n";
   }
   const std::string config =
-      dir.Write("extender.yaml", absl::StrCat("state:\n  file: ", state, "\n  saveInterval: 1s\n"));
+      dir.Write("extender.yaml",
+                absl::StrCat("state:\n  file: ", state,
+                             "\n  saveInterval: 1s\n  learnFromUnauthenticatedScheduler: true\n"));
   std::optional<std::set<std::string>> previous = StateUids(state);
   ASSERT_TRUE(previous.has_value());
 
@@ -626,8 +630,10 @@ TEST_F(FaultsTest, SigtermDrainsInFlightRequestsAndExitsZero) {
   const std::string state = (fs::path(dir.path()) / "state.json").string();
   // A save interval of an hour: only the SIGTERM save can write the file.
   const std::string config =
-      dir.Write("extender.yaml", absl::StrCat("state:\n  file: ", state, "\n  saveInterval: 1h\n",
-                                              "http:\n  keepAliveTimeout: 2s\n"));
+      dir.Write("extender.yaml",
+                absl::StrCat("state:\n  file: ", state,
+                             "\n  saveInterval: 1h\n  learnFromUnauthenticatedScheduler: true\n",
+                             "http:\n  keepAliveTimeout: 2s\n"));
   StartExtender(config);
   StartFleet();
   const std::vector<std::string> names = AllNames();

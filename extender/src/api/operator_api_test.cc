@@ -289,13 +289,17 @@ TEST_F(OperatorApiTest, DashboardAlertsAndDocsUseTheMetricsTheExtenderEmits) {
     emitted.insert((*it)[1].str());
   }
   ASSERT_FALSE(emitted.empty());
-  // Families of other components: the agent's own, the ingest refusals the
-  // gRPC server appends, and the build info main.cc appends (operator_port_test).
+  // Families of other components: the agent's own, the ingest refusals,
+  // dropped pod records and state counters the binary appends (main.cc), and
+  // the build info main.cc appends (operator_port_test).
   auto extenders = [](const std::set<std::string>& names) {
     std::set<std::string> out;
     for (const std::string& n : names) {
       if (n.starts_with("neighborly_agent_") || n.starts_with("neighborly_pod_") ||
           n == "neighborly_ingest_refused_total" || n == "neighborly_extender_build_info" ||
+          n == "neighborly_ingest_pods_dropped_total" ||
+          n == "neighborly_ingest_foreign_pod_records_total" ||
+          n == "neighborly_state_save_failures_total" ||
           n == "neighborly_node_l3_occupancy_bytes" ||
           n == "neighborly_node_membw_bytes_per_second") {
         continue;

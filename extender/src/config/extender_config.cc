@@ -277,6 +277,7 @@ absl::StatusOr<ExtenderConfig> ParseExtenderConfig(std::string_view yaml, std::s
              v, path,
              {{"address", p.String(config.http_address)},
               {"bodyLimitBytes", p.Bytes(config.http.body_limit_bytes, 1024)},
+              {"maxNamesPerRequest", p.Integer(config.http.max_names_per_request, 1, 10'000'000)},
               {"readTimeout", p.Duration(config.http.read_timeout, absl::Milliseconds(1))},
               {"writeTimeout", p.Duration(config.http.write_timeout, absl::Milliseconds(1))},
               {"keepAliveTimeout", p.Duration(config.http.keep_alive_timeout, absl::Seconds(1))},

@@ -250,3 +250,25 @@ TEST_F(ScopedLearningTest, PersistedStateKeepsOwnersAndCannotBePoisoned) {
 
 }  // namespace
 }  // namespace neighborly::extender
+
+namespace neighborly::extender {
+namespace {
+
+// The per-node quota is for nodes: what the scheduler taught (and state files
+// written before owners existed) is bounded by the capacity alone.
+TEST(PodRegistryPartitionTest, TheSchedulerHasNoPerNodeQuota) {
+  PodRegistry registry(10'000, 100);
+  RememberedPod batch{ContentionClass::kBatch, ClassSource::kAnnotation, {}};
+  for (int i = 0; i < 5000; ++i) {
+    registry.Remember("u" + std::to_string(i), batch, absl::FromUnixSeconds(i));
+  }
+  EXPECT_EQ(registry.size_of(PodRegistry::kScheduler), 5000u);
+  for (int i = 0; i < 500; ++i) {
+    registry.Remember("node-a", "a" + std::to_string(i), batch, absl::FromUnixSeconds(i));
+  }
+  EXPECT_LE(registry.size_of("node-a"), 100u + 10u);  // per shard, rounded up
+  EXPECT_EQ(registry.size_of(PodRegistry::kScheduler), 5000u);
+}
+
+}  // namespace
+}  // namespace neighborly::extender

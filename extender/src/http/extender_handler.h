@@ -62,8 +62,10 @@ class ScratchPool {
 class ExtenderHandler {
  public:
   // `metrics` may be null.
-  ExtenderHandler(Decider& decider, ExtenderMetrics* metrics)
-      : decider_(decider), metrics_(metrics) {}
+  // Requests naming more than `max_names` candidate nodes are refused (400)
+  // before any is evaluated (http.maxNamesPerRequest).
+  ExtenderHandler(Decider& decider, ExtenderMetrics* metrics, size_t max_names = 50'000)
+      : decider_(decider), metrics_(metrics), max_names_(max_names) {}
 
   // Decodes scratch.body (sealed), decides, and writes the reply JSON into
   // scratch.reply. Returns the HTTP status: 200, or 400 with {"Error": ...}.
@@ -74,6 +76,7 @@ class ExtenderHandler {
  private:
   Decider& decider_;
   ExtenderMetrics* metrics_;
+  const size_t max_names_;
   ScratchPool pool_;
 };
 

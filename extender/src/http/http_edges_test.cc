@@ -177,5 +177,22 @@ TEST_F(HttpEdgesTest, DuplicateOrConflictingContentLengthIsRefusedAndClosed) {
               HasSubstr("neighborly_extender_requests_total{verb=\"filter\",code=\"400\"} 3"));
 }
 
+// Issue 15, finding 2: the number of names a request may carry is bounded;
+// more are refused before any is evaluated.
+TEST_F(HttpEdgesTest, RequestsNamingTooManyNodesAreRefused) {
+  HttpServerOptions options;
+  options.max_names_per_request = 3;
+  Start(options);
+  Connection c(port_);
+  const std::string body = R"({"Pod":{},"NodeNames":["a","b","c","d"]})";
+  ASSERT_TRUE(c.Send(absl::StrCat("POST /filter HTTP/1.1\r\nHost: x\r\nConnection: close\r\n",
+                                  "Content-Length: ", body.size(), "\r\n\r\n", body)));
+  bool closed = false;
+  const std::string reply = c.ReadUntilClosed(closed);
+  EXPECT_THAT(reply, HasSubstr("HTTP/1.1 400"));
+  EXPECT_THAT(reply, HasSubstr("4 candidate nodes, at most 3 (http.maxNamesPerRequest)"));
+  EXPECT_EQ(decider_.filter_calls.load(), 0);
+}
+
 }  // namespace
 }  // namespace neighborly::extender

@@ -1,5 +1,7 @@
 #include "extender/src/http/http_server.h"
 
+#include <malloc.h>
+
 #include <chrono>
 #include <condition_variable>
 #include <deque>
@@ -21,6 +23,16 @@ namespace {
 // gives the task queue no handle on the socket, so this flag is how the queue
 // tells the request path that the connection is an overflow one.
 thread_local bool tl_overflow_connection = false;
+
+// Set by a request whose headers took unusual memory: once its connection is
+// over (and the headers freed), the worker returns free heap pages to the
+// system (malloc_trim), so that a header flood leaves no RSS behind.
+thread_local bool tl_trim_after_connection = false;
+
+// More header fields than any scheduler or operator client sends; a request
+// with more is refused (431) and its connection closed. (cpp-httplib 0.11 has
+// read them all by then: the limit bounds what stays, not the peak.)
+constexpr size_t kMaxHeaderFields = 100;
 
 // httplib hands every accepted connection to a TaskQueue as one task that lives
 // as long as the connection (keep-alive included). This queue serves up to
@@ -72,6 +84,10 @@ class ConnectionQueue final : public httplib::TaskQueue {
         queue.pop_front();
       }
       fn();
+      if (tl_trim_after_connection) {
+        tl_trim_after_connection = false;
+        ::malloc_trim(0);
+      }
       if (!overflow) {
         std::lock_guard<std::mutex> lock(mu_);
         --connections_;
@@ -155,7 +171,10 @@ std::pair<time_t, time_t> SecUsec(absl::Duration d) {
 }  // namespace
 
 HttpServer::HttpServer(HttpServerOptions options, Decider& decider, ExtenderMetrics& metrics)
-    : options_(std::move(options)), metrics_(metrics), handler_(decider, &metrics) {
+    : options_(std::move(options)),
+      metrics_(metrics),
+      handler_(decider, &metrics,
+               static_cast<size_t>(std::max<int64_t>(1, options_.max_names_per_request))) {
   if (!options_.tls_cert_file.empty()) {
     absl::StatusOr<std::unique_ptr<TlsReloader>> tls = TlsReloader::Create(
         {.cert_file = options_.tls_cert_file,
@@ -248,6 +267,14 @@ httplib::Server::HandlerResponse HttpServer::PreRoute(const httplib::Request& re
   if (tl_overflow_connection) {
     SetJsonErrorAndClose(res, 503, "too many connections; retry later");
     if (verb) metrics_.RecordRequest(*verb, 503, absl::ZeroDuration());
+    return httplib::Server::HandlerResponse::Handled;
+  }
+  if (req.headers.size() > kMaxHeaderFields) {
+    tl_trim_after_connection = true;
+    SetJsonErrorAndClose(
+        res, 431,
+        absl::StrCat(req.headers.size(), " header fields (at most ", kMaxHeaderFields, ")"));
+    if (verb) metrics_.RecordRequest(*verb, 431, absl::ZeroDuration());
     return httplib::Server::HandlerResponse::Handled;
   }
   if (filter_ && filter_(req, res)) return httplib::Server::HandlerResponse::Handled;

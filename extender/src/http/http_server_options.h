@@ -14,6 +14,9 @@ struct HttpServerOptions {
   std::string host = "0.0.0.0";
   int port = 8888;  // 0: any free port
   int64_t body_limit_bytes = 64 << 20;
+  // Candidate nodes one /filter or /prioritize may name (the extender tracks
+  // at most 50,000 nodes).
+  int64_t max_names_per_request = 50'000;
   absl::Duration read_timeout = absl::Seconds(5);
   absl::Duration write_timeout = absl::Seconds(5);
   absl::Duration keep_alive_timeout = absl::Seconds(5);

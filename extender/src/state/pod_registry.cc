@@ -100,13 +100,15 @@ void PodRegistry::InsertLocked(Shard& shard, Entry entry) {
     e.owner = entry.owner;
     to.splice(to.begin(), from->second, it->second);
     if (from->second.empty()) shard.by_owner.erase(from);
-    while (to.size() > shard_owner_quota_) EvictOldestLocked(shard, entry.owner);
+    while (entry.owner != 0 && to.size() > shard_owner_quota_) {
+      EvictOldestLocked(shard, entry.owner);
+    }
     return;
   }
   const uint32_t owner = entry.owner;
   Lru& lru = shard.by_owner[owner];
-  if (lru.size() >= shard_owner_quota_) {
-    EvictOldestLocked(shard, owner);  // a full partition forgets its own
+  if (owner != 0 && lru.size() >= shard_owner_quota_) {
+    EvictOldestLocked(shard, owner);  // a node's full partition forgets its own
   } else if (shard.size >= shard_capacity_) {
     const size_t fair = std::max<size_t>(1, shard_capacity_ / shard.by_owner.size());
     uint32_t victim = owner;

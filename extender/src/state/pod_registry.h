@@ -3,10 +3,10 @@
 // report named the pod, or the scheduler). Survives restarts through
 // Save/Load (atomic file replace), owners included.
 //
-// Memory is partitioned by owner (docs/security.md, scoped learning): an
-// owner holds at most `max_per_owner` entries (a node adding more forgets its
-// own least recently seen), and when the registry is full the entry forgotten
-// is the inserting owner's own oldest if it holds its fair share
+// Memory is partitioned by owner (docs/security.md, scoped learning): a node
+// holds at most `max_per_owner` entries (a node adding more forgets its own
+// least recently seen; the scheduler, which is authenticated, has no quota), and when the registry
+// is full the entry forgotten is the inserting owner's own oldest if it holds its fair share
 // (capacity / owners) or more, else the oldest of the owner that holds the
 // most. So no owner can push another below its fair share. Capacity, fair
 // share and quota are per shard of the UID space for large registries.
