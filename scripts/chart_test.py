@@ -402,11 +402,13 @@ def agent_peak_membw_node_types():
     objs = render(types, "agent.peakMembw.bytesPerSecond=60G", "agent.nodeSelector.os=linux")
     base, spr, genoa = (objs.get("DaemonSet", n) for n in (name("agent"), name("agent-spr"),
                                                          name("agent-genoa")))
+    rdt = "feature.node.kubernetes.io/cpu-rdt.RDTMON"  # the resctrl split (its own check)
     def terms(ds):
         a = ds["spec"]["template"]["spec"].get("affinity", {})
-        return [sorted((e["key"], e["values"][0]) for e in t["matchExpressions"]) for t in
-                a.get("nodeAffinity", {}).get("requiredDuringSchedulingIgnoredDuringExecution", {})
-                .get("nodeSelectorTerms", [])]
+        out = [sorted((e["key"], e["values"][0]) for e in t["matchExpressions"] if e["key"] != rdt)
+               for t in a.get("nodeAffinity", {}).get("requiredDuringSchedulingIgnoredDuringExecution", {})
+               .get("nodeSelectorTerms", [])]
+        return [t for t in out if t]
     # Base: not spr AND not genoa = (type!=spr AND cpu!=genoa) OR (type!=spr AND pool!=b).
     eq(terms(base), [[("cpu", "genoa"), ("type", "spr")], [("pool", "b"), ("type", "spr")]],
        "main DaemonSet keeps off every node type")
@@ -415,6 +417,12 @@ def agent_peak_membw_node_types():
     eq(genoa["spec"]["template"]["spec"]["nodeSelector"], {"cpu": "genoa", "pool": "b", "os": "linux"},
        "node type selector with agent.nodeSelector")
     eq(spr["spec"]["selector"]["matchLabels"]["neighborly.io/node-type"], "spr", "own selector label")
+    # Each node type is split like the main DaemonSet: nodes without RDT get a -nordt one.
+    spr_nordt = objs.get("DaemonSet", name("agent-spr-nordt"))
+    eq(terms(spr_nordt), [], "the -nordt twin keeps the type's (empty) exclusions")
+    expect("--rdt-backend=none" in container(spr_nordt, "agent")["args"], "spr -nordt: no RDT backend")
+    expect("--peak-membw-bytes-per-second=230G" in container(spr_nordt, "agent")["args"],
+           "spr -nordt passes the type's figure")
     for ds, flag in ((base, "60G"), (spr, "230G")):
         expect(f"--peak-membw-bytes-per-second={flag}" in container(ds, "agent")["args"],
                f"{ds['metadata']['name']} passes its figure")

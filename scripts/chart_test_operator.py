@@ -249,7 +249,9 @@ def register(t):
         for ds in daemonsets:
             for v in ds["spec"]["template"]["spec"]["volumes"]:
                 hp = v.get("hostPath")
-                expect(not hp or hp.get("type") != "DirectoryOrCreate",
+                # Creating a missing directory is wrong under /sys (the kernel's to make);
+                # the calibration cache under /var/lib is the agent's own.
+                expect(not hp or hp.get("type") != "DirectoryOrCreate" or not hp["path"].startswith("/sys"),
                        f"{ds['metadata']['name']}: hostPath {hp and hp['path']} DirectoryOrCreate")
         with open(os.path.join(t.CHART, "values.yaml"), encoding="utf-8") as f:
             label = yaml.safe_load(f)["agent"].get("resctrlNodeLabel", "feature.node.kubernetes.io/cpu-rdt.RDTMON")
