@@ -52,9 +52,10 @@ func TestChartInstallsIntoRealAPIServer(t *testing.T) {
 					t.Errorf("after helm install (%v): Deployments %v, want %s among them", mode.sets, names, want)
 				}
 			}
+			// The agent's DaemonSets: one for nodes with RDT, one (-nordt) for the rest.
 			daemonSets, err := cp.client.AppsV1().DaemonSets(mode.namespace).List(context.Background(), metav1.ListOptions{})
-			if err != nil || len(daemonSets.Items) != 1 {
-				t.Errorf("after helm install (%v): %d DaemonSets (err %v), want the agent's", mode.sets, len(daemonSets.Items), err)
+			if err != nil || len(daemonSets.Items) != 2 {
+				t.Errorf("after helm install (%v): %d DaemonSets (err %v), want the agent's two (RDT and -nordt)", mode.sets, len(daemonSets.Items), err)
 			}
 			t.Logf("helm install %s (%v): accepted; Deployments %v", mode.release, mode.sets, names)
 		})

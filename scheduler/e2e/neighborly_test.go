@@ -297,7 +297,7 @@ func incomingPods(t *testing.T, p paths) []*v1.Pod {
 
 // demoPicks runs `make demo`'s script and returns, per pod, the node it says
 // Neighborly picks.
-func demoPicks(t *testing.T, p paths) []string {
+func demoPicks(t *testing.T, p paths) []demoDecision {
 	t.Helper()
 	cmd := exec.Command(filepath.Join(p.root, "scripts/demo.sh"), filepath.Dir(filepath.Dir(p.extender)))
 	cmd.Dir = p.root
@@ -305,16 +305,43 @@ func demoPicks(t *testing.T, p paths) []string {
 	if err != nil {
 		t.Fatalf("scripts/demo.sh: %v\n%s", err, out)
 	}
-	var picks []string
+	var picks []demoDecision
+	scores := map[string]int{}
 	sc := bufio.NewScanner(strings.NewReader(string(out)))
-	re := regexp.MustCompile(`Neighborly picks (\S+?);`)
+	pick := regexp.MustCompile(`Neighborly picks (\S+?);`)
+	// A table row: "   node-5  pass        8/10 * 141      residents".
+	row := regexp.MustCompile(`^\s+(\S+)\s+pass\s+(\d+)/10`)
 	for sc.Scan() {
-		if m := re.FindStringSubmatch(sc.Text()); m != nil {
-			picks = append(picks, m[1])
+		if m := row.FindStringSubmatch(sc.Text()); m != nil {
+			n, _ := strconv.Atoi(m[2])
+			scores[m[1]] = n
+		}
+		if m := pick.FindStringSubmatch(sc.Text()); m != nil {
+			picks = append(picks, demoDecision{node: m[1], scores: scores})
+			scores = map[string]int{}
 		}
 	}
 	t.Logf("the demo's decisions: %v", picks)
 	return picks
+}
+
+// One of the demo's decisions: the node Neighborly picks and the 0..10 score
+// of every node that passed its filter.
+type demoDecision struct {
+	node   string
+	scores map[string]int
+}
+
+// agrees says whether kube-scheduler's binding agrees with the demo's
+// decision: the same node, or a node Neighborly passed with a score at most
+// one below its pick's (kube-scheduler adds its own plugins' scores, which
+// break near-ties the demo cannot see).
+func (d demoDecision) agrees(node string) bool {
+	if node == d.node {
+		return true
+	}
+	score, passed := d.scores[node]
+	return passed && score >= d.scores[d.node]-1
 }
 
 // waitScheduled waits until the pod has spec.nodeName and returns it.
