@@ -420,7 +420,8 @@ class MetricsServer {
     server_.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
       std::string body = RenderStreamMetrics(streams_);
       if (agent_ != nullptr) body += agent_->Render();
-      AppendProcessMetrics(ReadSelfProcess(), body);  // build info: RenderStreamMetrics
+      AppendBuildInfo("neighborly_agent", NEIGHBORLY_VERSION, body);
+      AppendProcessMetrics(ReadSelfProcess(), body);
       res.set_content(body, "text/plain; version=0.0.4");
     });
     server_.Get("/healthz", [](const httplib::Request&, httplib::Response& res) {

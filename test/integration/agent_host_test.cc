@@ -132,6 +132,12 @@ TEST_F(AgentHostTest, ThisHostAppearsInTheExtenderWithItsCapabilities) {
   EXPECT_THAT(m->body, HasSubstr("neighborly_agent_windows_total "));
   EXPECT_THAT(m->body, HasSubstr("neighborly_agent_capability_available{capability=\"psi\""));
   EXPECT_THAT(m->body, HasSubstr("neighborly_agent_stream_connected{node=\"it-node\""));
+  // The build info, once (two merges once left it out entirely, once doubled it).
+  const std::string build_info = "neighborly_agent_build_info{version=\"";
+  const size_t first = m->body.find(build_info);
+  EXPECT_NE(first, std::string::npos) << m->body;
+  EXPECT_EQ(m->body.find(build_info, first + 1), std::string::npos) << m->body;
+  EXPECT_THAT(m->body, HasSubstr("process_resident_memory_bytes "));
   if (std::system("command -v promtool >/dev/null 2>&1") == 0) {
     char path[] = "/tmp/neighborly-agent-host-metrics-XXXXXX";
     const int fd = mkstemp(path);
