@@ -314,7 +314,7 @@ TEST_F(PredictionScenarioTest, AggressorVerdictDoesNotFlapOverAPhasedWorkload) {
       continue;
     }
     EXPECT_FALSE(d.feasible);
-    EXPECT_THAT(d.reason, HasSubstr("its workload Deployment analytics/event-scan"));
+    EXPECT_THAT(d.reason, HasSubstr("its workload analytics/Deployment/event-scan"));
   }
 }
 

@@ -190,7 +190,6 @@ absl::Status ExtenderCore::Impl::Apply(std::unique_ptr<NodeSnapshot> snapshot) {
     // another node's teaching about a UID never changes how this node is judged.
     const size_t count = uids.size();
     std::vector<std::string> keys(count);
-    std::vector<std::string> workload_names(count);
     std::vector<std::optional<WorkloadPrediction>> predictions(count);
     std::vector<ResidentKnowledge> knowledge(count);
     const BookingList* booked_here = entry->bookings.load();  // under `view`
@@ -204,7 +203,6 @@ absl::Status ExtenderCore::Impl::Apply(std::unique_ptr<NodeSnapshot> snapshot) {
       }
       if (key.empty()) key = WorkloadKeyFromLabels(pod.namespace_(), pod.name(), pod.labels());
       keys[i] = key.ToString();
-      workload_names[i] = absl::StrCat(key.kind, " ", key.namespace_name, "/", key.name);
       if (config.workloads.enabled) {
         if (FullyMeasured(pod)) {  // only the verdict matters then
           if (std::optional<WorkloadStore::Verdict> v = workloads.VerdictOf(keys[i])) {
@@ -219,7 +217,7 @@ absl::Status ExtenderCore::Impl::Apply(std::unique_ptr<NodeSnapshot> snapshot) {
       ResidentKnowledge& k = knowledge[i];
       k.remembered = trusted ? &*known[i] : nullptr;
       k.workload = predictions[i] ? &*predictions[i] : nullptr;
-      k.workload_name = workload_names[i];
+      k.workload_name = keys[i];  // "namespace/Kind/name", for an aggressor's reason
       if (booked_here != nullptr) {
         for (const Booking& b : *booked_here) {
           if (b.pod_uid == uids[i] && b.expires_at > now) k.booked_here = true;

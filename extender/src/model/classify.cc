@@ -67,6 +67,21 @@ Footprint PriorFootprint(ContentionClass c, double cpus, const ModelConfig& conf
                                extra)};
 }
 
+bool BlendWithProfile(const WorkloadPrediction* profile, double& llc_bytes,
+                      double& membw_bytes_per_second) {
+  if (profile == nullptr || profile->confidence <= 0 ||
+      (!profile->llc_bytes && !profile->membw_bytes_per_second)) {
+    return false;
+  }
+  const double c = profile->confidence;
+  if (profile->llc_bytes) llc_bytes = c * *profile->llc_bytes + (1 - c) * llc_bytes;
+  if (profile->membw_bytes_per_second) {
+    membw_bytes_per_second =
+        c * *profile->membw_bytes_per_second + (1 - c) * membw_bytes_per_second;
+  }
+  return true;
+}
+
 double PriorCpus(const IncomingPod& pod) {
   double millicores = static_cast<double>(std::max<int64_t>(0, pod.cpu_request_millicores));
   if (pod.qos == QosClass::kBurstable && pod.cpu_limit_millicores > pod.cpu_request_millicores) {
@@ -138,12 +153,8 @@ PodRequest MakePodRequest(const IncomingPod& pod, const RememberedPod* remembere
       key != nullptr && !key->empty()
           ? absl::StrCat(key->kind, " ", key->namespace_name, "/", key->name)
           : std::string("its workload");
-  if (profile != nullptr && (profile->llc_bytes || profile->membw_bytes_per_second) &&
-      profile->confidence > 0) {
+  if (BlendWithProfile(profile, llc, membw)) {
     const double c = profile->confidence;
-    if (profile->llc_bytes) llc = c * *profile->llc_bytes + (1 - c) * llc;
-    if (profile->membw_bytes_per_second)
-      membw = c * *profile->membw_bytes_per_second + (1 - c) * membw;
     req.prediction = absl::StrFormat(
         "%s %s, %d replica%s on %d node%s, %.0f windows: %s%s, %s",
         c >= 1 ? "predicted from" : "young profile of", workload, profile->replicas,

@@ -140,6 +140,12 @@ struct PodRequest {
 // limit for a Burstable pod whose limit is larger; below 1 counts as 1.
 Footprint PriorFootprint(ContentionClass c, double cpus, const ModelConfig& config);
 
+// Moves a footprint toward what the workload's replicas measured, in
+// proportion to the profile's confidence (1: the profile alone); true when the
+// profile contributed. Used for the arriving pod and for residents not yet measured.
+bool BlendWithProfile(const WorkloadPrediction* profile, double& llc_bytes,
+                      double& membw_bytes_per_second);
+
 // The CPUs PriorFootprint scales with, for a pod kube-scheduler sends.
 double PriorCpus(const IncomingPod& pod);
 

@@ -232,46 +232,36 @@ inline double BlindScore(const PodRequest& pod, const ModelConfig& config) {
   out.score = static_cast<int>(std::clamp(RoundHalfAwayFromZero(blended), 0L, 10L));
 }
 
-// 1. Isolation, by class, against residents and in-flight bookings; true when
-// it rejected the node.
+// Which isolation conflict the pod meets on this node, node-wide (residents
+// and in-flight bookings); a tiny batch pod blocks nothing. Fresh and stale
+// nodes alike (a stale node's residents have not gone anywhere).
+struct IsolationConflict {
+  bool latency_critical = false;  // a latency-critical pod beside batch / aggressors
+  bool batch = false;             // a batch pod beside latency-critical pods
+  bool any() const { return latency_critical || batch; }
+};
+
 template <typename InFlightT>
-bool Isolate(const PodRequest& pod, const NodeProfile& p, const InFlightT& in_flight,
-             const ModelConfig& config, NodeDecision& out) {
-  if (pod.contention_class == ContentionClass::kLatencyCritical &&
-      config.isolate_latency_critical) {
-    if (p.batch_pods > 0) {
-      RejectCopy(out, p.isolation_reason_latency_critical, ContentionClass::kLatencyCritical,
-                 p.batch_example, p.batch_pods);
-      return true;
-    }
-    if (in_flight.batch() != nullptr) {
-      Reject(out, absl::StrCat("isolation: latency-critical pod would run beside in-flight "
-                               "batch pod ",
-                               in_flight.batch()->pod));
-      return true;
-    }
+IsolationConflict FindIsolationConflict(const PodRequest& pod, const NodeProfile& p,
+                                        const InFlightT& in_flight, const ModelConfig& config) {
+  IsolationConflict c;
+  if (pod.contention_class == ContentionClass::kLatencyCritical) {
+    c.latency_critical =
+        config.isolate_latency_critical && (p.batch_pods > 0 || in_flight.batch() != nullptr);
+  } else if (pod.contention_class == ContentionClass::kBatch) {
+    const bool tiny = pod.llc_bytes < static_cast<double>(config.isolation_floor_llc_bytes) &&
+                      pod.membw_bytes_per_second <
+                          static_cast<double>(config.isolation_floor_membw_bytes_per_second);
+    c.batch = !tiny && config.isolate_batch &&
+              (p.latency_critical_pods > 0 || in_flight.latency_critical() != nullptr);
   }
-  if (pod.contention_class == ContentionClass::kBatch && config.isolate_batch) {
-    if (p.latency_critical_pods > 0) {
-      RejectCopy(out, p.isolation_reason_batch, ContentionClass::kBatch, p.latency_critical_example,
-                 p.latency_critical_pods);
-      return true;
-    }
-    if (in_flight.latency_critical() != nullptr) {
-      Reject(out, absl::StrCat("isolation: batch pod would run beside in-flight "
-                               "latency-critical pod ",
-                               in_flight.latency_critical()->pod));
-      return true;
-    }
-  }
-  return false;
+  return c;
 }
 
 // The node-wide isolation rejection (the resident or in-flight pod that conflicts).
 template <typename InFlightT>
-void RejectNodeWide(const PodRequest& pod, const NodeProfile& p, const InFlightT& in_flight,
-                    bool latency_critical, NodeDecision& out) {
-  (void)pod;
+void RejectNodeWide(const NodeProfile& p, const InFlightT& in_flight, bool latency_critical,
+                    NodeDecision& out) {
   if (latency_critical) {
     if (p.batch_pods > 0) {
       return RejectCopy(out, p.isolation_reason_latency_critical, ContentionClass::kLatencyCritical,
@@ -309,20 +299,11 @@ void EvaluateLoaded(const PodRequest& pod, const NodeProfile& p, const InFlightT
 
   // 1. Isolation, node-wide. A pinned pod's conflict may be lifted by
   // socket-level isolation once we know where the kubelet pins it (below).
-  const bool batch = pod.contention_class == ContentionClass::kBatch;
-  const bool tiny = batch &&
-                    pod.llc_bytes < static_cast<double>(config.isolation_floor_llc_bytes) &&
-                    pod.membw_bytes_per_second <
-                        static_cast<double>(config.isolation_floor_membw_bytes_per_second);
-  const bool lc_conflict = latency_critical && config.isolate_latency_critical &&
-                           (p.batch_pods > 0 || in_flight.batch() != nullptr);
-  const bool batch_conflict =
-      batch && !tiny && config.isolate_batch &&
-      (p.latency_critical_pods > 0 || in_flight.latency_critical() != nullptr);
+  const IsolationConflict conflict = FindIsolationConflict(pod, p, in_flight, config);
+  const bool lc_conflict = conflict.latency_critical;
+  const bool batch_conflict = conflict.batch;
   const bool may_lift = config.socket_isolation && pod.exclusive_cpus;
-  if ((lc_conflict || batch_conflict) && !may_lift) {
-    return RejectNodeWide(pod, p, in_flight, lc_conflict, out);
-  }
+  if (conflict.any() && !may_lift) return RejectNodeWide(p, in_flight, lc_conflict, out);
 
   const double queue_scale = config.membw_queue_scale;
   auto membw_cost = [queue_scale](double u) { return MembwCost(u, queue_scale); };
@@ -355,7 +336,7 @@ void EvaluateLoaded(const PodRequest& pod, const NodeProfile& p, const InFlightT
 
   if (lc_conflict || batch_conflict) {
     if (!placed.pinned || placed.home < 0) {
-      return RejectNodeWide(pod, p, in_flight, lc_conflict, out);
+      return RejectNodeWide(p, in_flight, lc_conflict, out);
     }
     // Socket-level isolation (issue 14): only pods pinned to the same NUMA node
     // and shared-pool pods share its memory controller and L3.
@@ -377,7 +358,7 @@ void EvaluateLoaded(const PodRequest& pod, const NodeProfile& p, const InFlightT
                                 : absl::StrCat("an in-flight ", other, " pod pinned there")));
     }
     // Shared-pool pods run on every socket: the node-wide reason, naming one.
-    if (shared > 0) return RejectNodeWide(pod, p, in_flight, lc_conflict, out);
+    if (shared > 0) return RejectNodeWide(p, in_flight, lc_conflict, out);
     if (booked_shared) {
       const Booking* b = lc_conflict ? in_flight.batch() : in_flight.latency_critical();
       return Reject(out,
@@ -544,10 +525,14 @@ void EvaluateNode(const PodRequest& pod, const NodeProfile* profile,
     // Stale: load is unknown (fail open, blind score), but the residents it
     // last reported have not gone anywhere: isolation still holds for a while.
     if (now < p.residents_until) {
+      auto isolate = [&](const auto& in_flight) {
+        const IsolationConflict c = FindIsolationConflict(pod, p, in_flight, config);
+        if (c.any()) RejectNodeWide(p, in_flight, c.latency_critical, out);
+      };
       if (bookings.empty()) {
-        Isolate(pod, p, NoInFlight(), config, out);
+        isolate(NoInFlight());
       } else {
-        Isolate(pod, p, InFlight(p, bookings, now, config), config, out);
+        isolate(InFlight(p, bookings, now, config));
       }
     }
     return;

@@ -333,12 +333,7 @@ NodeProfile BuildNodeProfile(const tv1::NodeReport& report, const ModelConfig& c
     double bw =
         static_cast<double>(hints.membw_bytes_per_second.value_or(prior.membw_bytes_per_second));
     resident.footprint_source = hints.empty() ? "prior" : "hint";
-    if (k != nullptr && k->workload != nullptr && k->workload->confidence > 0) {
-      const double c = k->workload->confidence;
-      if (k->workload->llc_bytes) llc = c * *k->workload->llc_bytes + (1 - c) * llc;
-      if (k->workload->membw_bytes_per_second) {
-        bw = c * *k->workload->membw_bytes_per_second + (1 - c) * bw;
-      }
+    if (k != nullptr && BlendWithProfile(k->workload, llc, bw)) {
       resident.footprint_source = "workload";
     }
     const bool llc_measured = pod.has_llc_occupancy_bytes();

@@ -86,7 +86,7 @@ struct ResidentPod {
 struct ResidentKnowledge {
   const RememberedPod* remembered = nullptr;
   const WorkloadPrediction* workload = nullptr;  // the pod's workload profile
-  std::string_view workload_name;                // "Deployment shop/web", for reasons
+  std::string_view workload_name;                // "shop/Deployment/web", for reasons
   // An in-flight booking on this node still carries the pod's load (it is
   // listed but not measured yet): the profile must not count it twice.
   bool booked_here = false;
