@@ -3,20 +3,15 @@
 // connection (an unread body is never served as the next request), and
 // ambiguous framing (duplicate Content-Length, Content-Length beside
 // Transfer-Encoding) is refused and the connection closed.
-#include <arpa/inet.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <sys/time.h>
-#include <unistd.h>
 
-#include <cerrno>
 #include <string>
 
 #include "absl/strings/str_cat.h"
 #include "extender/src/http/http_server.h"
 #include "extender/src/http/testing/fake_decider.h"
+#include "extender/src/http/testing/raw_client.h"
 
 namespace neighborly::extender {
 namespace {
@@ -24,52 +19,7 @@ namespace {
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-// Sends bytes and reads everything until the server closes (or 20 s pass).
-class Connection {
- public:
-  explicit Connection(int port) {
-    fd_ = socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_port = htons(static_cast<uint16_t>(port));
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    connected_ = connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
-    timeval tv{20, 0};
-    setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-  }
-  ~Connection() { close(fd_); }
-  bool connected() const { return connected_; }
-  bool Send(std::string_view data) {
-    while (!data.empty()) {
-      const ssize_t n = send(fd_, data.data(), data.size(), MSG_NOSIGNAL);
-      if (n <= 0) return false;
-      data.remove_prefix(static_cast<size_t>(n));
-    }
-    return true;
-  }
-  // Everything the server sends until it closes; `closed` says whether it did
-  // (false: the 20 s receive timeout expired with the connection open).
-  std::string ReadUntilClosed(bool& closed) {
-    std::string in;
-    char buf[4096];
-    for (;;) {
-      const ssize_t n = recv(fd_, buf, sizeof(buf), 0);
-      if (n == 0 || (n < 0 && errno == ECONNRESET)) {
-        closed = true;
-        return in;
-      }
-      if (n < 0) {
-        closed = false;
-        return in;
-      }
-      in.append(buf, static_cast<size_t>(n));
-    }
-  }
-
- private:
-  int fd_ = -1;
-  bool connected_ = false;
-};
+using Connection = ::neighborly::extender::testing::RawClient;
 
 size_t Count(const std::string& haystack, std::string_view needle) {
   size_t n = 0;

@@ -17,6 +17,7 @@
 #include <sstream>
 
 #include "extender/src/http/testing/fake_decider.h"
+#include "extender/src/http/testing/raw_client.h"
 #include "test/support/test_pki.h"
 
 namespace neighborly::extender {
@@ -31,57 +32,7 @@ std::string Fixture(const std::string& name) {
   return ss.str();
 }
 
-// A raw TCP client, for what httplib::Client will not do (half-sent headers,
-// lying Content-Length). Reads give up after 20 s so a broken server fails the
-// test instead of hanging it.
-class RawClient {
- public:
-  explicit RawClient(int port) {
-    fd_ = socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_port = htons(static_cast<uint16_t>(port));
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    connected_ = connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
-    timeval tv{20, 0};
-    setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-  }
-  ~RawClient() { close(fd_); }
-  bool connected() const { return connected_; }
-  bool Send(std::string_view data) {
-    while (!data.empty()) {
-      const ssize_t n = send(fd_, data.data(), data.size(), MSG_NOSIGNAL);
-      if (n <= 0) return false;
-      data.remove_prefix(static_cast<size_t>(n));
-    }
-    return true;
-  }
-  // One response: headers, then Content-Length bytes of body.
-  std::string ReadResponse() {
-    std::string in;
-    char buf[4096];
-    size_t header_end = std::string::npos;
-    size_t want = std::string::npos;
-    for (;;) {
-      if (header_end == std::string::npos) {
-        header_end = in.find("\r\n\r\n");
-        if (header_end != std::string::npos) {
-          const size_t cl = in.find("Content-Length: ");
-          want = header_end + 4 +
-                 (cl != std::string::npos && cl < header_end ? std::stoul(in.substr(cl + 16)) : 0);
-        }
-      }
-      if (want != std::string::npos && in.size() >= want) return in.substr(0, want);
-      const ssize_t n = recv(fd_, buf, sizeof(buf), 0);
-      if (n <= 0) return in;
-      in.append(buf, static_cast<size_t>(n));
-    }
-  }
-
- private:
-  int fd_ = -1;
-  bool connected_ = false;
-};
+using ::neighborly::extender::testing::RawClient;
 
 std::string PostRequest(std::string_view path, std::string_view body) {
   return std::string("POST ") + std::string(path) +
