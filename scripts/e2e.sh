@@ -60,3 +60,15 @@ NEIGHBORLY_BUILD_DIR="${build}" NEIGHBORLY_HELM="${helm}" \
   NEIGHBORLY_SCHEDULER="${root}/build/go/bin/neighborly-scheduler" \
   "${root}/build/go/bin/e2e.test" -test.v -test.count=1 -test.timeout=20m "$@"
 echo "e2e: tests ran in $((SECONDS - start)) s"
+
+# The neighborly-scheduler image (the chart's plugin mode) built and started,
+# where podman and root are available, as make test does for the main image.
+if [[ "${NEIGHBORLY_IMAGE_TEST:-1}" == "0" ]]; then
+  echo "e2e: scheduler image test SKIPPED (NEIGHBORLY_IMAGE_TEST=0)"
+elif [[ "$(id -u)" -ne 0 ]] || ! command -v podman >/dev/null 2>&1; then
+  echo "e2e: scheduler image test SKIPPED (needs root and podman: scripts/setup.sh --image)"
+else
+  start=${SECONDS}
+  "${root}/scripts/image.sh" scheduler-test
+  echo "e2e: scheduler image built and tested in $((SECONDS - start)) s"
+fi
