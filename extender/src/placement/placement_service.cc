@@ -15,6 +15,10 @@ namespace {
 
 namespace pv1 = ::neighborly::placement::v1;
 
+// Names from which ExtenderCore shares a request's evaluation with its helper
+// threads (its kParallelMinNodes).
+constexpr int kLargeRequestNames = 1024;
+
 grpc::Status ToGrpc(const absl::Status& s) {
   return grpc::Status(static_cast<grpc::StatusCode>(s.code()), std::string(s.message()));
 }
@@ -90,6 +94,8 @@ grpc::Status PlacementService::Filter(grpc::ServerContext* context,
                                       pv1::FilterResponse* response) {
   CallRecord record(metrics_, PlacementMethod::kFilter);
   if (Expired(*context)) return record.Finish(ExpiredStatus());
+  // As on the HTTP path: helpers for a large request wake while the pod is converted.
+  if (request->node_names_size() >= kLargeRequestNames) core_.ExpectLargeRequest();
   if (!request->has_pod()) {
     return record.Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "pod is missing"));
   }
@@ -123,6 +129,7 @@ grpc::Status PlacementService::Score(grpc::ServerContext* context, const pv1::Sc
                                      pv1::ScoreResponse* response) {
   CallRecord record(metrics_, PlacementMethod::kScore);
   if (Expired(*context)) return record.Finish(ExpiredStatus());
+  if (request->node_names_size() >= kLargeRequestNames) core_.ExpectLargeRequest();
   if (!request->has_pod()) {
     return record.Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "pod is missing"));
   }
