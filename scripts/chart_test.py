@@ -248,7 +248,8 @@ def second_scheduler_config():
     eq(entry["tlsConfig"], {"caFile": "/etc/neighborly-tls/ca.crt", "certFile": "/etc/neighborly-tls/tls.crt",
                             "keyFile": "/etc/neighborly-tls/tls.key"}, "tlsConfig")
     svc = objs.get("Service", name("extender"))
-    eq({p["name"]: p["port"] for p in svc["spec"]["ports"]}, {"http": 8888, "grpc": 9090, "operator": 8889},
+    eq({p["name"]: p["port"] for p in svc["spec"]["ports"]}, {"http": 8888, "grpc": 9090, "operator": 8889,
+                                                              "placement": 9091},
        "extender Service ports")
 
 

@@ -140,6 +140,7 @@ nlohmann::json DecisionRecordJson(const DecisionRecord& r) {
           {"contentionClass", r.contention_class},
           {"classSource", r.class_source},
           {"bookedNode", r.booked_node},
+          {"releasedNode", r.released_node},
           {"workload", r.workload},
           {"prediction", r.prediction},
           {"candidates", r.candidates},

@@ -311,6 +311,22 @@ absl::StatusOr<ExtenderConfig> ParseExtenderConfig(std::string_view yaml, std::s
                        p.Duration(config.operator_http.tls_reload_interval, absl::Seconds(1))}});
                }}});
        }},
+      {"placement",
+       [&](const YAML::Node& v, const std::string& path) {
+         return p.Map(v, path,
+                      {{"address", p.String(config.placement_address)},
+                       {"insecurePlaintext", p.Bool(config.placement_insecure_plaintext)},
+                       {"maxThreads", p.Integer(config.placement_max_threads, 2, 4096)},
+                       {"tls", [&](const YAML::Node& t, const std::string& tpath) {
+                          return p.Map(
+                              t, tpath,
+                              {{"caFile", p.String(config.placement_tls_ca_file)},
+                               {"certFile", p.String(config.placement_tls_cert_file)},
+                               {"keyFile", p.String(config.placement_tls_key_file)},
+                               {"reloadInterval", p.Duration(config.placement_tls_reload_interval,
+                                                             absl::Seconds(1))}});
+                        }}});
+       }},
       {"grpc",
        [&](const YAML::Node& v, const std::string& path) {
          return p.Map(
@@ -457,6 +473,25 @@ absl::Status ValidateExtenderConfig(const ExtenderConfig& config) {
   if (absl::StatusOr<HostPort> hp = ParseHostPort(config.grpc_address); !hp.ok()) {
     return absl::InvalidArgumentError(absl::StrCat("grpc address: ", hp.status().message()));
   }
+  if (!config.placement_address.empty()) {
+    if (absl::StatusOr<HostPort> hp = ParseHostPort(config.placement_address); !hp.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("placement address: ", hp.status().message()));
+    }
+  }
+  const bool placement_tls = !config.placement_tls_cert_file.empty() ||
+                             !config.placement_tls_key_file.empty() ||
+                             !config.placement_tls_ca_file.empty();
+  if (placement_tls &&
+      (config.placement_tls_cert_file.empty() || config.placement_tls_key_file.empty() ||
+       config.placement_tls_ca_file.empty())) {
+    return absl::InvalidArgumentError(
+        "placement.tls needs certFile, keyFile and caFile (the CA of the scheduler's client "
+        "certificate): client certificates are required");
+  }
+  if (placement_tls && config.placement_insecure_plaintext) {
+    return absl::InvalidArgumentError(
+        "placement.insecurePlaintext contradicts placement.tls (choose one)");
+  }
   static constexpr std::string_view kLevels[] = {"trace", "debug", "info", "warn", "error", "off"};
   bool level_ok = false;
   for (std::string_view level : kLevels) level_ok = level_ok || level == config.log_level;
@@ -516,6 +551,12 @@ absl::Status CheckTransportSecurity(const ExtenderConfig& config) {
         "telemetry needs TLS (grpc.tls.certFile, keyFile and caFile) or an explicit "
         "grpc.insecurePlaintext: true / --grpc-insecure-plaintext");
   }
+  if (!config.placement_address.empty() && config.placement_tls_cert_file.empty() &&
+      !config.placement_insecure_plaintext) {
+    return absl::FailedPreconditionError(
+        "the placement port needs TLS (placement.tls.certFile, keyFile and caFile) or an "
+        "explicit placement.insecurePlaintext: true / --placement-insecure-plaintext");
+  }
   return absl::OkStatus();
 }
 
@@ -535,6 +576,10 @@ absl::StatusOr<CommandLine> ParseCommandLine(int argc, const char* const* argv) 
       out.grpc_insecure_plaintext = true;
       continue;
     }
+    if (arg == "--placement-insecure-plaintext") {
+      out.placement_insecure_plaintext = true;
+      continue;
+    }
     std::string_view name = arg;
     std::optional<std::string> value;
     if (const size_t eq = arg.find('='); arg.starts_with("--") && eq != std::string_view::npos) {
@@ -551,6 +596,8 @@ absl::StatusOr<CommandLine> ParseCommandLine(int argc, const char* const* argv) 
       target_optional = &out.grpc_address;
     } else if (name == "--operator-address") {
       target_optional = &out.operator_address;
+    } else if (name == "--placement-address") {
+      target_optional = &out.placement_address;
     } else if (name == "--log-level") {
       target_optional = &out.log_level;
     } else {
@@ -590,6 +637,8 @@ absl::StatusOr<ExtenderConfig> LoadExtenderConfig(const CommandLine& command_lin
   if (command_line.http_address) config.http_address = *command_line.http_address;
   if (command_line.grpc_address) config.grpc_address = *command_line.grpc_address;
   if (command_line.operator_address) config.operator_address = *command_line.operator_address;
+  if (command_line.placement_address) config.placement_address = *command_line.placement_address;
+  if (command_line.placement_insecure_plaintext) config.placement_insecure_plaintext = true;
   if (command_line.log_level) config.log_level = *command_line.log_level;
   if (command_line.grpc_insecure_plaintext) config.grpc_insecure_plaintext = true;
   if (absl::Status s = ValidateExtenderConfig(config); !s.ok()) return s;
@@ -599,7 +648,7 @@ absl::StatusOr<ExtenderConfig> LoadExtenderConfig(const CommandLine& command_lin
 std::string ExtenderUsage() {
   return "Usage: neighborly-extender [--config FILE] [--http-address HOST:PORT]\n"
          "                          [--grpc-address HOST:PORT] [--operator-address HOST:PORT]\n"
-         "                          [--log-level LEVEL]\n"
+         "                          [--placement-address HOST:PORT] [--log-level LEVEL]\n"
          "\n"
          "Contention-aware kube-scheduler extender (filter/prioritize over HTTP) with\n"
          "telemetry ingest over gRPC and the operator API on the HTTP port.\n"
@@ -611,15 +660,21 @@ std::string ExtenderUsage() {
          "  --operator-address HOST:PORT  /metrics, /healthz, /readyz and the operator API\n"
          "                            without the scheduler's client certificate (tokens:\n"
          "                            operator.tokenFile); default none\n"
+         "  --placement-address HOST:PORT  the placement service for the scheduler plugin\n"
+         "                            (gRPC, neighborly.placement.v1); default none (off)\n"
          "  --log-level LEVEL         trace|debug|info|warn|error|off (default info)\n"
          "  --grpc-insecure-plaintext  accept telemetry without TLS (tests and demos only;\n"
          "                            same as grpc.insecurePlaintext: true)\n"
+         "  --placement-insecure-plaintext  accept placement calls without TLS (tests and\n"
+         "                            demos only; same as placement.insecurePlaintext: true)\n"
          "  --help                    this text\n"
          "  --version                 print the version\n"
          "\n"
-         "Telemetry needs TLS (grpc.tls in the config) or --grpc-insecure-plaintext.\n"
+         "Telemetry needs TLS (grpc.tls in the config) or --grpc-insecure-plaintext; the\n"
+         "placement port, when on, placement.tls or --placement-insecure-plaintext.\n"
          "Prints \"listening http=HOST:PORT grpc=HOST:PORT\" (plus \" operator=HOST:PORT\"\n"
-         "with an operator port) once the servers accept.\n";
+         "with an operator port and \" placement=HOST:PORT\" with a placement port) once\n"
+         "the servers accept.\n";
 }
 
 }  // namespace neighborly::extender

@@ -319,6 +319,55 @@ TEST(ExtenderConfigTest, TelemetryIsNeverPlaintextByOmission) {
   EXPECT_TRUE(loaded->grpc_insecure_plaintext);
 }
 
+TEST(ExtenderConfigTest, PlacementPortIsOffByDefaultAndNeverPlaintextByOmission) {
+  ExtenderConfig c;
+  c.grpc_insecure_plaintext = true;
+  EXPECT_EQ(c.placement_address, "");
+  EXPECT_TRUE(CheckTransportSecurity(c).ok());
+  const char* argv[] = {"neighborly-extender", "--placement-address=127.0.0.1:0",
+                        "--grpc-insecure-plaintext"};
+  absl::StatusOr<CommandLine> cl = ParseCommandLine(3, argv);
+  ASSERT_TRUE(cl.ok()) << cl.status();
+  absl::StatusOr<ExtenderConfig> loaded = LoadExtenderConfig(*cl);
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  EXPECT_EQ(loaded->placement_address, "127.0.0.1:0");
+  EXPECT_THAT(std::string(CheckTransportSecurity(*loaded).message()),
+              HasSubstr("the placement port needs TLS"));
+  const char* plaintext[] = {"neighborly-extender", "--placement-address", "127.0.0.1:0",
+                             "--placement-insecure-plaintext", "--grpc-insecure-plaintext"};
+  cl = ParseCommandLine(5, plaintext);
+  ASSERT_TRUE(cl.ok()) << cl.status();
+  loaded = LoadExtenderConfig(*cl);
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  EXPECT_TRUE(loaded->placement_insecure_plaintext);
+  EXPECT_TRUE(CheckTransportSecurity(*loaded).ok());
+
+  absl::StatusOr<ExtenderConfig> parsed = ParseExtenderConfig(R"(
+placement:
+  address: 0.0.0.0:9091
+  maxThreads: 8
+  tls:
+    caFile: /tls/ca.crt
+    certFile: /tls/tls.crt
+    keyFile: /tls/tls.key
+    reloadInterval: 30s
+grpc:
+  insecurePlaintext: true
+)",
+                                                              "x.yaml");
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  EXPECT_EQ(parsed->placement_address, "0.0.0.0:9091");
+  EXPECT_EQ(parsed->placement_max_threads, 8);
+  EXPECT_EQ(parsed->placement_tls_ca_file, "/tls/ca.crt");
+  EXPECT_EQ(parsed->placement_tls_cert_file, "/tls/tls.crt");
+  EXPECT_EQ(parsed->placement_tls_key_file, "/tls/tls.key");
+  EXPECT_EQ(parsed->placement_tls_reload_interval, absl::Seconds(30));
+  EXPECT_TRUE(ValidateExtenderConfig(*parsed).ok());
+  EXPECT_TRUE(CheckTransportSecurity(*parsed).ok());
+  EXPECT_THAT(ErrorOf("placement:\n  adress: x\n"), HasSubstr("unknown key"));
+  EXPECT_THAT(ErrorOf("placement:\n  maxThreads: 1\n"), HasSubstr("placement.maxThreads: 1 is outside 2..4096"));
+}
+
 TEST(ExtenderConfigTest, InconsistentSecuritySettingsAreNamed) {
   const std::vector<std::pair<std::string, std::string>> cases = {
       {"grpc:\n  tls:\n    certFile: /a\n", "certFile and keyFile go together"},
@@ -331,6 +380,12 @@ TEST(ExtenderConfigTest, InconsistentSecuritySettingsAreNamed) {
       {"grpc:\n  identity:\n    issuer: https://k8s\n", "needs jwksFile or publicKeyFiles"},
       {"http:\n  tls:\n    keyFile: /b\n", "http.tls: certFile and keyFile"},
       {"http:\n  tls:\n    clientCaFile: /c\n", "clientCaFile needs"},
+      {"placement:\n  address: 0.0.0.0:9091\n  tls:\n    certFile: /a\n    keyFile: /b\n",
+       "placement.tls needs certFile, keyFile and caFile"},
+      {"placement:\n  insecurePlaintext: true\n  tls:\n    caFile: /c\n    certFile: /a\n"
+       "    keyFile: /b\n",
+       "placement.insecurePlaintext contradicts placement.tls"},
+      {"placement:\n  address: nowhere\n", "placement address"},
   };
   for (const auto& [yaml, message] : cases) {
     absl::StatusOr<ExtenderConfig> c = ParseExtenderConfig(yaml, "x.yaml");
