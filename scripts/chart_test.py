@@ -143,6 +143,11 @@ def check_extender_entry(entry, url):
     expect(not unknown, f"fields unknown to kube-scheduler's strict decoder: {sorted(unknown)}")
 
 
+def chart_app_version():
+    with open(os.path.join(CHART, "Chart.yaml"), encoding="utf-8") as f:
+        return str(yaml.safe_load(f)["appVersion"])
+
+
 def pod_labels_match(selector, labels):
     return all(labels.get(k) == v for k, v in selector.items())
 
@@ -887,8 +892,10 @@ def example_workloads():
 
 
 import chart_test_operator  # noqa: E402  (the operator-side checks; they use the helpers above)
+import chart_test_plugin  # noqa: E402  (the framework-plugin mode's checks)
 
 chart_test_operator.register(sys.modules[__name__])
+chart_test_plugin.register(sys.modules[__name__])
 
 
 def main():
