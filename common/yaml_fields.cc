@@ -73,7 +73,9 @@ Value::Value(const Source& source, YAML::Node node, std::string path, YAML::Mark
       fallback_mark_(fallback_mark) {}
 
 YAML::Mark Value::mark() const {
-  if (node_.IsDefined()) {
+  // A null value's own mark is where the parser noticed it was missing (often
+  // the next line); its key's line is the useful one.
+  if (node_.IsDefined() && !node_.IsNull()) {
     const YAML::Mark own = node_.Mark();
     if (own.line >= 0) return own;
   }
@@ -335,7 +337,8 @@ absl::Status Map::ErrorFor(std::string_view key, std::string_view message) const
 }
 
 absl::Status Map::Missing(std::string_view key, std::string_view detail) const {
-  return ErrorAt(self_.source(), self_.mark(),
+  // At the key when it is there with an empty value, else at this map.
+  return ErrorAt(self_.source(), Get(key).mark(),
                  absl::StrCat("missing required key \"", PathOf(key), "\"",
                               detail.empty() ? "" : " ", Av(detail)));
 }

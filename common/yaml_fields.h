@@ -144,7 +144,8 @@ class Map {
 
   // Get(key).Error(message): at the key's line, prefixed with its path.
   absl::Status ErrorFor(std::string_view key, std::string_view message) const;
-  // `missing required key "PATH.key"` (plus `detail`), at this map's line.
+  // `missing required key "PATH.key"` (plus `detail`), at the key (present but
+  // empty) or at this map.
   absl::Status Missing(std::string_view key, std::string_view detail = "") const;
 
   // Optional getters: nullopt when the key is absent or null; an error naming

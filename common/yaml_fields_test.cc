@@ -69,7 +69,7 @@ TEST(YamlFieldsTest, EveryTypeParsesAndRefusesTheWrongShape) {
   EXPECT_TRUE(root->Get("nothing").StringMap()->empty());
   EXPECT_EQ(*root->String("nothing"), std::nullopt);
   EXPECT_EQ(Message(root->RequiredString("empty").status()),
-            "cfg.yaml:1: missing required key \"empty\"");
+            "cfg.yaml:11: missing required key \"empty\"");
 
   EXPECT_EQ(Message(root->Get("s").Bool().status()),
             "cfg.yaml:1: s: expected true or false, got \"hello\"");
