@@ -20,3 +20,11 @@ add_dependencies(extender_operator_port_test neighborly-extender neighborlyctl)
 target_compile_definitions(extender_operator_port_test PRIVATE
   NEIGHBORLY_EXTENDER_BINARY="$<TARGET_FILE:neighborly-extender>"
   NEIGHBORLY_CTL_BINARY="$<TARGET_FILE:neighborlyctl>")
+
+# The memory bound through the binary's HTTP port (docs/performance.md, "Memory bound").
+neighborly_add_test(extender_memory_test
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/memory_test.cc
+  LIBS neighborly_test_support absl::strings absl::time)
+add_dependencies(extender_memory_test neighborly-extender)
+target_compile_definitions(extender_memory_test PRIVATE
+  NEIGHBORLY_EXTENDER_BINARY="$<TARGET_FILE:neighborly-extender>")
