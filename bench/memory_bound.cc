@@ -8,7 +8,8 @@
 // /proc/PID/clear_refs before each request) and VmRSS after.
 //
 //   memory_bound --extender build/default/extender/neighborly-extender
-//   memory_bound --nodes 5000 --images 50 --requests 3
+//   memory_bound --nodes 5000 --images 50 --pods 30 --requests 3
+//   memory_bound --names          # NodeNames instead (nodeCacheCapable: true)
 #include <fcntl.h>
 #include <httplib.h>
 #include <unistd.h>
@@ -41,8 +42,10 @@ struct Options {
   std::string extender = NEIGHBORLY_EXTENDER_BINARY;
   int nodes = 5000;
   int images = 50;   // container images per Node (nodeStatusMaxImages defaults to 50)
+  int pods = 30;     // per node, in its telemetry
   int requests = 3;  // of each verb
   bool telemetry = true;
+  bool names = false;  // NodeNames (nodeCacheCapable: true) instead of full Nodes
 };
 
 // One value of /proc/PID/status in bytes ("VmRSS", "VmHWM"); -1 if unreadable.
@@ -96,7 +99,7 @@ class NodeStream final : public grpc::ClientBidiReactor<tv1::NodeReport, tv1::Re
 int Run(const Options& o) {
   // The body must fit: raise http.bodyLimitBytes above what the request takes
   // (the default 64Mi holds about 4,000 such Nodes; docs/performance.md).
-  const std::string filter_body = FullNodesBody(o.nodes, o.images);
+  const std::string filter_body = o.names ? NamesBody(o.nodes) : FullNodesBody(o.nodes, o.images);
   const std::string config_path =
       absl::StrCat("/tmp/neighborly_memory_bound_", ::getpid(), ".yaml");
   {
@@ -125,9 +128,14 @@ int Run(const Options& o) {
   const int pid = e->process->pid();
   std::printf("extender pid %d, http %s, grpc %s\n", pid, e->addresses.http.c_str(),
               e->addresses.grpc.c_str());
-  std::printf("request: %d full Nodes (%d images each), %.1f MB body, %.1f KB per Node\n", o.nodes,
-              o.images, Mb(static_cast<int64_t>(filter_body.size())),
-              static_cast<double>(filter_body.size()) / o.nodes / 1e3);
+  if (o.names) {
+    std::printf("request: %d NodeNames, %.2f MB body\n", o.nodes,
+                Mb(static_cast<int64_t>(filter_body.size())));
+  } else {
+    std::printf("request: %d full Nodes (%d images each), %.1f MB body, %.1f KB per Node\n",
+                o.nodes, o.images, Mb(static_cast<int64_t>(filter_body.size())),
+                static_cast<double>(filter_body.size()) / o.nodes / 1e3);
+  }
   std::printf("RSS idle: %.1f MB\n", Mb(StatusBytes(pid, "VmRSS")));
 
   // Telemetry for every node: one open stream each, 8 connections.
@@ -146,14 +154,16 @@ int Run(const Options& o) {
   if (o.telemetry) {
     for (int n = 0; n < o.nodes; ++n) {
       streams.push_back(std::make_unique<NodeStream>(*stubs[static_cast<size_t>(n % 8)],
-                                                     SyntheticReport(n), acked));
+                                                     SyntheticReport(n, 1, o.pods), acked));
     }
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
     while (acked.load() < o.nodes && std::chrono::steady_clock::now() < deadline) {
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
-    std::printf("telemetry: %d of %d reports acknowledged, %zu streams open; RSS %.1f MB\n",
-                acked.load(), o.nodes, streams.size(), Mb(StatusBytes(pid, "VmRSS")));
+    std::printf(
+        "telemetry: %d of %d reports (%d pods each) acknowledged, %zu streams open; "
+        "RSS %.1f MB\n",
+        acked.load(), o.nodes, o.pods, streams.size(), Mb(StatusBytes(pid, "VmRSS")));
   }
 
   // The prioritize body is the same ExtenderArgs.
@@ -221,14 +231,18 @@ int main(int argc, char** argv) {
       o.nodes = std::stoi(value());
     } else if (arg == "--images") {
       o.images = std::stoi(value());
+    } else if (arg == "--pods") {
+      o.pods = std::stoi(value());
+    } else if (arg == "--names") {
+      o.names = true;
     } else if (arg == "--requests") {
       o.requests = std::stoi(value());
     } else if (arg == "--no-telemetry") {
       o.telemetry = false;
     } else {
       std::fprintf(stderr,
-                   "usage: memory_bound [--extender PATH] [--nodes N] [--images N] "
-                   "[--requests N] [--no-telemetry]\n");
+                   "usage: memory_bound [--extender PATH] [--nodes N] [--images N] [--pods N]\n"
+                   "                    [--requests N] [--names] [--no-telemetry]\n");
       return 2;
     }
   }
