@@ -97,9 +97,11 @@ struct ExtenderConfig {
   ModelConfig model;
 };
 
-// Parses YAML text; `source` names it in errors ("extender.yaml"). Keys not
-// given keep their defaults.
-absl::StatusOr<ExtenderConfig> ParseExtenderConfig(std::string_view yaml, std::string_view source);
+// Parses YAML text; `source_name` names it in errors ("extender.yaml"). Keys
+// not given keep their defaults; merge keys ("<<: *defaults") work as in any
+// YAML file read through common/yaml_fields.h.
+absl::StatusOr<ExtenderConfig> ParseExtenderConfig(std::string_view text,
+                                                   std::string_view source_name);
 
 struct CommandLine {
   std::string config_file;  // empty: defaults only
