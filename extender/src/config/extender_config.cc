@@ -176,20 +176,19 @@ absl::StatusOr<ExtenderConfig> ParseExtenderConfig(std::string_view text,
                   }}});
        }},
       {"placement",
-       [&](const YAML::Node& v, const std::string& path) {
-         return p.Map(v, path,
-                      {{"address", p.String(config.placement_address)},
-                       {"insecurePlaintext", p.Bool(config.placement_insecure_plaintext)},
-                       {"maxThreads", p.Integer(config.placement_max_threads, 2, 4096)},
-                       {"tls", [&](const YAML::Node& t, const std::string& tpath) {
-                          return p.Map(
-                              t, tpath,
-                              {{"caFile", p.String(config.placement_tls_ca_file)},
-                               {"certFile", p.String(config.placement_tls_cert_file)},
-                               {"keyFile", p.String(config.placement_tls_key_file)},
-                               {"reloadInterval", p.Duration(config.placement_tls_reload_interval,
-                                                             absl::Seconds(1))}});
-                        }}});
+       [&](const yaml::Value& v) {
+         return p.Map(
+             v, {{"address", p.String(config.placement_address)},
+                 {"insecurePlaintext", p.Bool(config.placement_insecure_plaintext)},
+                 {"maxThreads", p.Integer(config.placement_max_threads, 2, 4096)},
+                 {"tls", [&](const yaml::Value& t) {
+                    return p.Map(
+                        t, {{"caFile", p.String(config.placement_tls_ca_file)},
+                            {"certFile", p.String(config.placement_tls_cert_file)},
+                            {"keyFile", p.String(config.placement_tls_key_file)},
+                            {"reloadInterval",
+                             p.Duration(config.placement_tls_reload_interval, absl::Seconds(1))}});
+                  }}});
        }},
       {"grpc",
        [&](const yaml::Value& v) {
