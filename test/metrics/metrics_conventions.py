@@ -299,6 +299,27 @@ def switch_problems(pages):
     return problems
 
 
+def coverage_problems(pages):
+    """The pages checked hold what they should, so the checks above saw it."""
+    expected = {
+        "extender": {"neighborly_extender_http_request_duration_seconds",
+                     "neighborly_extender_http_requests_total", "neighborly_decisions_total",
+                     "neighborly_node_membw_utilization_ratio", "neighborly_fleet_nodes",
+                     "neighborly_extender_build_info", "process_resident_memory_bytes"},
+        "agent-simulated": {"neighborly_agent_stream_connected", "neighborly_agent_acks_total",
+                            "neighborly_agent_build_info", "process_cpu_seconds_total"},
+        "agent-host": {"neighborly_agent_windows_total", "neighborly_agent_sample_duration_seconds",
+                       "neighborly_agent_capability_available", "neighborly_pod_cpu_seconds_total",
+                       "neighborly_agent_build_info"},
+    }
+    problems = []
+    for page, names in expected.items():
+        missing = sorted(names - set(families(pages[page])))
+        if missing:
+            problems.append(f"{page}: expected families missing: {missing}")
+    return problems
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--build", default=os.path.join(ROOT, "build", "default"),
@@ -316,7 +337,7 @@ def main():
             with open(os.path.join(args.save, f"{page}.prom"), "w", encoding="utf-8") as f:
                 f.write(text)
     problems = (promtool_problems(pages) + naming_problems(pages) + unexported_uses(pages)
-                + documentation_problems(pages) + switch_problems(pages))
+                + documentation_problems(pages) + switch_problems(pages) + coverage_problems(pages))
     for page, text in pages.items():
         print(f"metrics_conventions: {page}: {len(families(text))} families, "
               f"{sum(1 for line in text.splitlines() if line and not line.startswith('#'))} series")
