@@ -121,9 +121,9 @@ func (e *extender) waitForFleet(t *testing.T, n int) {
 	}
 }
 
-var requestsTotal = regexp.MustCompile(`(?m)^neighborly_extender_requests_total\{verb="([a-z]+)",code="(\d+)"\} (\d+)`)
+var requestsTotal = regexp.MustCompile(`(?m)^neighborly_extender_http_requests_total\{verb="([a-z]+)",code="(\d+)"\} (\d+)`)
 
-// requests returns neighborly_extender_requests_total by verb and code ("filter/200").
+// requests returns neighborly_extender_http_requests_total by verb and code ("filter/200").
 func (e *extender) requests(t *testing.T) map[string]int {
 	t.Helper()
 	resp, err := e.client.Get(e.url("/metrics"))

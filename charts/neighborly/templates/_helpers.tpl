@@ -163,6 +163,9 @@ prometheus.io/scheme: {{ default "http" .scheme }}
 {{- $_ := set $operator "tls" (dict "certFile" "/etc/neighborly-tls/tls.crt" "keyFile" "/etc/neighborly-tls/tls.key") -}}
 {{- end -}}
 {{- $_ := set $config "operator" (merge $operator (default dict $config.operator)) -}}
+{{- $metrics := default dict $config.metrics -}}
+{{- $_ := set $metrics "perNodeSeries" .Values.metrics.perNodeSeries -}}
+{{- $_ := set $config "metrics" $metrics -}}
 {{- toYaml $config -}}
 {{- end -}}
 

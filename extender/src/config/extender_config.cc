@@ -244,6 +244,10 @@ absl::StatusOr<ExtenderConfig> ParseExtenderConfig(std::string_view text,
                   p.Bool(config.state_learn_from_unauthenticated_scheduler)},
                  {"maxWorkloads", p.Integer(config.state_max_workloads, 1, 1'000'000)}});
        }},
+      {"metrics",
+       [&](const YAML::Node& v, const std::string& path) {
+         return p.Map(v, path, {{"perNodeSeries", p.Bool(config.metrics_per_node_series)}});
+       }},
       {"log",
        [&](const yaml::Value& v) {
          return p.Map(v, {{"level", p.String(config.log_level)}});

@@ -31,6 +31,7 @@ TEST(ExtenderConfigTest, EmptyFileGivesDefaults) {
   EXPECT_EQ(c->evaluation_threads, 0);
   EXPECT_TRUE(c->grpc_idle_ingest_threads);
   EXPECT_EQ(c->log_level, "info");
+  EXPECT_TRUE(c->metrics_per_node_series);
   EXPECT_DOUBLE_EQ(c->model.membw_headroom, ModelConfig().membw_headroom);
   EXPECT_EQ(c->model.label_rules.size(), 1u);
   EXPECT_TRUE(ValidateExtenderConfig(*c).ok());
@@ -54,6 +55,8 @@ state:
   file: /tmp/neighborly-state.json
   saveInterval: 15s
   maxPods: 50000
+metrics:
+  perNodeSeries: false
 log:
   level: debug
 model:
@@ -98,6 +101,7 @@ model:
   EXPECT_EQ(c->state_save_interval, absl::Seconds(15));
   EXPECT_EQ(c->state_max_pods, 50'000);
   EXPECT_EQ(c->log_level, "debug");
+  EXPECT_FALSE(c->metrics_per_node_series);
   const ModelConfig& m = c->model;
   ASSERT_EQ(m.label_rules.size(), 2u);
   EXPECT_EQ(m.label_rules[0].key, "tier");
