@@ -245,8 +245,8 @@ absl::StatusOr<ExtenderConfig> ParseExtenderConfig(std::string_view text,
                  {"maxWorkloads", p.Integer(config.state_max_workloads, 1, 1'000'000)}});
        }},
       {"metrics",
-       [&](const YAML::Node& v, const std::string& path) {
-         return p.Map(v, path, {{"perNodeSeries", p.Bool(config.metrics_per_node_series)}});
+       [&](const yaml::Value& v) {
+         return p.Map(v, {{"perNodeSeries", p.Bool(config.metrics_per_node_series)}});
        }},
       {"log",
        [&](const yaml::Value& v) {
