@@ -291,7 +291,8 @@ TEST_F(OperatorApiTest, DashboardAlertsAndDocsUseTheMetricsTheExtenderEmits) {
   ASSERT_FALSE(emitted.empty());
   // Families of other components: the agent's own, the ingest refusals,
   // dropped pod records and state counters the binary appends (main.cc), and
-  // the build info main.cc appends (operator_port_test).
+  // the build info main.cc appends (operator_port_test), and the placement
+  // service's families (extender_placement_port_test).
   auto extenders = [](const std::set<std::string>& names) {
     std::set<std::string> out;
     for (const std::string& n : names) {
@@ -299,7 +300,7 @@ TEST_F(OperatorApiTest, DashboardAlertsAndDocsUseTheMetricsTheExtenderEmits) {
           n == "neighborly_ingest_refused_total" || n == "neighborly_extender_build_info" ||
           n == "neighborly_ingest_pods_dropped_total" ||
           n == "neighborly_ingest_foreign_pod_records_total" ||
-          n == "neighborly_state_save_failures_total" ||
+          n == "neighborly_state_save_failures_total" || n.starts_with("neighborly_placement_") ||
           n == "neighborly_node_l3_occupancy_bytes" ||
           n == "neighborly_node_membw_bytes_per_second") {
         continue;
