@@ -5,7 +5,7 @@ PRESET ?= default
 JOBS ?= $(shell nproc)
 
 .PHONY: all setup configure build test demo asan bench chart-test format clean fuzz fuzz-smoke \
-        image image-test e2e
+        image image-test scheduler-image e2e
 
 all: build
 
@@ -27,7 +27,7 @@ NEIGHBORLY_IMAGE_TEST ?= 1
 test: build
 	@ctest --preset $(PRESET) -LE fuzz
 	@$(FUZZ_SMOKE)
-	@if [ -x scripts/chart-test.sh ]; then scripts/chart-test.sh; fi
+	@if [ -x scripts/chart-test.sh ]; then scripts/chart-test.sh --build build/$(PRESET); fi
 	@if [ "$(NEIGHBORLY_IMAGE_TEST)" = 0 ]; then \
 	  echo "image-test: SKIPPED (NEIGHBORLY_IMAGE_TEST=0); run make image-test"; \
 	else $(MAKE) --no-print-directory image-test; fi
@@ -42,6 +42,12 @@ image: build
 image-test: build
 	@scripts/setup.sh --image
 	@scripts/image.sh test build/$(PRESET)
+
+# The neighborly-scheduler image (kube-scheduler + the Neighborly plugin, Go)
+# on the same base: localhost/neighborly-scheduler:VERSION. make e2e tests it.
+scheduler-image:
+	@scripts/setup.sh --image
+	@scripts/image.sh scheduler
 
 demo: build
 	@scripts/demo.sh build/$(PRESET)

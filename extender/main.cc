@@ -65,19 +65,15 @@ void SaveState(const ExtenderCore& core, const std::string& path) {
   }
 }
 
-void AppendStateMetrics(const ExtenderCore& core, std::string& out) {
-  absl::StrAppend(&out,
-                  "# HELP neighborly_state_save_failures_total Saves of the state file that "
-                  "failed (full disk, unwritable directory); the log says why.\n"
-                  "# TYPE neighborly_state_save_failures_total counter\n"
-                  "neighborly_state_save_failures_total ",
-                  state_save_failures.load(std::memory_order_relaxed), "\n",
-                  "# HELP neighborly_ingest_foreign_pod_records_total Pod records a node "
-                  "reported that it may not teach about (the pod belongs to another node, or "
-                  "is booked on one); nothing was learned from them.\n"
-                  "# TYPE neighborly_ingest_foreign_pod_records_total counter\n"
-                  "neighborly_ingest_foreign_pod_records_total ",
-                  core.foreign_pod_claims(), "\n");
+void AppendStateMetrics(const ExtenderCore& core, PrometheusWriter& page) {
+  page.Counter("neighborly_state_save_failures_total",
+               "Saves of the state file that failed (full disk, unwritable directory); the log "
+               "says why.",
+               {}, static_cast<double>(state_save_failures.load(std::memory_order_relaxed)));
+  page.Counter("neighborly_ingest_foreign_pod_records_total",
+               "Pod records a node reported that it may not teach about (the pod belongs to "
+               "another node, or is booked on one); nothing was learned from them.",
+               {}, static_cast<double>(core.foreign_pod_claims()));
 }
 
 int Run(int argc, char** argv) {
@@ -252,23 +248,22 @@ int Run(int argc, char** argv) {
   }
   CoreOperatorSource source(core, [&ingest] { return ingest.stats(); });
   std::atomic<bool> stopping{false};
-  // /metrics is the operator API's page plus the ingest refusals by reason; routes
-  // match in registration order, so this one answers. Registered on both ports.
-  auto register_operator_routes = [&source, &metrics, &ingest, &stopping, &core,
-                                   &placement_metrics](httplib::Server& server) {
-    server.Get("/metrics", [&source, &metrics, &ingest, &core, &placement_metrics](
-                               const httplib::Request&, httplib::Response& res) {
-      std::string body = RenderMetrics(source, metrics);
-      AppendIngestRefusals(ingest.counters(), body);
-      placement_metrics.AppendPrometheus(body);
-      AppendStateMetrics(core, body);
-      AppendBuildInfo("neighborly_extender", NEIGHBORLY_VERSION, body);
-      AppendProcessMetrics(ReadSelfProcess(), body);
-      res.set_content(body, "text/plain; version=0.0.4; charset=utf-8");
-    });
-    RegisterOperatorApi(server, source, metrics, [&stopping]() -> std::string {
-      return stopping.load() ? "shutting down" : "";
-    });
+  // /metrics is the operator API's page plus the ingest refusals by reason,
+  // the state counters, build info and process_*. Registered on both ports.
+  MetricsPage metrics_page{.per_node_series = config->metrics_per_node_series,
+                           .append = [&ingest, &core, &placement_metrics](PrometheusWriter& page) {
+                             AppendIngestRefusals(ingest.counters(), page);
+                             placement_metrics.AppendPrometheus(page);
+                             AppendStateMetrics(core, page);
+                             AppendBuildInfo("neighborly_extender", NEIGHBORLY_VERSION, page);
+                             AppendProcessMetrics(ReadSelfProcess(), page);
+                           }};
+  auto register_operator_routes = [&source, &metrics, &stopping,
+                                   &metrics_page](httplib::Server& server) {
+    RegisterOperatorApi(
+        server, source, metrics,
+        [&stopping]() -> std::string { return stopping.load() ? "shutting down" : ""; },
+        metrics_page);
   };
   register_operator_routes(http.server());
 

@@ -91,15 +91,21 @@ struct ExtenderConfig {
   // it could teach). Off: only with http.tls.clientCaFile.
   bool state_learn_from_unauthenticated_scheduler = false;
   int64_t state_max_workloads = 10'000;  // workload profiles kept; least recently used dropped
+  // metrics.perNodeSeries: /metrics carries the neighborly_node_* gauges
+  // (about 11 series per node, on every replica); off: only the
+  // neighborly_fleet_* aggregates (docs/metrics.md).
+  bool metrics_per_node_series = true;
   // log
   std::string log_level = "info";
   // model: the contention model's parameters (docs/scoring.md).
   ModelConfig model;
 };
 
-// Parses YAML text; `source` names it in errors ("extender.yaml"). Keys not
-// given keep their defaults.
-absl::StatusOr<ExtenderConfig> ParseExtenderConfig(std::string_view yaml, std::string_view source);
+// Parses YAML text; `source_name` names it in errors ("extender.yaml"). Keys
+// not given keep their defaults; merge keys ("<<: *defaults") work as in any
+// YAML file read through common/yaml_fields.h.
+absl::StatusOr<ExtenderConfig> ParseExtenderConfig(std::string_view text,
+                                                   std::string_view source_name);
 
 struct CommandLine {
   std::string config_file;  // empty: defaults only

@@ -1,10 +1,9 @@
 #include "extender/src/placement/placement_metrics.h"
 
 #include <algorithm>
+#include <array>
 
-#include "absl/strings/str_cat.h"
-#include "absl/strings/str_format.h"
-#include "common/strings.h"
+#include "common/prometheus_text.h"
 
 namespace neighborly::extender {
 namespace {
@@ -54,57 +53,42 @@ uint64_t PlacementMetrics::requests(PlacementMethod method, int code) const {
       std::memory_order_relaxed);
 }
 
-void PlacementMetrics::AppendPrometheus(std::string& out) const {
-  absl::StrAppend(&out,
-                  "# HELP neighborly_placement_requests_total Calls of the placement service "
-                  "(neighborly.placement.v1), by method and gRPC status code.\n"
-                  "# TYPE neighborly_placement_requests_total counter\n");
+void PlacementMetrics::AppendPrometheus(PrometheusWriter& page) const {
+  static constexpr std::string_view kRequests = "neighborly_placement_requests_total";
+  static constexpr std::string_view kRequestsHelp =
+      "Calls of the placement service (neighborly.placement.v1), by method and gRPC status code.";
+  static constexpr std::string_view kDuration = "neighborly_placement_request_duration_seconds";
+  static constexpr std::string_view kDurationHelp =
+      "Server-side time of a placement call, from its arrival to its answer, by method.";
   for (PlacementMethod method : kAllMethods) {
     const PerMethod& m = methods_[static_cast<size_t>(method)];
+    const std::string name(PlacementMethodName(method));
     for (int code = 0; code < kCodes; ++code) {
       const uint64_t n = m.codes[static_cast<size_t>(code)].load(std::memory_order_relaxed);
       if (n == 0 && code != 0) continue;
-      absl::StrAppend(&out, "neighborly_placement_requests_total{method=\"",
-                      Av(PlacementMethodName(method)), "\",code=\"", Av(kCodeNames[code]), "\"} ",
-                      n, "\n");
+      page.Counter(kRequests, kRequestsHelp, {{"method", name}, {"code", std::string(kCodeNames[code])}},
+                   static_cast<double>(n));
     }
-  }
-  absl::StrAppend(&out,
-                  "# HELP neighborly_placement_request_duration_seconds Server-side time of a "
-                  "placement call, from its arrival to its answer, by method.\n"
-                  "# TYPE neighborly_placement_request_duration_seconds histogram\n");
-  for (PlacementMethod method : kAllMethods) {
-    const PerMethod& m = methods_[static_cast<size_t>(method)];
-    const absl::string_view name = Av(PlacementMethodName(method));
-    uint64_t cumulative = 0;
-    for (size_t b = 0; b < kBucketsSeconds.size(); ++b) {
-      cumulative += m.buckets[b].load(std::memory_order_relaxed);
-      absl::StrAppend(&out, "neighborly_placement_request_duration_seconds_bucket{method=\"", name,
-                      "\",le=\"", absl::StrFormat("%g", kBucketsSeconds[b]), "\"} ", cumulative,
-                      "\n");
+    std::array<uint64_t, kBucketsSeconds.size() + 1> counts{};
+    for (size_t b = 0; b < counts.size(); ++b) {
+      counts[b] = m.buckets[b].load(std::memory_order_relaxed);
     }
-    cumulative += m.buckets[kBucketsSeconds.size()].load(std::memory_order_relaxed);
-    absl::StrAppend(&out, "neighborly_placement_request_duration_seconds_bucket{method=\"", name,
-                    "\",le=\"+Inf\"} ", cumulative, "\n");
-    absl::StrAppend(
-        &out, "neighborly_placement_request_duration_seconds_sum{method=\"", name, "\"} ",
-        absl::StrFormat("%.9f",
-                        static_cast<double>(m.sum_ns.load(std::memory_order_relaxed)) / 1e9),
-        "\n");
-    absl::StrAppend(&out, "neighborly_placement_request_duration_seconds_count{method=\"", name,
-                    "\"} ", cumulative, "\n");
+    page.Histogram(kDuration, kDurationHelp, {{"method", name}}, kBucketsSeconds, counts,
+                   static_cast<double>(m.sum_ns.load(std::memory_order_relaxed)) / 1e9);
   }
-  absl::StrAppend(&out,
-                  "# HELP neighborly_placement_tls_reloads_total Reloads of the placement port's "
-                  "certificate, key or CA after their files changed.\n"
-                  "# TYPE neighborly_placement_tls_reloads_total counter\n"
-                  "neighborly_placement_tls_reloads_total ",
-                  tls_reloads_.load(std::memory_order_relaxed), "\n",
-                  "# HELP neighborly_placement_tls_reload_failures_total Changed placement.tls "
-                  "files that were refused (the previous certificate kept); the log says why.\n"
-                  "# TYPE neighborly_placement_tls_reload_failures_total counter\n"
-                  "neighborly_placement_tls_reload_failures_total ",
-                  tls_reload_failures_.load(std::memory_order_relaxed), "\n");
+  page.Counter("neighborly_placement_tls_reloads_total",
+               "Reloads of the placement port's certificate, key or CA after their files changed.",
+               {}, static_cast<double>(tls_reloads_.load(std::memory_order_relaxed)));
+  page.Counter("neighborly_placement_tls_reload_failures_total",
+               "Changed placement.tls files that were refused (the previous certificate kept); the "
+               "log says why.",
+               {}, static_cast<double>(tls_reload_failures_.load(std::memory_order_relaxed)));
+}
+
+void PlacementMetrics::AppendPrometheus(std::string& out) const {
+  PrometheusWriter page;
+  AppendPrometheus(page);
+  out += page.Render();
 }
 
 }  // namespace neighborly::extender

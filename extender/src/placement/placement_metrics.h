@@ -18,6 +18,10 @@
 
 #include "absl/time/time.h"
 
+namespace neighborly {
+class PrometheusWriter;
+}
+
 namespace neighborly::extender {
 
 enum class PlacementMethod : uint8_t { kFilter, kScore, kReserve, kUnreserve };
@@ -41,6 +45,8 @@ class PlacementMetrics {
 
   // The families above, with HELP and TYPE; every method and code that has
   // been counted at least once (OK always).
+  void AppendPrometheus(PrometheusWriter& page) const;
+  // The same, rendered on its own (tests).
   void AppendPrometheus(std::string& out) const;
 
  private:
