@@ -9,6 +9,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <regex>
+#include <sstream>
 #include <string>
 #include <thread>
 
@@ -147,6 +148,17 @@ TEST(PlacementPortTest, JudgesTheSimulatedFleetOverGrpc) {
               HasSubstr("neighborly_placement_requests_total{method=\"Reserve\",code=\"OK\"} 1\n"));
   EXPECT_THAT(metrics->body, HasSubstr("neighborly_placement_request_duration_seconds_count{"
                                        "method=\"Filter\"}"));
+  // Every placement family is emitted and documented in docs/metrics.md.
+  std::ifstream in(std::string(NEIGHBORLY_SOURCE_DIR) + "/docs/metrics.md");
+  std::stringstream documented;
+  documented << in.rdbuf();
+  for (const char* family :
+       {"neighborly_placement_requests_total", "neighborly_placement_request_duration_seconds",
+        "neighborly_placement_tls_reloads_total",
+        "neighborly_placement_tls_reload_failures_total"}) {
+    EXPECT_THAT(metrics->body, HasSubstr(absl::StrCat("# TYPE ", family, " "))) << family;
+    EXPECT_THAT(documented.str(), HasSubstr(absl::StrCat("`", family, "`"))) << family;
+  }
   httplib::Result decisions = client.Get("/v1/decisions?pod=content/article-service-5d8f7-q9w2e");
   ASSERT_TRUE(decisions);
   ASSERT_EQ(decisions->status, 200) << decisions->body;

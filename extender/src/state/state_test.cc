@@ -408,6 +408,27 @@ TEST(BookingLedgerTest, BookingsArePublishedPerNodeAndReleasedByReport) {
   EXPECT_EQ(ledger.size(), 1u);
 }
 
+TEST(BookingLedgerTest, ReleasePodTakesOneBookingOnItsNodeOrAnywhere) {
+  ClusterState state;
+  BookingLedger ledger(state);
+  FakeClock clock;
+  ASSERT_TRUE(ledger.Book("node-1", MakeTestBooking("p1", clock.Now() + absl::Seconds(30))));
+  ASSERT_TRUE(ledger.Book("node-1", MakeTestBooking("p2", clock.Now() + absl::Seconds(30))));
+  EXPECT_FALSE(ledger.ReleasePod("node-2", "p1").has_value());  // not booked there
+  EXPECT_FALSE(ledger.ReleasePod("node-1", "unknown").has_value());
+  std::optional<Booking> released = ledger.ReleasePod("node-1", "p1");
+  ASSERT_TRUE(released.has_value());
+  EXPECT_EQ(released->pod, "ns/p1");
+  EXPECT_EQ(ledger.size(), 1u);
+  EXPECT_EQ(state.view().Find("node-1")->bookings.load()->size(), 1u);
+  // An empty node: wherever it is.
+  ASSERT_TRUE(ledger.ReleasePod("", "p2").has_value());
+  EXPECT_EQ(ledger.size(), 0u);
+  EXPECT_EQ(state.view().Find("node-1")->bookings.load(), nullptr);
+  // Its expiry entry finds nothing to expire later.
+  EXPECT_EQ(ledger.Expire(clock.Now() + absl::Seconds(31)), 0u);
+}
+
 TEST(BookingLedgerTest, BookingsExpireAfterTheirTtl) {
   ClusterState state;
   BookingLedger ledger(state);
