@@ -12,6 +12,12 @@
 //
 //   soak_load --extender build/x/extender/neighborly-extender --duration 600s
 //   soak_load --duration 20s          # short mode (scripts)
+//
+// The tail under ingest (issue 15, finding 7; docs/performance.md): 500 nodes,
+// a client at 375 pods/s (750 requests/s), the fleet paused every other 10 s,
+// and the round trips of the two phases reported apart:
+//   soak_load --extender BIN --nodes 500 --pods-per-second 375 --candidates 500
+//             --pause-fleet-every 10s --duration 60s
 #include <fcntl.h>
 #include <httplib.h>
 #include <signal.h>
@@ -73,6 +79,10 @@ struct Options {
   bool fleet_idle = true;
   absl::Duration duration = absl::Seconds(20);
   absl::Duration print_every = absl::Seconds(10);
+  // Non-zero: the fleet sends nothing in every other period of this length,
+  // and the scheduler's round trips are summed per phase (fleet running or
+  // paused), to tell the ingest's share of the tail from the machine's.
+  absl::Duration pause_fleet_every = absl::ZeroDuration();
 };
 
 // --fleet-nice and --fleet-no-idle, read by the fleet's gRPC callbacks and pacing thread.
@@ -121,7 +131,7 @@ Options ParseFlags(int argc, char** argv) {
           "                 [--nodes 5000] [--pods-per-node 50] [--report-hz 1]\n"
           "                 [--pods-per-second 200] [--candidates 500] [--channels 8]\n"
           "                 [--duration 20s] [--print-every 10s] [--undeclared-pods]\n"
-          "                 [--fleet-nice 19] [--fleet-no-idle]\n");
+          "                 [--fleet-nice 19] [--fleet-no-idle] [--pause-fleet-every 10s]\n");
       std::exit(0);
     } else if (flag == "--undeclared-pods") {
       o.declared_pods = false;
@@ -159,6 +169,8 @@ Options ParseFlags(int argc, char** argv) {
       o.duration = ParseDurationFlag(flag, value);
     } else if (flag == "--print-every") {
       o.print_every = ParseDurationFlag(flag, value);
+    } else if (flag == "--pause-fleet-every") {
+      o.pause_fleet_every = ParseDurationFlag(flag, value);
     } else {
       Die(absl::StrCat("unknown flag ", flag, " (see --help)"));
     }
@@ -481,6 +493,11 @@ int Run(int argc, char** argv) {
   std::atomic<bool> stop{false};
   const absl::Time start = absl::Now();
   const absl::Time end = start + o.duration;
+  // Whether the fleet is paused now (--pause-fleet-every: every other period).
+  auto fleet_paused = [&] {
+    if (o.pause_fleet_every <= absl::ZeroDuration()) return false;
+    return static_cast<int64_t>((absl::Now() - start) / o.pause_fleet_every) % 2 == 1;
+  };
 
   // One pacing thread: node n reports at n/nodes of every period.
   std::thread pacer([&] {
@@ -490,6 +507,7 @@ int Run(int argc, char** argv) {
     while (!stop.load()) {
       const double elapsed = absl::ToDoubleSeconds(absl::Now() - start);
       const auto due = static_cast<uint64_t>(elapsed * per_second);
+      if (fleet_paused()) ticked = due;  // the paused period's reports are never sent
       for (; ticked < due; ++ticked) {
         const size_t n = ticked % static_cast<size_t>(o.nodes);
         if (streams[n]->done()) {  // reopen an ended stream (extender restart, error)
@@ -506,6 +524,7 @@ int Run(int argc, char** argv) {
   // The scheduler: open loop at pods_per_second; a pod whose time has come
   // while the previous one is still in flight is sent late (counted).
   Latencies filter, prioritize;
+  Latencies phase[2];  // both verbs, fleet running / paused (--pause-fleet-every)
   std::atomic<uint64_t> late{0};
   std::thread scheduler([&] {
     if (o.pods_per_second <= 0) return;
@@ -525,6 +544,7 @@ int Run(int argc, char** argv) {
       }
       const std::string body = PodBody(k, o.nodes, o.candidates, o.declared_pods, random);
       for (Latencies* verb : {&filter, &prioritize}) {
+        const bool paused = fleet_paused();
         const auto t0 = std::chrono::steady_clock::now();
         httplib::Result r =
             client.Post(verb == &filter ? "/filter" : "/prioritize", body, "application/json");
@@ -536,6 +556,10 @@ int Run(int argc, char** argv) {
           ++verb->errors;
         } else {
           verb->Add(us);
+          if (o.pause_fleet_every > absl::ZeroDuration()) {
+            std::lock_guard<std::mutex> lock(phase[paused].mu);
+            phase[paused].all_us.push_back(us);
+          }
         }
       }
     }
@@ -590,6 +614,10 @@ int Run(int argc, char** argv) {
 
   std::printf("total filter     %s\n", Summary(filter.all_us).c_str());
   std::printf("total prioritize %s\n", Summary(prioritize.all_us).c_str());
+  if (o.pause_fleet_every > absl::ZeroDuration()) {
+    std::printf("fleet running: both verbs %s\n", Summary(phase[0].all_us).c_str());
+    std::printf("fleet paused:  both verbs %s\n", Summary(phase[1].all_us).c_str());
+  }
   std::printf("total reports written %d acked %d skipped %d failed streams %d\n",
               static_cast<int>(counters.written.load()), static_cast<int>(counters.acked.load()),
               static_cast<int>(counters.skipped.load()), static_cast<int>(counters.failed.load()));

@@ -211,7 +211,7 @@ int Run(int argc, char** argv) {
   // /metrics is the operator API's page plus the ingest refusals by reason; routes
   // match in registration order, so this one answers. Registered on both ports.
   auto register_operator_routes = [&source, &metrics, &ingest, &stopping,
-                                   &core](httplib::Server& server) {
+                                   &core](HttpRoutes& server) {
     server.Get("/metrics", [&source, &metrics, &ingest, &core](const httplib::Request&,
                                                                httplib::Response& res) {
       std::string body = RenderMetrics(source, metrics);
@@ -225,7 +225,7 @@ int Run(int argc, char** argv) {
       return stopping.load() ? "shutting down" : "";
     });
   };
-  register_operator_routes(http.server());
+  register_operator_routes(http.routes());
 
   // The operator port (docs/security.md): the same routes without the
   // scheduler's client certificate and without the scheduler verbs; /v1 behind
@@ -258,7 +258,7 @@ int Run(int argc, char** argv) {
         [auth = operator_auth.get()](const httplib::Request& req, httplib::Response& res) {
           return auth->Refuse(req, res);
         });
-    register_operator_routes(operator_http->server());
+    register_operator_routes(operator_http->routes());
     if (config->operator_token_file.empty()) {
       spdlog::warn("operator port without operator.tokenFile: /v1 is refused there");
     }

@@ -258,7 +258,7 @@ std::string RenderMetrics(const OperatorSource& source, const ExtenderMetrics& m
   return out;
 }
 
-void RegisterOperatorApi(httplib::Server& server, const OperatorSource& source,
+void RegisterOperatorApi(HttpRoutes& server, const OperatorSource& source,
                          const ExtenderMetrics& metrics, ReadinessCheck ready) {
   server.Get("/healthz", [](const httplib::Request&, httplib::Response& res) {
     Reply(res, 200, {{"status", "ok"}});
