@@ -5,6 +5,7 @@
 // save state, exit 0. Bad flags or config: one line on stderr, exit 2.
 #include <malloc.h>
 #include <signal.h>
+#include <sys/resource.h>
 
 #include <algorithm>
 #include <atomic>
@@ -157,6 +158,13 @@ int Run(int argc, char** argv) {
   // a free, which put the next large request in the heap for good (issue 15:
   // +600 MB of RSS stayed after one 54 MiB request).
   mallopt(M_MMAP_THRESHOLD, 1 << 20);
+  // Every connection is a descriptor (http.maxConnections on each port, as
+  // many again being answered 503, gRPC streams): the soft limit is raised to
+  // the hard one, as Go programs do, instead of failing at a container's 1024.
+  if (rlimit files{}; getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_cur < files.rlim_max) {
+    files.rlim_cur = files.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &files);
+  }
   sigset_t signals;
   sigemptyset(&signals);
   sigaddset(&signals, SIGTERM);
