@@ -30,6 +30,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <mutex>
@@ -245,6 +246,28 @@ double RssMiB(pid_t pid) {
     in.ignore(1 << 16, '\n');
   }
   return 0;
+}
+
+// Time the calling thread has spent waiting on a run queue (runnable, not
+// running), in microseconds: /proc/thread-self/schedstat's second field.
+double ThreadRunDelayUs() {
+  std::ifstream in("/proc/thread-self/schedstat");
+  unsigned long long on_cpu = 0, waiting = 0;
+  in >> on_cpu >> waiting;
+  return static_cast<double>(waiting) / 1e3;
+}
+
+// The same summed over every thread of a process.
+double ProcessRunDelaySeconds(pid_t pid) {
+  double total = 0;
+  std::error_code ec;
+  for (const auto& task :
+       std::filesystem::directory_iterator(absl::StrCat("/proc/", pid, "/task"), ec)) {
+    std::ifstream in(task.path() / "schedstat");
+    unsigned long long on_cpu = 0, waiting = 0;
+    if (in >> on_cpu >> waiting) total += static_cast<double>(waiting) / 1e9;
+  }
+  return total;
 }
 
 // utime + stime of a process, in seconds.
@@ -525,6 +548,13 @@ int Run(int argc, char** argv) {
   // while the previous one is still in flight is sent late (counted).
   Latencies filter, prioritize;
   Latencies phase[2];  // both verbs, fleet running / paused (--pause-fleet-every)
+  // Per request: the round trip and how long the client's own thread waited
+  // for a CPU during it (per phase), to tell the machine's share of the tail.
+  struct Sample {
+    double us;
+    double client_wait_us;
+  };
+  std::vector<Sample> samples[2];
   std::atomic<uint64_t> late{0};
   std::thread scheduler([&] {
     if (o.pods_per_second <= 0) return;
@@ -545,6 +575,7 @@ int Run(int argc, char** argv) {
       const std::string body = PodBody(k, o.nodes, o.candidates, o.declared_pods, random);
       for (Latencies* verb : {&filter, &prioritize}) {
         const bool paused = fleet_paused();
+        const double wait0 = ThreadRunDelayUs();
         const auto t0 = std::chrono::steady_clock::now();
         httplib::Result r =
             client.Post(verb == &filter ? "/filter" : "/prioritize", body, "application/json");
@@ -557,8 +588,10 @@ int Run(int argc, char** argv) {
         } else {
           verb->Add(us);
           if (o.pause_fleet_every > absl::ZeroDuration()) {
+            const double waited = ThreadRunDelayUs() - wait0;
             std::lock_guard<std::mutex> lock(phase[paused].mu);
             phase[paused].all_us.push_back(us);
+            samples[paused].push_back({us, waited});
           }
         }
       }
@@ -572,6 +605,7 @@ int Run(int argc, char** argv) {
   };
   std::vector<RssPoint> curve;
   double last_cpu = CpuSeconds(pid), last_self = SelfCpuSeconds();
+  double last_delay = ProcessRunDelaySeconds(pid);
   uint64_t last_written = 0, last_acked = 0;
   absl::Time last = start;
   while (absl::Now() < end) {
@@ -590,23 +624,26 @@ int Run(int argc, char** argv) {
     }
     const uint64_t written = counters.written.load(), acked = counters.acked.load();
     const double cpu = CpuSeconds(pid), self = SelfCpuSeconds();
+    const double delay = ProcessRunDelaySeconds(pid);
     const double rss = RssMiB(pid);
     const double t = absl::ToDoubleSeconds(now - start);
     curve.push_back({t, rss});
     std::printf(
         "t=%6.1fs filter %s | prioritize %s | http errors %d late %d | reports %.0f/s acked "
-        "%.0f/s skipped %d streams %d failed %d | extender rss %.1f MiB cpu %.0f%% | "
-        "generator cpu %.0f%%\n",
+        "%.0f/s skipped %d streams %d failed %d | extender rss %.1f MiB cpu %.0f%% "
+        "run-queue wait %.0f ms/s | generator cpu %.0f%%\n",
         t, Summary(std::move(f)).c_str(), Summary(std::move(p)).c_str(), static_cast<int>(errors),
         static_cast<int>(late.load()), static_cast<double>(written - last_written) / dt,
         static_cast<double>(acked - last_acked) / dt, static_cast<int>(counters.skipped.load()),
         static_cast<int>(counters.open.load()), static_cast<int>(counters.failed.load()), rss,
-        100 * (cpu - last_cpu) / dt, 100 * (self - last_self) / dt);
+        100 * (cpu - last_cpu) / dt, 1e3 * (delay - last_delay) / dt,
+        100 * (self - last_self) / dt);
     std::fflush(stdout);
     last_written = written;
     last_acked = acked;
     last_cpu = cpu;
     last_self = self;
+    last_delay = delay;
   }
   stop = true;
   scheduler.join();
@@ -615,8 +652,32 @@ int Run(int argc, char** argv) {
   std::printf("total filter     %s\n", Summary(filter.all_us).c_str());
   std::printf("total prioritize %s\n", Summary(prioritize.all_us).c_str());
   if (o.pause_fleet_every > absl::ZeroDuration()) {
-    std::printf("fleet running: both verbs %s\n", Summary(phase[0].all_us).c_str());
-    std::printf("fleet paused:  both verbs %s\n", Summary(phase[1].all_us).c_str());
+    for (int paused = 0; paused < 2; ++paused) {
+      std::lock_guard<std::mutex> lock(phase[paused].mu);
+      std::printf("fleet %s both verbs %s\n",
+                  paused ? "paused: " : "running:", Summary(phase[paused].all_us).c_str());
+      // Where the slowest 1% lost their time: the client thread's own wait
+      // for a CPU inside the round trip, beside the round trip itself.
+      std::vector<Sample>& v = samples[paused];
+      std::sort(v.begin(), v.end(), [](const Sample& a, const Sample& b) { return a.us < b.us; });
+      double tail_us = 0, tail_wait = 0, all_wait = 0;
+      const size_t tail_from = v.size() * 99 / 100;
+      for (size_t i = 0; i < v.size(); ++i) {
+        all_wait += v[i].client_wait_us;
+        if (i >= tail_from) {
+          tail_us += v[i].us;
+          tail_wait += v[i].client_wait_us;
+        }
+      }
+      const double tail_n = static_cast<double>(v.size() - tail_from);
+      if (tail_n > 0) {
+        std::printf(
+            "  slowest 1%%: mean round trip %.3f ms, of which the client thread waited for a "
+            "CPU %.3f ms; all requests: mean client wait %.1f us\n",
+            tail_us / tail_n / 1e3, tail_wait / tail_n / 1e3,
+            all_wait / static_cast<double>(v.size()));
+      }
+    }
   }
   std::printf("total reports written %d acked %d skipped %d failed streams %d\n",
               static_cast<int>(counters.written.load()), static_cast<int>(counters.acked.load()),
