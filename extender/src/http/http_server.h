@@ -161,6 +161,7 @@ class HttpServer {
   HttpRoutes routes_;
   RequestFilter filter_;
 
+  std::mutex listen_mu_;  // held while accepting and while Stop() closes listen_fd_
   int listen_fd_ = -1;
   int epoll_fd_ = -1;
   int stop_fd_ = -1;   // eventfd: readable once Stop() begins
