@@ -31,7 +31,8 @@ TEST(YamlFieldsTest, TypedGettersNamePathAndLine) {
   ASSERT_TRUE(model.ok()) << model.status();
   EXPECT_EQ(Message(model->Get("l3Weight").Double(0, 10).status()),
             "cfg.yaml:3: model.l3Weight: expected a number, got \"abc\"");
-  EXPECT_EQ(Message(model->Get("n").Double(0, 1).status()), "cfg.yaml:4: model.n: 7 is outside 0..1");
+  EXPECT_EQ(Message(model->Get("n").Double(0, 1).status()),
+            "cfg.yaml:4: model.n: 7 is outside 0..1");
   EXPECT_EQ(Message(model->Get("n").Double(10).status()), "cfg.yaml:4: model.n: 7 is below 10");
   EXPECT_EQ(*model->Get("n").Double(0), 7);
   EXPECT_EQ(Message(model->Get("n").Int(8, 9).status()), "cfg.yaml:4: model.n: 7 is outside 8..9");
@@ -104,9 +105,7 @@ TEST(YamlFieldsTest, ListItemsCarryTheirIndexInThePath) {
   ASSERT_TRUE(second.ok()) << second.status();
   EXPECT_EQ(Message(second->Get("key").String().status()),
             "cfg.yaml:3: rules[1].key: expected a string, got a list");
-  EXPECT_EQ(Message(Value(kSource, *Load(kSource, "a: [1, {b: 2}]\n"), "")
-                        .List()
-                        .status()),
+  EXPECT_EQ(Message(Value(kSource, *Load(kSource, "a: [1, {b: 2}]\n"), "").List().status()),
             "cfg.yaml:1: top level: expected a list, got a map");
 }
 
@@ -126,11 +125,7 @@ TEST(YamlFieldsTest, UnknownKeysAreRefusedWhereTheReaderListsItsKeys) {
 }
 
 TEST(YamlFieldsTest, DuplicateKeysAreRefused) {
-  EXPECT_EQ(Message(Root("a: 1\nb:\n  c: 1\n  c: 2\n")
-                        .value()
-                        .Get("b")
-                        .StringMap()
-                        .status()),
+  EXPECT_EQ(Message(Root("a: 1\nb:\n  c: 1\n  c: 2\n").value().Get("b").StringMap().status()),
             "cfg.yaml:4: duplicate key \"b.c\"");
   EXPECT_EQ(Message(Root("a: 1\na: 2\n").status()), "cfg.yaml:2: duplicate key \"a\"");
   // A key given both directly and by a merge is not a duplicate: the own one wins.
@@ -152,9 +147,8 @@ TEST(YamlFieldsTest, MergeKeysResolveWithYamlPrecedence) {
   EXPECT_THAT(*root->Get("one").StringMap(),
               ElementsAre(Pair("a", "own"), Pair("b", "base"), Pair("c", "base")));
   // Earlier maps in a merge list win over later ones.
-  EXPECT_THAT(*root->Get("many").StringMap(),
-              ElementsAre(Pair("a", "base"), Pair("b", "other"), Pair("c", "base"),
-                          Pair("d", "other")));
+  EXPECT_THAT(*root->Get("many").StringMap(), ElementsAre(Pair("a", "base"), Pair("b", "other"),
+                                                          Pair("c", "base"), Pair("d", "other")));
   EXPECT_THAT(*root->Get("deep").StringMap(),
               ElementsAre(Pair("b", "other"), Pair("d", "other"), Pair("e", "nested")));
   // A quoted "<<" is an ordinary key.

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/keepalive"
@@ -36,6 +37,14 @@ func dial(a Args) (*grpc.ClientConn, placementv1.PlacementClient, error) {
 		grpc.WithTransportCredentials(creds),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxMessageBytes)),
 		grpc.WithKeepaliveParams(keepalive.ClientParameters{Time: 30 * time.Second, Timeout: 10 * time.Second}),
+		// Reconnect within about a second of the extender coming back: gRPC's
+		// default backoff grows to 120 s, and every pod in between would be
+		// scheduled without Neighborly (its calls fail fast while the channel
+		// waits to retry).
+		grpc.WithConnectParams(grpc.ConnectParams{
+			Backoff:           backoff.Config{BaseDelay: 100 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: time.Second},
+			MinConnectTimeout: time.Second,
+		}),
 	)
 	if err != nil {
 		return nil, nil, fmt.Errorf("neighborly placement client for %s: %w", a.Address, err)

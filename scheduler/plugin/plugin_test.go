@@ -290,3 +290,43 @@ func TestExtenderDown(t *testing.T) {
 		t.Errorf("failOpen false Reserve: got %v", st)
 	}
 }
+
+// After an extender restart the plugin is answered again within about a
+// second or two (the channel's reconnect backoff is capped at 1 s), not after gRPC's
+// default backoff of up to two minutes.
+func TestReconnectsSoonAfterTheExtenderReturns(t *testing.T) {
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := lis.Addr().String()
+	lis.Close()
+	p := newPlugin(t, Args{Address: addr, Insecure: true})
+	// Several failed attempts while nothing listens grow the backoff.
+	for i := 0; i < 20; i++ { // 6 s down: gRPC's default backoff would be at 5-10 s by then
+		if _, st := p.PreFilter(context.Background(), framework.NewCycleState(), testPod(), nil); st.Code() != fwk.Skip {
+			t.Fatalf("attempt %d with the extender down: %v", i, st)
+		}
+		time.Sleep(300 * time.Millisecond)
+	}
+	lis, err = net.Listen("tcp", addr)
+	if err != nil {
+		t.Skipf("the port was taken meanwhile: %v", err)
+	}
+	s := grpc.NewServer()
+	f := &fakePlacement{}
+	placementv1.RegisterPlacementServer(s, f)
+	go func() { _ = s.Serve(lis) }()
+	t.Cleanup(s.Stop)
+	deadline := time.Now().Add(2 * time.Second)
+	for {
+		_, st := p.PreFilter(context.Background(), framework.NewCycleState(), testPod(), nil)
+		if st.IsSuccess() {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("still failing open 2 s after the extender came back: %v", st)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}

@@ -402,7 +402,8 @@ grpc:
   EXPECT_TRUE(ValidateExtenderConfig(*parsed).ok());
   EXPECT_TRUE(CheckTransportSecurity(*parsed).ok());
   EXPECT_THAT(ErrorOf("placement:\n  adress: x\n"), HasSubstr("unknown key"));
-  EXPECT_THAT(ErrorOf("placement:\n  maxThreads: 1\n"), HasSubstr("placement.maxThreads: 1 is outside 2..4096"));
+  EXPECT_THAT(ErrorOf("placement:\n  maxThreads: 1\n"),
+              HasSubstr("placement.maxThreads: 1 is outside 2..4096"));
 }
 
 TEST(ExtenderConfigTest, InconsistentSecuritySettingsAreNamed) {

@@ -248,8 +248,10 @@ TEST_F(HttpServerTest, MetricsCountRequestsAndDecisions) {
   ASSERT_TRUE(Post("/filter", "{"));
   std::string text;
   metrics_.AppendPrometheus(text);
-  EXPECT_THAT(text, HasSubstr(R"(neighborly_extender_http_requests_total{verb="filter",code="200"} 1)"));
-  EXPECT_THAT(text, HasSubstr(R"(neighborly_extender_http_requests_total{verb="filter",code="400"} 1)"));
+  EXPECT_THAT(text,
+              HasSubstr(R"(neighborly_extender_http_requests_total{verb="filter",code="200"} 1)"));
+  EXPECT_THAT(text,
+              HasSubstr(R"(neighborly_extender_http_requests_total{verb="filter",code="400"} 1)"));
   EXPECT_THAT(text, HasSubstr(R"(neighborly_decisions_total{verb="filter",outcome="accepted",)"
                               R"(reason="none"} 1)"));
   EXPECT_THAT(text, HasSubstr(R"(neighborly_decisions_total{verb="filter",outcome="rejected",)"
@@ -261,8 +263,9 @@ TEST_F(HttpServerTest, MetricsCountRequestsAndDecisions) {
                               R"(reason="none"} 1)"));
   EXPECT_THAT(text, HasSubstr(R"(neighborly_decisions_total{verb="prioritize",outcome="scored",)"
                               R"(reason="none"} 0)"));
-  EXPECT_THAT(text,
-              HasSubstr(R"(neighborly_extender_http_request_duration_seconds_count{verb="filter"} 2)"));
+  EXPECT_THAT(
+      text,
+      HasSubstr(R"(neighborly_extender_http_request_duration_seconds_count{verb="filter"} 2)"));
 }
 
 // Two independent CAs, each with a server and a client certificate, and the

@@ -204,7 +204,8 @@ TEST_F(HttpSlowClientsTest, OneDeadlineCoversTheWholeRequest) {
   EXPECT_LT(SecondsSince(t1), 8.0);
   std::string text;
   metrics_.AppendPrometheus(text);
-  EXPECT_THAT(text, HasSubstr(R"(neighborly_extender_http_requests_total{verb="filter",code="408"} 1)"));
+  EXPECT_THAT(text,
+              HasSubstr(R"(neighborly_extender_http_requests_total{verb="filter",code="408"} 1)"));
 }
 
 TEST_F(HttpSlowClientsTest, IdleKeepAliveConnectionsCloseAfterKeepAliveTimeout) {

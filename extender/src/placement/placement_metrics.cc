@@ -66,7 +66,8 @@ void PlacementMetrics::AppendPrometheus(PrometheusWriter& page) const {
     for (int code = 0; code < kCodes; ++code) {
       const uint64_t n = m.codes[static_cast<size_t>(code)].load(std::memory_order_relaxed);
       if (n == 0 && code != 0) continue;
-      page.Counter(kRequests, kRequestsHelp, {{"method", name}, {"code", std::string(kCodeNames[code])}},
+      page.Counter(kRequests, kRequestsHelp,
+                   {{"method", name}, {"code", std::string(kCodeNames[code])}},
                    static_cast<double>(n));
     }
     std::array<uint64_t, kBucketsSeconds.size() + 1> counts{};
