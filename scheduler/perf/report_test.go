@@ -1,0 +1,292 @@
+package perf
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// neighborlyStats are the extender's own figures for one workload (all of it:
+// init pods and measured pods), read from its /metrics once the scheduler
+// stopped, plus the CPU time of the extender and of the simulated fleet.
+type neighborlyStats struct {
+	Requests                  map[string]float64 // "filter/200" -> count
+	Durations                 map[string]*histogram
+	DecisionsWithoutTelemetry float64
+	ReportsAccepted           float64
+	ExtenderCPUSeconds        float64
+	FleetCPUSeconds           float64
+	FleetNodes                int
+}
+
+// histogram is one Prometheus histogram: cumulative counts by upper bound.
+type histogram struct {
+	Bounds []float64 // ascending, +Inf last
+	Counts []float64 // cumulative
+	Sum    float64
+	Count  float64
+}
+
+// quantile interpolates linearly within the bucket holding q, as
+// Prometheus's histogram_quantile does; the +Inf bucket answers with the
+// largest finite bound.
+func (h *histogram) quantile(q float64) float64 {
+	if h == nil || h.Count == 0 || len(h.Bounds) == 0 {
+		return math.NaN()
+	}
+	rank := q * h.Count
+	lower, below := 0.0, 0.0
+	for i, bound := range h.Bounds {
+		if h.Counts[i] >= rank {
+			if math.IsInf(bound, 1) {
+				return lower
+			}
+			inBucket := h.Counts[i] - below
+			if inBucket == 0 {
+				return bound
+			}
+			return lower + (bound-lower)*(rank-below)/inBucket
+		}
+		lower, below = bound, h.Counts[i]
+	}
+	return lower
+}
+
+func (h *histogram) mean() float64 {
+	if h == nil || h.Count == 0 {
+		return math.NaN()
+	}
+	return h.Sum / h.Count
+}
+
+var sample = regexp.MustCompile(`^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)$`)
+var labelPair = regexp.MustCompile(`([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"`)
+
+// parseExtenderMetrics reads the families the report uses from the
+// extender's Prometheus text exposition.
+func parseExtenderMetrics(text string) (*neighborlyStats, error) {
+	s := &neighborlyStats{Requests: map[string]float64{}, Durations: map[string]*histogram{}}
+	hist := func(verb string) *histogram {
+		if s.Durations[verb] == nil {
+			s.Durations[verb] = &histogram{}
+		}
+		return s.Durations[verb]
+	}
+	seen := false
+	for _, line := range strings.Split(text, "\n") {
+		m := sample.FindStringSubmatch(strings.TrimSpace(line))
+		if m == nil {
+			continue
+		}
+		value, err := strconv.ParseFloat(m[3], 64)
+		if err != nil {
+			continue
+		}
+		labels := map[string]string{}
+		for _, p := range labelPair.FindAllStringSubmatch(m[2], -1) {
+			labels[p[1]] = p[2]
+		}
+		switch m[1] {
+		case "neighborly_extender_requests_total":
+			s.Requests[labels["verb"]+"/"+labels["code"]] += value
+			seen = true
+		case "neighborly_http_request_duration_seconds_bucket":
+			bound, err := strconv.ParseFloat(labels["le"], 64)
+			if err != nil {
+				return nil, fmt.Errorf("neighborly_http_request_duration_seconds_bucket: le=%q", labels["le"])
+			}
+			h := hist(labels["verb"])
+			h.Bounds = append(h.Bounds, bound)
+			h.Counts = append(h.Counts, value)
+		case "neighborly_http_request_duration_seconds_sum":
+			hist(labels["verb"]).Sum = value
+		case "neighborly_http_request_duration_seconds_count":
+			hist(labels["verb"]).Count = value
+		case "neighborly_decisions_without_telemetry_total":
+			s.DecisionsWithoutTelemetry += value
+		case "neighborly_ingest_reports_total":
+			if labels["result"] == "accepted" {
+				s.ReportsAccepted += value
+			}
+		}
+	}
+	if !seen {
+		return nil, fmt.Errorf("no neighborly_extender_requests_total in the extender's /metrics")
+	}
+	for verb, h := range s.Durations {
+		if !sort.Float64sAreSorted(h.Bounds) || len(h.Bounds) != len(h.Counts) {
+			return nil, fmt.Errorf("neighborly_http_request_duration_seconds{verb=%q}: buckets out of order", verb)
+		}
+	}
+	return s, nil
+}
+
+// dataItem is one entry of scheduler_perf's result file
+// (BenchmarkPerfScheduling_benchmark_<topic>_<time>.json).
+type dataItem struct {
+	Data   map[string]float64 `json:"data"`
+	Unit   string             `json:"unit"`
+	Labels map[string]string  `json:"labels"`
+}
+
+// readDataItems reads the newest result file of topic "neighborly" in dir.
+func readDataItems(dir string) ([]dataItem, string, error) {
+	files, err := filepath.Glob(filepath.Join(dir, "BenchmarkPerfScheduling_benchmark_neighborly_*.json"))
+	if err != nil {
+		return nil, "", err
+	}
+	if len(files) == 0 {
+		return nil, "", fmt.Errorf("no scheduler_perf result file (BenchmarkPerfScheduling_benchmark_neighborly_*.json) in %s", dir)
+	}
+	sort.Strings(files) // the names end in an RFC 3339 time
+	newest := files[len(files)-1]
+	data, err := os.ReadFile(newest)
+	if err != nil {
+		return nil, "", err
+	}
+	var file struct {
+		DataItems []dataItem `json:"dataItems"`
+	}
+	if err := json.Unmarshal(data, &file); err != nil {
+		return nil, "", fmt.Errorf("%s: %w", newest, err)
+	}
+	return file.DataItems, newest, nil
+}
+
+// find returns the data item of metric for the workload, whose items are
+// named "…/<test case>/<workload>/…", with the extra labels.
+func find(items []dataItem, testCase, workload, metric string, labels map[string]string) *dataItem {
+	for i := range items {
+		it := &items[i]
+		if it.Labels["Metric"] != metric || !strings.Contains(it.Labels["Name"]+"/", "/"+testCase+"/"+workload+"/") {
+			continue
+		}
+		match := true
+		for k, v := range labels {
+			if it.Labels[k] != v {
+				match = false
+			}
+		}
+		if match {
+			return it
+		}
+	}
+	return nil
+}
+
+// report prints the comparison of the modes per workload (and writes it to
+// results.md in the output directory).
+func (h *benchHarness) report(out io.Writer) error {
+	dir := h.outDir
+	if f := flag.Lookup("data-items-dir"); f != nil && f.Value.String() != "" {
+		dir = f.Value.String()
+	}
+	items, file, err := readDataItems(dir)
+	if err != nil {
+		return err
+	}
+	table := renderTables(h.workloads, items)
+	fmt.Fprintf(out, "\nscheduler_perf results (%s):\n\n%s", file, table)
+	return os.WriteFile(filepath.Join(h.outDir, "results.md"), []byte(table), 0o644)
+}
+
+// renderTables prints the throughput and latency table (one row per workload
+// and mode, with the ratio to the no-extender row of the same workload), the
+// extender's own figures, and the targets at 5,000 nodes.
+func renderTables(runs []*workloadRun, items []dataItem) string {
+	var b strings.Builder
+	byWorkload := map[string]map[mode]*workloadRun{}
+	var workloads []string
+	for _, r := range runs {
+		if byWorkload[r.workload] == nil {
+			byWorkload[r.workload] = map[mode]*workloadRun{}
+			workloads = append(workloads, r.workload)
+		}
+		byWorkload[r.workload][r.mode] = r
+	}
+	throughput := func(r *workloadRun) *dataItem {
+		return find(items, r.testCase, r.workload, "SchedulingThroughput", nil)
+	}
+	ms := func(it *dataItem, key string) string {
+		if it == nil {
+			return "-"
+		}
+		return fmt.Sprintf("%.1f", it.Data[key])
+	}
+
+	b.WriteString("| workload | mode | pods/s avg | p50 | p90 | p99 | avg vs no extender | attempt (scheduled) p50 / p99 ms | pod SLI p50 / p99 ms |\n")
+	b.WriteString("|---|---|---|---|---|---|---|---|---|\n")
+	for _, w := range workloads {
+		var base *dataItem
+		if r := byWorkload[w][modeNone]; r != nil {
+			base = throughput(r)
+		}
+		for _, m := range modes {
+			r := byWorkload[w][m]
+			if r == nil {
+				continue
+			}
+			tp := throughput(r)
+			ratio := "-"
+			if tp != nil && base != nil && base.Data["Average"] > 0 {
+				ratio = fmt.Sprintf("%.0f %%", 100*tp.Data["Average"]/base.Data["Average"])
+			}
+			attempt := find(items, r.testCase, r.workload, "scheduler_scheduling_attempt_duration_seconds", map[string]string{"result": "scheduled"})
+			sli := find(items, r.testCase, r.workload, "scheduler_pod_scheduling_sli_duration_seconds", nil)
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s / %s | %s / %s |\n", w, m,
+				ms(tp, "Average"), ms(tp, "Perc50"), ms(tp, "Perc90"), ms(tp, "Perc99"), ratio,
+				ms(attempt, "Perc50"), ms(attempt, "Perc99"), ms(sli, "Perc50"), ms(sli, "Perc99"))
+		}
+	}
+
+	b.WriteString("\nNeighborly's side (whole workload: init and measured pods):\n\n")
+	b.WriteString("| workload | mode | nodes streamed | filter / prioritize answered (200) | other answers | server-side filter mean / p99 ms | prioritize mean / p99 ms | verdicts without telemetry | reports accepted | extender CPU s | fleet CPU s |\n")
+	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|\n")
+	for _, w := range workloads {
+		for _, m := range []mode{modeExtender, modePlugin} {
+			r := byWorkload[w][m]
+			if r == nil || r.stats == nil {
+				continue
+			}
+			s := r.stats
+			other := 0.0
+			for k, v := range s.Requests {
+				if !strings.HasSuffix(k, "/200") {
+					other += v
+				}
+			}
+			fmt.Fprintf(&b, "| %s | %s | %d | %.0f / %.0f | %.0f | %.3f / %.3f | %.3f / %.3f | %.0f | %.0f | %.1f | %.1f |\n",
+				w, m, s.FleetNodes, s.Requests["filter/200"], s.Requests["prioritize/200"], other,
+				1e3*s.Durations["filter"].mean(), 1e3*s.Durations["filter"].quantile(0.99),
+				1e3*s.Durations["prioritize"].mean(), 1e3*s.Durations["prioritize"].quantile(0.99),
+				s.DecisionsWithoutTelemetry, s.ReportsAccepted, s.ExtenderCPUSeconds, s.FleetCPUSeconds)
+		}
+	}
+
+	b.WriteString("\nTargets (average pods/s at 5,000 nodes, as a share of no extender):\n\n")
+	for _, t := range []struct {
+		m      mode
+		target float64
+	}{{modePlugin, 90}, {modeExtender, 75}} {
+		r, base := byWorkload["5000Nodes"][t.m], byWorkload["5000Nodes"][modeNone]
+		if r == nil || base == nil || throughput(r) == nil || throughput(base) == nil || throughput(base).Data["Average"] == 0 {
+			fmt.Fprintf(&b, "- %s >= %.0f %%: not measured in this run\n", t.m, t.target)
+			continue
+		}
+		got := 100 * throughput(r).Data["Average"] / throughput(base).Data["Average"]
+		verdict := "met"
+		if got < t.target {
+			verdict = fmt.Sprintf("MISSED by %.0f points", t.target-got)
+		}
+		fmt.Fprintf(&b, "- %s >= %.0f %%: %.0f %%, %s\n", t.m, t.target, got, verdict)
+	}
+	return b.String()
+}
