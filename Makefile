@@ -5,7 +5,7 @@ PRESET ?= default
 JOBS ?= $(shell nproc)
 
 .PHONY: all setup configure build test demo asan bench chart-test format clean fuzz fuzz-smoke \
-        image image-test e2e bench-scheduler
+        image image-test scheduler-image e2e bench-scheduler
 
 all: build
 
@@ -42,6 +42,12 @@ image: build
 image-test: build
 	@scripts/setup.sh --image
 	@scripts/image.sh test build/$(PRESET)
+
+# The neighborly-scheduler image (kube-scheduler + the Neighborly plugin, Go)
+# on the same base: localhost/neighborly-scheduler:VERSION. make e2e tests it.
+scheduler-image:
+	@scripts/setup.sh --image
+	@scripts/image.sh scheduler
 
 demo: build
 	@scripts/demo.sh build/$(PRESET)

@@ -46,12 +46,29 @@ ldflags="-X k8s.io/component-base/version.gitVersion=${k8s} -X k8s.io/component-
 start=${SECONDS}
 echo "e2e: building kube-scheduler ${k8s} and the e2e test (Go build cache: $(go env GOCACHE))"
 nice -n 10 go build -ldflags "${ldflags}" -o "${root}/build/go/bin/kube-scheduler" ./cmd/kube-scheduler
+nice -n 10 go build -ldflags "${ldflags}" -o "${root}/build/go/bin/neighborly-scheduler" ./cmd/neighborly-scheduler
 nice -n 10 go test -c -ldflags "${ldflags}" -o "${root}/build/go/bin/e2e.test" ./e2e
 echo "e2e: built in $((SECONDS - start)) s"
+
+echo "e2e: the framework plugin's unit tests"
+nice -n 10 go test -count=1 ./plugin/...
 
 start=${SECONDS}
 cd "${root}/scheduler/e2e"
 NEIGHBORLY_BUILD_DIR="${build}" NEIGHBORLY_HELM="${helm}" \
   KUBE_SCHEDULER="${root}/build/go/bin/kube-scheduler" \
+  NEIGHBORLY_SCHEDULER="${root}/build/go/bin/neighborly-scheduler" \
   "${root}/build/go/bin/e2e.test" -test.v -test.count=1 -test.timeout=20m "$@"
 echo "e2e: tests ran in $((SECONDS - start)) s"
+
+# The neighborly-scheduler image (the chart's plugin mode) built and started,
+# where podman and root are available, as make test does for the main image.
+if [[ "${NEIGHBORLY_IMAGE_TEST:-1}" == "0" ]]; then
+  echo "e2e: scheduler image test SKIPPED (NEIGHBORLY_IMAGE_TEST=0)"
+elif [[ "$(id -u)" -ne 0 ]] || ! command -v podman >/dev/null 2>&1; then
+  echo "e2e: scheduler image test SKIPPED (needs root and podman: scripts/setup.sh --image)"
+else
+  start=${SECONDS}
+  "${root}/scripts/image.sh" scheduler-test
+  echo "e2e: scheduler image built and tested in $((SECONDS - start)) s"
+fi

@@ -14,6 +14,8 @@
 #
 # Usage: scripts/image.sh build [BUILD]
 #        scripts/image.sh test  [BUILD]   builds first, then runs test/image/image_test.sh
+#        scripts/image.sh scheduler        localhost/neighborly-scheduler:<version>
+#        scripts/image.sh scheduler-test   builds it, then test/image/scheduler_image_test.sh
 #
 # Needs root (debootstrap, podman's chroot isolation) and podman, runc and
 # debootstrap (scripts/setup.sh --image installs them).
@@ -32,7 +34,7 @@ die() { echo "image: $*" >&2; exit 1; }
 for tool in podman runc debootstrap cmake; do
   command -v "${tool}" >/dev/null || die "${tool} not found; run scripts/setup.sh --image"
 done
-[[ -x "${build}/extender/neighborly-extender" ]] || die "no ${build}/extender/neighborly-extender; run make build"
+[[ "${action}" == scheduler* || -x "${build}/extender/neighborly-extender" ]] || die "no ${build}/extender/neighborly-extender; run make build"
 
 version="$(sed -nE 's/^project\(neighborly VERSION ([0-9.]+).*/\1/p' CMakeLists.txt)"
 [[ -n "${version}" ]] || die "cannot read the version from CMakeLists.txt"
@@ -104,12 +106,43 @@ build_image() {
     awk '{printf "%.0f MB", $1 / 1e6}'), base ${base}"
 }
 
+# neighborly-scheduler (Go) on the same base: the chart's
+# scheduler.plugin.image. Needs Go and the Go module proxy, like make e2e.
+scheduler_image="${NEIGHBORLY_SCHEDULER_IMAGE:-localhost/neighborly-scheduler:${version}}"
+build_scheduler_image() {
+  command -v go >/dev/null || die "go not found (the scheduler is built from scheduler/, docs/e2e.md)"
+  local base k8s minor dest="build/image/scheduler"
+  base="$(make_base)"
+  k8s="$(cd scheduler && GOTOOLCHAIN=local go list -m -f '{{.Version}}' k8s.io/kubernetes)"
+  minor="$(cut -d. -f2 <<<"${k8s}")"
+  mkdir -p "${dest}"
+  # The flags of scripts/e2e.sh's build plus -s -w: the Go build cache serves
+  # every package, only the link runs again.
+  (cd scheduler && GOTOOLCHAIN=local GOFLAGS=-buildvcs=false nice -n 10 go build \
+    -ldflags "-s -w -X k8s.io/component-base/version.gitVersion=${k8s} -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=${minor}" \
+    -o "${root}/${dest}/neighborly-scheduler" ./cmd/neighborly-scheduler)
+  podman --runtime runc --cgroup-manager=cgroupfs build --isolation chroot \
+    -f deploy/scheduler.Dockerfile \
+    --build-arg BASE_IMAGE="${base}" --build-arg VERSION="${version}" \
+    --build-arg KUBERNETES_VERSION="${k8s}" \
+    --build-arg REVISION="$(git rev-parse HEAD 2>/dev/null || echo unknown)" \
+    --build-arg CREATED="$(date -u +%Y-%m-%dT%H:%M:%SZ)" \
+    -t "${scheduler_image}" . >/dev/null
+  echo "image: built ${scheduler_image} (kube-scheduler ${k8s} + Neighborly plugin, $(podman image inspect --format '{{.Size}}' "${scheduler_image}" |
+    awk '{printf "%.0f MB", $1 / 1e6}'))"
+}
+
 case "${action}" in
   build) build_image ;;
+  scheduler) build_scheduler_image ;;
+  scheduler-test)
+    build_scheduler_image
+    NEIGHBORLY_SCHEDULER_IMAGE="${scheduler_image}" test/image/scheduler_image_test.sh
+    ;;
   test)
     build_image
     NEIGHBORLY_IMAGE="${image}" NEIGHBORLY_PACKAGES_FILE="${packages_file}" \
       test/image/image_test.sh "${build}"
     ;;
-  *) die "unknown action ${action} (build or test)" ;;
+  *) die "unknown action ${action} (build, test, scheduler or scheduler-test)" ;;
 esac

@@ -24,6 +24,7 @@ func TestChartInstallsIntoRealAPIServer(t *testing.T) {
 	}{
 		{"neighborly", "neighborly", nil, []string{"neighborly-extender", "neighborly-scheduler"}},
 		{"neighborly-extender-only", "neighborly-extender-only", []string{"mode=extender-only"}, []string{"neighborly-extender-only-extender"}},
+		{"neighborly-plugin", "neighborly-plugin", []string{"scheduler.integration=plugin"}, []string{"neighborly-plugin-extender", "neighborly-plugin-scheduler"}},
 	} {
 		t.Run(mode.release, func(t *testing.T) {
 			args := []string{"install", mode.release, filepath.Join(p.root, "charts/neighborly"),

@@ -27,7 +27,7 @@ import (
 // to the repository root, overridable from the environment (the Makefile sets
 // them).
 type paths struct {
-	root, extender, agent, kubeScheduler, helm, scenario, incoming string
+	root, extender, agent, kubeScheduler, neighborlyScheduler, helm, scenario, incoming string
 }
 
 func getPaths(t *testing.T) paths {
@@ -44,13 +44,14 @@ func getPaths(t *testing.T) paths {
 	}
 	build := env("NEIGHBORLY_BUILD_DIR", filepath.Join(root, "build/default"))
 	p := paths{
-		root:          root,
-		extender:      filepath.Join(build, "extender/neighborly-extender"),
-		agent:         filepath.Join(build, "node-agent/neighborly-agent"),
-		kubeScheduler: env("KUBE_SCHEDULER", filepath.Join(root, "build/go/bin/kube-scheduler")),
-		helm:          os.Getenv("NEIGHBORLY_HELM"),
-		scenario:      filepath.Join(root, "deploy/examples/content-platform.yaml"),
-		incoming:      filepath.Join(root, "deploy/examples/content-platform-incoming.json"),
+		root:                root,
+		extender:            filepath.Join(build, "extender/neighborly-extender"),
+		agent:               filepath.Join(build, "node-agent/neighborly-agent"),
+		kubeScheduler:       env("KUBE_SCHEDULER", filepath.Join(root, "build/go/bin/kube-scheduler")),
+		neighborlyScheduler: env("NEIGHBORLY_SCHEDULER", filepath.Join(root, "build/go/bin/neighborly-scheduler")),
+		helm:                os.Getenv("NEIGHBORLY_HELM"),
+		scenario:            filepath.Join(root, "deploy/examples/content-platform.yaml"),
+		incoming:            filepath.Join(root, "deploy/examples/content-platform-incoming.json"),
 	}
 	if p.helm == "" {
 		out, err := exec.Command(filepath.Join(root, "scripts/helm.sh")).Output()
@@ -67,18 +68,20 @@ func getPaths(t *testing.T) paths {
 type extender struct {
 	proc               *process
 	httpPort, grpcPort int
+	placementPort      int // 0: no placement port
 	client             *http.Client
 }
 
-func startExtender(t *testing.T, p paths, certs *pki, httpPort, grpcPort int) *extender {
+func startExtender(t *testing.T, p paths, certs *pki, httpPort, grpcPort int, extraArgs ...string) *extender {
 	t.Helper()
 	config := filepath.Join(t.TempDir(), "extender.yaml")
 	writeFile(t, config, fmt.Sprintf("http:\n  tls:\n    certFile: %s\n    keyFile: %s\n    clientCaFile: %s\n",
 		certs.serverCert, certs.serverKey, certs.caFile))
-	proc := startProcess(t, "extender", p.extender, "--config", config,
+	args := append([]string{"--config", config,
 		"--http-address", fmt.Sprintf("127.0.0.1:%d", httpPort),
 		"--grpc-address", fmt.Sprintf("127.0.0.1:%d", grpcPort),
-		"--grpc-insecure-plaintext", "--log-level", "info")
+		"--grpc-insecure-plaintext", "--log-level", "info"}, extraArgs...)
+	proc := startProcess(t, "extender", p.extender, args...)
 	proc.waitForLog(t, regexp.MustCompile(`listening http=\S+ grpc=\S+`), 30*time.Second)
 	return &extender{proc: proc, httpPort: httpPort, grpcPort: grpcPort,
 		client: &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: certs.client.Clone()}}}
@@ -163,6 +166,9 @@ func schedulerConfig(t *testing.T, p paths, cp *controlPlane, certs *pki, ext *e
 		t.Fatalf("the rendered scheduler config: %v\n%s", err, rendered)
 	}
 	config["clientConnection"] = map[string]any{"kubeconfig": cp.kubeconfig}
+	if ext.placementPort != 0 {
+		setPluginAddress(t, config, fmt.Sprintf("127.0.0.1:%d", ext.placementPort))
+	}
 	data, err := yaml.Marshal(config)
 	if err != nil {
 		t.Fatal(err)
@@ -175,7 +181,12 @@ func schedulerConfig(t *testing.T, p paths, cp *controlPlane, certs *pki, ext *e
 
 func startScheduler(t *testing.T, p paths, config string) *process {
 	t.Helper()
-	proc := startProcess(t, "kube-scheduler", p.kubeScheduler, "--config="+config, "--secure-port=0", "-v=2")
+	return startSchedulerBinary(t, "kube-scheduler", p.kubeScheduler, config)
+}
+
+func startSchedulerBinary(t *testing.T, name, bin, config string) *process {
+	t.Helper()
+	proc := startProcess(t, name, bin, "--config="+config, "--secure-port=0", "-v=2")
 	proc.waitForLog(t, regexp.MustCompile(`(?i)successfully acquired lease`), 60*time.Second)
 	return proc
 }

@@ -188,3 +188,32 @@ version: scheduler.image.tagByMinor, or scheduler.image.tag checked against it.
 {{- end -}}
 {{- printf "%s/%s:%s" $img.registry $img.repository $tag -}}
 {{- end -}}
+
+{{/* The Neighborly plugin's pluginConfig args (scheduler.integration: plugin). */}}
+{{- define "neighborly.pluginArgs" -}}
+address: {{ printf "%s.%s.svc:%d" (include "neighborly.componentName" (dict "root" . "component" "extender")) .Release.Namespace (int .Values.extender.placementPort) | quote }}
+{{- if .Values.tls.scheduler }}
+{{- if not .Values.tls.requireSchedulerClientCert }}
+{{- fail "[ERROR] scheduler.integration=plugin with tls.scheduler needs tls.requireSchedulerClientCert: the placement port takes only clients with a certificate" }}
+{{- end }}
+caFile: /etc/neighborly-tls/ca.crt
+certFile: /etc/neighborly-tls/tls.crt
+keyFile: /etc/neighborly-tls/tls.key
+{{- else }}
+insecure: true
+{{- end }}
+filterTimeout: {{ .Values.scheduler.plugin.filterTimeout }}
+scoreTimeout: {{ .Values.scheduler.plugin.scoreTimeout }}
+reserveTimeout: {{ .Values.scheduler.plugin.reserveTimeout }}
+failOpen: {{ .Values.scheduler.plugin.failOpen }}
+{{- end -}}
+
+{{/* The neighborly-scheduler image; fails on a cluster minor it does not support. */}}
+{{- define "neighborly.pluginSchedulerImage" -}}
+{{- $cluster := regexFind "^v?[0-9]+\\.[0-9]+" .Capabilities.KubeVersion.Version | trimPrefix "v" -}}
+{{- if not (has $cluster .Values.scheduler.plugin.supportedMinors) -}}
+{{- fail (printf "[ERROR] scheduler.integration=plugin: neighborly-scheduler supports Kubernetes %s, the cluster is %s; use scheduler.integration=extender (any of scheduler.image.tagByMinor) on this cluster" (join ", " .Values.scheduler.plugin.supportedMinors) .Capabilities.KubeVersion.Version) -}}
+{{- end -}}
+{{- $img := .Values.scheduler.plugin.image -}}
+{{- printf "%s/%s:%s" $img.registry $img.repository (default .Chart.AppVersion $img.tag) -}}
+{{- end -}}

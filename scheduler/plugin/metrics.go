@@ -1,0 +1,34 @@
+package plugin
+
+import (
+	"sync"
+
+	"k8s.io/component-base/metrics"
+	"k8s.io/component-base/metrics/legacyregistry"
+)
+
+// The plugin's series in kube-scheduler's own /metrics.
+var (
+	rpcDuration = metrics.NewHistogramVec(&metrics.HistogramOpts{
+		Namespace:      "neighborly",
+		Subsystem:      "plugin",
+		Name:           "rpc_duration_seconds",
+		Help:           "Round trip of the plugin's calls to the Neighborly placement service, by method and gRPC code.",
+		Buckets:        []float64{0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1},
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"method", "code"})
+	failOpen = metrics.NewCounterVec(&metrics.CounterOpts{
+		Namespace:      "neighborly",
+		Subsystem:      "plugin",
+		Name:           "fail_open_total",
+		Help:           "Scheduling cycles in which the plugin let a pod through without Neighborly's answer, by extension point and reason.",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"extension_point", "reason"})
+	registerOnce sync.Once
+)
+
+func registerMetrics() {
+	registerOnce.Do(func() {
+		legacyregistry.MustRegister(rpcDuration, failOpen)
+	})
+}

@@ -1,0 +1,252 @@
+package plugin
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/klog/v2"
+	fwk "k8s.io/kube-scheduler/framework"
+
+	placementv1 "neighborly.dev/scheduler/gen/placementv1"
+)
+
+// extenderMaxScore is the top of the placement service's 0..10 scale (the
+// HTTP extender's MaxExtenderPriority); NormalizeScore maps it to
+// fwk.MaxNodeScore, as kube-scheduler scales an HTTP extender's scores.
+const extenderMaxScore = 10
+
+const (
+	filterKey fwk.StateKey = Name + "/filter"
+	scoreKey  fwk.StateKey = Name + "/score"
+)
+
+// Plugin asks Neighborly once per extension point per pod:
+//
+//	PreFilter -> Filter: the refusals among all nodes; Filter looks each node up.
+//	PreScore  -> Score:  0..10 for the nodes that passed; Score looks up, NormalizeScore scales.
+//	Reserve   -> Reserve: the extender books the pod on the chosen node.
+//	Unreserve -> Unreserve: the booking is released.
+//
+// When the extender does not answer within the call's deadline and FailOpen
+// is set, the cycle goes on without Neighborly (Filter and Score are skipped
+// for that pod), counted in neighborly_plugin_fail_open_total and logged.
+type Plugin struct {
+	args   Args
+	conn   *grpc.ClientConn
+	client placementv1.PlacementClient
+	// Rate-limits the fail-open log lines (one per extension point per 10 s).
+	logLimiter *logLimiter
+}
+
+var (
+	_ fwk.PreFilterPlugin = (*Plugin)(nil)
+	_ fwk.FilterPlugin    = (*Plugin)(nil)
+	_ fwk.PreScorePlugin  = (*Plugin)(nil)
+	_ fwk.ScorePlugin     = (*Plugin)(nil)
+	_ fwk.ScoreExtensions = (*Plugin)(nil)
+	_ fwk.ReservePlugin   = (*Plugin)(nil)
+)
+
+// New is the plugin factory for app.WithPlugin.
+func New(_ context.Context, obj runtime.Object, _ fwk.Handle) (fwk.Plugin, error) {
+	a, err := DecodeArgs(obj)
+	if err != nil {
+		return nil, err
+	}
+	return NewWithArgs(a)
+}
+
+// NewWithArgs builds the plugin from decoded, validated args.
+func NewWithArgs(a Args) (*Plugin, error) {
+	registerMetrics()
+	conn, client, err := dial(a)
+	if err != nil {
+		return nil, err
+	}
+	klog.InfoS("Neighborly plugin ready", "address", a.Address, "tls", !a.Insecure,
+		"filterTimeout", a.FilterTimeout.Duration, "scoreTimeout", a.ScoreTimeout.Duration, "failOpen", *a.FailOpen)
+	return &Plugin{args: a, conn: conn, client: client, logLimiter: newLogLimiter(10 * time.Second)}, nil
+}
+
+// Close releases the connection (tests; the scheduler keeps it for its life).
+func (p *Plugin) Close() error { return p.conn.Close() }
+
+func (p *Plugin) Name() string { return Name }
+
+// refusals: node name -> the extender's reason. Read-only once written.
+type refusals map[string]string
+
+func (r refusals) Clone() fwk.StateData { return r }
+
+// scores: node name -> 0..10. Read-only once written.
+type scores map[string]int64
+
+func (s scores) Clone() fwk.StateData { return s }
+
+func (p *Plugin) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.Pod, _ []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
+	ctx, cancel := context.WithTimeout(ctx, p.args.FilterTimeout.Duration)
+	defer cancel()
+	start := time.Now()
+	// No node names: the extender judges every node it knows and answers only
+	// the refusals, so the message stays small on a 5,000-node cluster.
+	resp, err := p.client.Filter(ctx, &placementv1.FilterRequest{Pod: podMessage(pod)})
+	observe("Filter", start, err)
+	if err != nil {
+		return nil, p.failed("PreFilter", pod, err)
+	}
+	r := make(refusals, len(resp.GetRefused()))
+	for _, n := range resp.GetRefused() {
+		r[n.GetNodeName()] = n.GetReason()
+	}
+	state.Write(filterKey, r)
+	return nil, nil
+}
+
+func (p *Plugin) PreFilterExtensions() fwk.PreFilterExtensions { return nil }
+
+func (p *Plugin) Filter(_ context.Context, state fwk.CycleState, _ *v1.Pod, nodeInfo fwk.NodeInfo) *fwk.Status {
+	d, err := state.Read(filterKey)
+	if err != nil {
+		return nil // PreFilter failed open
+	}
+	if reason, refused := d.(refusals)[nodeInfo.Node().Name]; refused {
+		// The refusal comes from the node's measured contention, which evicting
+		// pods in a preemption dry run would not change in this cycle.
+		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, "neighborly: "+reason)
+	}
+	return nil
+}
+
+func (p *Plugin) PreScore(ctx context.Context, state fwk.CycleState, pod *v1.Pod, nodes []fwk.NodeInfo) *fwk.Status {
+	names := make([]string, len(nodes))
+	for i, n := range nodes {
+		names[i] = n.Node().Name
+	}
+	ctx, cancel := context.WithTimeout(ctx, p.args.ScoreTimeout.Duration)
+	defer cancel()
+	start := time.Now()
+	resp, err := p.client.Score(ctx, &placementv1.ScoreRequest{Pod: podMessage(pod), NodeNames: names})
+	observe("Score", start, err)
+	if err != nil {
+		if *p.args.FailOpen {
+			p.countFailOpen("PreScore", pod, err)
+			return fwk.NewStatus(fwk.Skip)
+		}
+		return fwk.AsStatus(fmt.Errorf("neighborly score: %w", err))
+	}
+	s := make(scores, len(resp.GetScores()))
+	for _, n := range resp.GetScores() {
+		s[n.GetNodeName()] = int64(n.GetScore())
+	}
+	state.Write(scoreKey, s)
+	return nil
+}
+
+func (p *Plugin) Score(_ context.Context, state fwk.CycleState, _ *v1.Pod, nodeInfo fwk.NodeInfo) (int64, *fwk.Status) {
+	d, err := state.Read(scoreKey)
+	if err != nil {
+		return 0, fwk.AsStatus(fmt.Errorf("neighborly: no scores for this cycle: %w", err))
+	}
+	s, ok := d.(scores)[nodeInfo.Node().Name]
+	if !ok {
+		// Not in the answer: the neutral middle, as the model scores a node it
+		// knows nothing about.
+		return extenderMaxScore / 2, nil
+	}
+	return s, nil
+}
+
+func (p *Plugin) ScoreExtensions() fwk.ScoreExtensions { return p }
+
+// NormalizeScore maps the extender's 0..10 to 0..fwk.MaxNodeScore, the factor
+// kube-scheduler applies to an HTTP extender's priorities, so the two
+// integration modes weigh Neighborly the same for the same weight.
+func (p *Plugin) NormalizeScore(_ context.Context, _ fwk.CycleState, _ *v1.Pod, list fwk.NodeScoreList) *fwk.Status {
+	for i := range list {
+		s := list[i].Score
+		if s < 0 {
+			s = 0
+		} else if s > extenderMaxScore {
+			s = extenderMaxScore
+		}
+		list[i].Score = s * fwk.MaxNodeScore / extenderMaxScore
+	}
+	return nil
+}
+
+func (p *Plugin) Reserve(ctx context.Context, _ fwk.CycleState, pod *v1.Pod, nodeName string) *fwk.Status {
+	ctx, cancel := context.WithTimeout(ctx, p.args.ReserveTimeout.Duration)
+	defer cancel()
+	start := time.Now()
+	_, err := p.client.Reserve(ctx, &placementv1.ReserveRequest{Pod: podMessage(pod), NodeName: nodeName})
+	observe("Reserve", start, err)
+	if err != nil {
+		if *p.args.FailOpen {
+			// The pod still binds; the extender just does not book it until its
+			// node reports it.
+			p.countFailOpen("Reserve", pod, err)
+			return nil
+		}
+		return fwk.AsStatus(fmt.Errorf("neighborly reserve on %s: %w", nodeName, err))
+	}
+	return nil
+}
+
+// Unreserve is best effort and idempotent on the extender's side.
+func (p *Plugin) Unreserve(ctx context.Context, _ fwk.CycleState, pod *v1.Pod, nodeName string) {
+	ctx, cancel := context.WithTimeout(ctx, p.args.ReserveTimeout.Duration)
+	defer cancel()
+	start := time.Now()
+	_, err := p.client.Unreserve(ctx, &placementv1.UnreserveRequest{PodUid: string(pod.UID), NodeName: nodeName})
+	observe("Unreserve", start, err)
+	if err != nil {
+		p.countFailOpen("Unreserve", pod, err)
+	}
+}
+
+// failed answers PreFilter's error: Skip (Filter skipped for this pod) when
+// failing open, else an error status (the pod is retried later).
+func (p *Plugin) failed(point string, pod *v1.Pod, err error) *fwk.Status {
+	if *p.args.FailOpen {
+		p.countFailOpen(point, pod, err)
+		return fwk.NewStatus(fwk.Skip)
+	}
+	return fwk.AsStatus(fmt.Errorf("neighborly filter: %w", err))
+}
+
+func (p *Plugin) countFailOpen(point string, pod *v1.Pod, err error) {
+	reason := reasonOf(err)
+	failOpen.WithLabelValues(point, reason).Inc()
+	if p.logLimiter.allow(point) {
+		klog.InfoS("Neighborly did not answer; scheduling without it", "extensionPoint", point,
+			"pod", klog.KObj(pod), "reason", reason, "err", err)
+	}
+}
+
+func observe(method string, start time.Time, err error) {
+	rpcDuration.WithLabelValues(method, status.Code(err).String()).Observe(time.Since(start).Seconds())
+}
+
+// reasonOf names a failure by its gRPC code (bounded label values).
+func reasonOf(err error) string {
+	switch c := status.Code(err); c {
+	case codes.DeadlineExceeded:
+		return "deadline_exceeded"
+	case codes.Unavailable:
+		return "unavailable"
+	case codes.Unauthenticated, codes.PermissionDenied:
+		return "refused"
+	case codes.InvalidArgument:
+		return "invalid_argument"
+	case codes.ResourceExhausted:
+		return "resource_exhausted"
+	default:
+		return "error"
+	}
+}

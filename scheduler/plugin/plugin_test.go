@@ -1,0 +1,292 @@
+package plugin
+
+import (
+	"context"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/status"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/component-base/metrics/testutil"
+	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
+
+	placementv1 "neighborly.dev/scheduler/gen/placementv1"
+)
+
+// fakePlacement is a real gRPC server on loopback that answers from tables
+// and records what it was asked.
+type fakePlacement struct {
+	placementv1.UnimplementedPlacementServer
+	refused map[string]string
+	scores  map[string]int32
+	delay   time.Duration
+
+	mu        sync.Mutex
+	filters   []*placementv1.FilterRequest
+	scoreReqs []*placementv1.ScoreRequest
+	reserved  []string // "uid@node"
+	released  []string
+}
+
+func (f *fakePlacement) wait(ctx context.Context) error {
+	select {
+	case <-time.After(f.delay):
+		return nil
+	case <-ctx.Done():
+		return status.FromContextError(ctx.Err()).Err()
+	}
+}
+
+func (f *fakePlacement) Filter(ctx context.Context, r *placementv1.FilterRequest) (*placementv1.FilterResponse, error) {
+	if err := f.wait(ctx); err != nil {
+		return nil, err
+	}
+	f.mu.Lock()
+	f.filters = append(f.filters, r)
+	f.mu.Unlock()
+	resp := &placementv1.FilterResponse{NodesJudged: 3}
+	for n, why := range f.refused {
+		resp.Refused = append(resp.Refused, &placementv1.NodeRefusal{NodeName: n, Reason: why})
+	}
+	return resp, nil
+}
+
+func (f *fakePlacement) Score(ctx context.Context, r *placementv1.ScoreRequest) (*placementv1.ScoreResponse, error) {
+	if err := f.wait(ctx); err != nil {
+		return nil, err
+	}
+	f.mu.Lock()
+	f.scoreReqs = append(f.scoreReqs, r)
+	f.mu.Unlock()
+	resp := &placementv1.ScoreResponse{}
+	for _, n := range r.GetNodeNames() {
+		if s, ok := f.scores[n]; ok {
+			resp.Scores = append(resp.Scores, &placementv1.NodeScore{NodeName: n, Score: s})
+		}
+	}
+	return resp, nil
+}
+
+func (f *fakePlacement) Reserve(ctx context.Context, r *placementv1.ReserveRequest) (*placementv1.ReserveResponse, error) {
+	if err := f.wait(ctx); err != nil {
+		return nil, err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.reserved = append(f.reserved, r.GetPod().GetUid()+"@"+r.GetNodeName())
+	return &placementv1.ReserveResponse{Booked: true}, nil
+}
+
+func (f *fakePlacement) Unreserve(_ context.Context, r *placementv1.UnreserveRequest) (*placementv1.UnreserveResponse, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.released = append(f.released, r.GetPodUid()+"@"+r.GetNodeName())
+	return &placementv1.UnreserveResponse{Released: true}, nil
+}
+
+// serve starts f on a free loopback port; creds nil means plaintext.
+func serve(t *testing.T, f *fakePlacement, creds credentials.TransportCredentials) string {
+	t.Helper()
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var opts []grpc.ServerOption
+	if creds != nil {
+		opts = append(opts, grpc.Creds(creds))
+	}
+	s := grpc.NewServer(opts...)
+	placementv1.RegisterPlacementServer(s, f)
+	go func() { _ = s.Serve(lis) }()
+	t.Cleanup(s.Stop)
+	return lis.Addr().String()
+}
+
+func newPlugin(t *testing.T, a Args) *Plugin {
+	t.Helper()
+	a.SetDefaults()
+	if errs := a.Validate(nil); len(errs) > 0 {
+		t.Fatal(errs.ToAggregate())
+	}
+	p, err := NewWithArgs(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.Close() })
+	return p
+}
+
+func nodeInfo(name string) fwk.NodeInfo {
+	ni := framework.NewNodeInfo()
+	ni.SetNode(&v1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}})
+	return ni
+}
+
+func testPod() *v1.Pod {
+	yes := true
+	return &v1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			UID: "uid-1", Namespace: "search", Name: "indexer-abc12",
+			Labels:          map[string]string{"app": "indexer"},
+			Annotations:     map[string]string{"neighborly.io/class": "batch"},
+			OwnerReferences: []metav1.OwnerReference{{Kind: "Job", Name: "indexer-28411", Controller: &yes}},
+		},
+		Spec: v1.PodSpec{
+			Containers: []v1.Container{{Name: "main", Resources: v1.ResourceRequirements{
+				Requests: v1.ResourceList{v1.ResourceCPU: resource.MustParse("1500m"), v1.ResourceMemory: resource.MustParse("2Gi")},
+				Limits:   v1.ResourceList{v1.ResourceCPU: resource.MustParse("2")},
+			}}},
+			InitContainers: []v1.Container{{Name: "init"}},
+		},
+		Status: v1.PodStatus{QOSClass: v1.PodQOSBurstable},
+	}
+}
+
+func TestFilterAppliesTheRefusalsPerNode(t *testing.T) {
+	f := &fakePlacement{refused: map[string]string{"node-2": "membw 84% > 80% on NUMA node 1"}}
+	p := newPlugin(t, Args{Address: serve(t, f, nil), Insecure: true})
+	state := framework.NewCycleState()
+	pod := testPod()
+	if _, st := p.PreFilter(context.Background(), state, pod, nil); !st.IsSuccess() {
+		t.Fatalf("PreFilter: %v", st)
+	}
+	if st := p.Filter(context.Background(), state, pod, nodeInfo("node-1")); !st.IsSuccess() {
+		t.Errorf("node-1 should pass, got %v", st)
+	}
+	st := p.Filter(context.Background(), state, pod, nodeInfo("node-2"))
+	if st.Code() != fwk.UnschedulableAndUnresolvable || !strings.Contains(st.Message(), "membw 84% > 80% on NUMA node 1") {
+		t.Errorf("node-2: got %v %q", st.Code(), st.Message())
+	}
+	if len(f.filters) != 1 || len(f.filters[0].GetNodeNames()) != 0 {
+		t.Fatalf("want one Filter call for the pod with no node list, got %v", f.filters)
+	}
+	// The pod arrives as the extender's HTTP path would decode it.
+	got := f.filters[0].GetPod()
+	c := got.GetContainers()[0]
+	if got.GetUid() != "uid-1" || got.GetNamespace() != "search" || got.GetQosClass() != "Burstable" ||
+		got.GetAnnotations()["neighborly.io/class"] != "batch" || got.GetOwnerReferences()[0].GetKind() != "Job" ||
+		!got.GetOwnerReferences()[0].GetController() || c.GetCpuRequestMillicores() != 1500 ||
+		c.GetCpuLimitMillicores() != 2000 || c.GetMemoryRequestBytes() != 2<<30 || c.MemoryLimitBytes != nil {
+		t.Errorf("pod message: %v", got)
+	}
+	if init := got.GetInitContainers()[0]; init.CpuRequestMillicores != nil || init.MemoryRequestBytes != nil {
+		t.Errorf("unset requests must stay absent: %v", init)
+	}
+}
+
+func TestScoreIsOneCallAndNormalizesLikeAnExtender(t *testing.T) {
+	f := &fakePlacement{scores: map[string]int32{"node-1": 10, "node-2": 3, "node-3": 0}}
+	p := newPlugin(t, Args{Address: serve(t, f, nil), Insecure: true})
+	state := framework.NewCycleState()
+	pod := testPod()
+	nodes := []fwk.NodeInfo{nodeInfo("node-1"), nodeInfo("node-2"), nodeInfo("node-3"), nodeInfo("node-4")}
+	if st := p.PreScore(context.Background(), state, pod, nodes); !st.IsSuccess() {
+		t.Fatal(st)
+	}
+	list := make(fwk.NodeScoreList, 0, len(nodes))
+	for _, n := range nodes {
+		s, st := p.Score(context.Background(), state, pod, n)
+		if !st.IsSuccess() {
+			t.Fatal(st)
+		}
+		list = append(list, fwk.NodeScore{Name: n.Node().Name, Score: s})
+	}
+	if st := p.NormalizeScore(context.Background(), state, pod, list); !st.IsSuccess() {
+		t.Fatal(st)
+	}
+	want := map[string]int64{"node-1": 100, "node-2": 30, "node-3": 0, "node-4": 50} // node-4: not answered, neutral
+	for _, s := range list {
+		if s.Score != want[s.Name] {
+			t.Errorf("%s: score %d, want %d", s.Name, s.Score, want[s.Name])
+		}
+	}
+	if len(f.scoreReqs) != 1 || strings.Join(f.scoreReqs[0].GetNodeNames(), ",") != "node-1,node-2,node-3,node-4" {
+		t.Errorf("want one Score call with the four nodes, got %v", f.scoreReqs)
+	}
+}
+
+func TestReserveAndUnreserveReachTheExtender(t *testing.T) {
+	f := &fakePlacement{}
+	p := newPlugin(t, Args{Address: serve(t, f, nil), Insecure: true})
+	pod := testPod()
+	if st := p.Reserve(context.Background(), framework.NewCycleState(), pod, "node-5"); !st.IsSuccess() {
+		t.Fatal(st)
+	}
+	p.Unreserve(context.Background(), framework.NewCycleState(), pod, "node-5")
+	if strings.Join(f.reserved, ",") != "uid-1@node-5" || strings.Join(f.released, ",") != "uid-1@node-5" {
+		t.Errorf("reserved %v released %v", f.reserved, f.released)
+	}
+}
+
+func failOpenCount(t *testing.T, point, reason string) float64 {
+	t.Helper()
+	v, err := testutil.GetCounterMetricValue(failOpen.WithLabelValues(point, reason))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+func TestSlowExtenderFailsOpenAndIsCounted(t *testing.T) {
+	f := &fakePlacement{delay: 2 * time.Second, refused: map[string]string{"node-1": "x"}}
+	p := newPlugin(t, Args{Address: serve(t, f, nil), Insecure: true,
+		FilterTimeout: Duration{50 * time.Millisecond}, ScoreTimeout: Duration{50 * time.Millisecond},
+		ReserveTimeout: Duration{50 * time.Millisecond}})
+	before := failOpenCount(t, "PreFilter", "deadline_exceeded")
+	start := time.Now()
+	_, st := p.PreFilter(context.Background(), framework.NewCycleState(), testPod(), nil)
+	if st.Code() != fwk.Skip {
+		t.Fatalf("a slow extender must be skipped, got %v", st)
+	}
+	if waited := time.Since(start); waited > time.Second {
+		t.Errorf("PreFilter waited %v, beyond its 50ms deadline", waited)
+	}
+	if got := failOpenCount(t, "PreFilter", "deadline_exceeded"); got != before+1 {
+		t.Errorf("fail-open count %v, want %v", got, before+1)
+	}
+	if st := p.PreScore(context.Background(), framework.NewCycleState(), testPod(), []fwk.NodeInfo{nodeInfo("node-1")}); st.Code() != fwk.Skip {
+		t.Errorf("PreScore: got %v, want Skip", st)
+	}
+	if st := p.Reserve(context.Background(), framework.NewCycleState(), testPod(), "node-1"); !st.IsSuccess() {
+		t.Errorf("Reserve must let the pod through, got %v", st)
+	}
+}
+
+func TestExtenderDown(t *testing.T) {
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := lis.Addr().String()
+	lis.Close() // nothing listens there now
+	before := failOpenCount(t, "PreFilter", "unavailable")
+	p := newPlugin(t, Args{Address: addr, Insecure: true})
+	state := framework.NewCycleState()
+	if _, st := p.PreFilter(context.Background(), state, testPod(), nil); st.Code() != fwk.Skip {
+		t.Fatalf("got %v, want Skip", st)
+	}
+	if st := p.Filter(context.Background(), state, testPod(), nodeInfo("node-1")); !st.IsSuccess() {
+		t.Errorf("Filter after a skipped PreFilter must pass, got %v", st)
+	}
+	if got := failOpenCount(t, "PreFilter", "unavailable"); got != before+1 {
+		t.Errorf("fail-open count %v, want %v", got, before+1)
+	}
+
+	closed := false
+	strict := newPlugin(t, Args{Address: addr, Insecure: true, FailOpen: &closed})
+	if _, st := strict.PreFilter(context.Background(), framework.NewCycleState(), testPod(), nil); st.Code() != fwk.Error ||
+		!strings.Contains(st.Message(), "neighborly filter") {
+		t.Errorf("failOpen false: got %v %q, want an error naming neighborly", st.Code(), st.Message())
+	}
+	if st := strict.Reserve(context.Background(), framework.NewCycleState(), testPod(), "node-1"); st.Code() != fwk.Error {
+		t.Errorf("failOpen false Reserve: got %v", st)
+	}
+}
