@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -76,13 +77,21 @@ type workloadRun struct {
 	fleet              *process
 	fleetNodes         int
 	stats              *neighborlyStats
+	skipped            string // why the workload did not run
 }
 
-func newHarness() (*benchHarness, error) {
-	pkgDir, err := os.Getwd()
+// packageDir is this package's directory, the working directory go test
+// starts in (newHarness then changes it).
+var packageDir = func() string {
+	dir, err := os.Getwd()
 	if err != nil {
-		return nil, err
+		panic(err)
 	}
+	return dir
+}()
+
+func newHarness() (*benchHarness, error) {
+	pkgDir := packageDir
 	root, err := filepath.Abs(filepath.Join(pkgDir, "../.."))
 	if err != nil {
 		return nil, err
@@ -171,14 +180,22 @@ func (h *benchHarness) preRun(tCtx ktesting.TContext, w *benchmark.Workload) (fu
 		stopProfile = func() { pprof.StopCPUProfile(); f.Close() }
 	}
 
-	switch m {
-	case modeNone:
+	if m == modeNone {
 		return stopProfile, nil
-	case modePlugin:
-		stopProfile()
-		return nil, errors.New("the plugin mode needs the Neighborly framework plugin (scheduler/plugin), which this build does not have yet")
 	}
-	run.extender, err = startExtender(h, run.dir)
+	placement := ""
+	if m == modePlugin {
+		if !h.extenderHasPlacementPort() {
+			stopProfile()
+			run.skipped = "this build's extender has no placement port (--placement-address)"
+			tCtx.Skipf("%s: %s", h.extenderBin(), run.skipped)
+		}
+		if placement, err = freeLoopbackAddress(); err != nil {
+			stopProfile()
+			return nil, err
+		}
+	}
+	run.extender, err = startExtender(h, run.dir, placement)
 	if err != nil {
 		stopProfile()
 		return nil, err
@@ -204,12 +221,32 @@ func (h *benchHarness) preRun(tCtx ktesting.TContext, w *benchmark.Workload) (fu
 		run.extender.proc.stop()
 		run.stats = stats
 		h.current = nil
+		// The scheduler never closes its plugins; their gRPC connections
+		// would fail scheduler_perf's goroutine-leak check.
+		closePlugins()
 	}
-	if err := h.writeExtenderSchedulerConfig(run); err != nil {
+	if err := h.writeSchedulerConfig(run); err != nil {
 		cleanup()
 		return nil, err
 	}
 	return cleanup, nil
+}
+
+// extenderHasPlacementPort tells whether this build's extender serves the
+// placement service the framework plugin calls.
+func (h *benchHarness) extenderHasPlacementPort() bool {
+	out, _ := exec.Command(h.extenderBin(), "--help").CombinedOutput()
+	return strings.Contains(string(out), "--placement-address")
+}
+
+// freeLoopbackAddress returns a loopback address that was free a moment ago.
+func freeLoopbackAddress() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer l.Close()
+	return l.Addr().String(), nil
 }
 
 // nodesCreated runs after scheduler_perf created the workload's Nodes: the
@@ -250,36 +287,64 @@ func (h *benchHarness) nodesCreated(tCtx ktesting.TContext, _ *scheduler.Schedul
 	return nil
 }
 
-// writeExtenderSchedulerConfig renders the chart's scheduler configuration
-// (mode second-scheduler, the chart's default values) with the extender's
-// loopback URL and keeps its extenders entry verbatim, but for the directory
-// of the TLS files (in a pod the Secret is mounted at /etc/neighborly-tls).
-// The profile is scheduler_perf's default-scheduler, whose attempts its
-// throughput collector counts. Leader election and the client connection of
-// the rendered file do not apply to scheduler_perf's in-process scheduler.
-func (h *benchHarness) writeExtenderSchedulerConfig(run *workloadRun) error {
+// writeSchedulerConfig renders the chart's scheduler configuration (mode
+// second-scheduler, the chart's default values; scheduler.integration=plugin
+// for the plugin mode) with the extender's loopback addresses, and keeps its
+// extenders entry, or its Neighborly plugin entry and pluginConfig, verbatim
+// but for the directory of the TLS files (in a pod the Secret is mounted at
+// /etc/neighborly-tls) and the plugin's address. The profile is renamed to
+// scheduler_perf's default-scheduler, whose attempts its throughput collector
+// counts. Leader election and the client connection of the rendered file do
+// not apply to scheduler_perf's in-process scheduler.
+func (h *benchHarness) writeSchedulerConfig(run *workloadRun) error {
 	args := []string{"template", "neighborly", filepath.Join(h.root, "charts/neighborly"),
 		"--namespace", "neighborly", "--show-only", "templates/scheduler-configmap.yaml",
 		"--set", "schedulerExtender.urlPrefix=https://" + run.extender.httpAddr}
+	target := "scheduler-config-extender.yaml"
+	if run.mode == modePlugin {
+		// The chart checks the cluster's minor against the plugin's.
+		k8s, err := pinnedKubeVersion()
+		if err != nil {
+			return err
+		}
+		args = append(args, "--set", "scheduler.integration=plugin", "--kube-version", k8s)
+		target = "scheduler-config-plugin.yaml"
+	}
 	out, err := exec.Command(h.helm, args...).CombinedOutput()
 	if err != nil {
 		return fmt.Errorf("helm %s: %v\n%s", strings.Join(args, " "), err, out)
 	}
-	config, err := schedulerConfigFromChart(out, h.pki.SchedulerDir)
+	config, err := schedulerConfigFromChart(out, h.pki.SchedulerDir, run.extender.placementAddr)
 	if err != nil {
 		return err
 	}
 	if err := os.WriteFile(filepath.Join(run.dir, "scheduler-config.yaml"), config, 0o644); err != nil {
 		return err
 	}
-	return os.WriteFile(filepath.Join(h.outDir, "scheduler-config-extender.yaml"), config, 0o644)
+	return os.WriteFile(filepath.Join(h.outDir, target), config, 0o644)
+}
+
+// pinnedKubeVersion is the k8s.io/kubernetes release scheduler/go.mod pins,
+// which scheduler_perf's API server and scheduler are.
+func pinnedKubeVersion() (string, error) {
+	goMod, err := os.ReadFile(filepath.Join(packageDir, "../go.mod"))
+	if err != nil {
+		return "", err
+	}
+	m := regexp.MustCompile(`(?m)^\s*k8s\.io/kubernetes (v\S+)`).FindSubmatch(goMod)
+	if m == nil {
+		return "", errors.New("scheduler/go.mod requires no k8s.io/kubernetes version")
+	}
+	return string(m[1]), nil
 }
 
 // schedulerConfigFromChart turns the chart's rendered scheduler ConfigMap into
-// the KubeSchedulerConfiguration scheduler_perf loads: the chart's extenders
-// (and percentageOfNodesToScore, when the chart sets one) with the TLS files
-// under tlsDir, and one default-scheduler profile.
-func schedulerConfigFromChart(configMap []byte, tlsDir string) ([]byte, error) {
+// the KubeSchedulerConfiguration scheduler_perf loads: the chart's one
+// profile, renamed default-scheduler, with its plugins and pluginConfig (the
+// Neighborly plugin's address set to placementAddr when that is not empty),
+// the chart's extenders, percentageOfNodesToScore when the chart sets one,
+// and the TLS files under tlsDir.
+func schedulerConfigFromChart(configMap []byte, tlsDir, placementAddr string) ([]byte, error) {
 	var cm v1.ConfigMap
 	if err := yaml.Unmarshal(configMap, &cm); err != nil {
 		return nil, fmt.Errorf("the chart's scheduler ConfigMap: %w", err)
@@ -292,20 +357,54 @@ func schedulerConfigFromChart(configMap []byte, tlsDir string) ([]byte, error) {
 	if err := yaml.Unmarshal([]byte(strings.ReplaceAll(rendered, "/etc/neighborly-tls/", tlsDir+"/")), &chart); err != nil {
 		return nil, fmt.Errorf("the rendered scheduler config: %w", err)
 	}
-	extenders, ok := chart["extenders"].([]any)
-	if !ok || len(extenders) != 1 {
-		return nil, fmt.Errorf("the rendered scheduler config has no single extenders entry:\n%s", rendered)
+	profiles, _ := chart["profiles"].([]any)
+	if len(profiles) != 1 {
+		return nil, fmt.Errorf("the rendered scheduler config has %d profiles, want 1:\n%s", len(profiles), rendered)
 	}
+	profile, _ := profiles[0].(map[string]any)
+	if profile == nil {
+		return nil, fmt.Errorf("the rendered profile is not a map:\n%s", rendered)
+	}
+	profile["schedulerName"] = "default-scheduler"
 	config := map[string]any{
 		"apiVersion": chart["apiVersion"],
 		"kind":       chart["kind"],
-		"profiles":   []any{map[string]any{"schedulerName": "default-scheduler"}},
-		"extenders":  extenders,
+		"profiles":   []any{profile},
+	}
+	extenders, _ := chart["extenders"].([]any)
+	if len(extenders) > 0 {
+		config["extenders"] = extenders
+	}
+	if placementAddr != "" {
+		if err := setPluginAddress(profile, placementAddr); err != nil {
+			return nil, fmt.Errorf("%w:\n%s", err, rendered)
+		}
+	} else if len(extenders) != 1 {
+		return nil, fmt.Errorf("the rendered scheduler config has no single extenders entry:\n%s", rendered)
 	}
 	if p, ok := chart["percentageOfNodesToScore"]; ok {
 		config["percentageOfNodesToScore"] = p
 	}
 	return yaml.Marshal(config)
+}
+
+// setPluginAddress sets the address in the profile's Neighborly pluginConfig
+// (the chart renders the extender Service's cluster DNS name there).
+func setPluginAddress(profile map[string]any, address string) error {
+	entries, _ := profile["pluginConfig"].([]any)
+	for _, e := range entries {
+		entry, _ := e.(map[string]any)
+		if entry["name"] != "Neighborly" {
+			continue
+		}
+		args, ok := entry["args"].(map[string]any)
+		if !ok {
+			return fmt.Errorf("the rendered Neighborly pluginConfig has no args")
+		}
+		args["address"] = address
+		return nil
+	}
+	return fmt.Errorf("the rendered profile has no Neighborly pluginConfig")
 }
 
 func copyFile(from, to string) error {
@@ -333,18 +432,22 @@ var listening = regexp.MustCompile(`listening http=(\S+) grpc=(\S+)`)
 type extender struct {
 	proc               *process
 	httpAddr, grpcAddr string
+	placementAddr      string // the plugin's gRPC placement service; empty: none
 	client             *http.Client
 }
 
-func startExtender(h *benchHarness, dir string) (*extender, error) {
+func startExtender(h *benchHarness, dir, placementAddr string) (*extender, error) {
 	config := filepath.Join(dir, "extender.yaml")
 	if err := os.WriteFile(config, []byte(fmt.Sprintf("http:\n  tls:\n    certFile: %s\n    keyFile: %s\n    clientCaFile: %s\n",
 		h.pki.ServerCert, h.pki.ServerKey, h.pki.CAFile)), 0o644); err != nil {
 		return nil, err
 	}
-	proc, err := startProcess("extender", filepath.Join(dir, "extender.log"), h.extenderBin(),
-		"--config", config, "--http-address", "127.0.0.1:0", "--grpc-address", "127.0.0.1:0",
-		"--grpc-insecure-plaintext", "--log-level", "warn")
+	args := []string{"--config", config, "--http-address", "127.0.0.1:0", "--grpc-address", "127.0.0.1:0",
+		"--grpc-insecure-plaintext", "--log-level", "warn"}
+	if placementAddr != "" {
+		args = append(args, "--placement-address", placementAddr)
+	}
+	proc, err := startProcess("extender", filepath.Join(dir, "extender.log"), h.extenderBin(), args...)
 	if err != nil {
 		return nil, err
 	}
@@ -356,7 +459,7 @@ func startExtender(h *benchHarness, dir string) (*extender, error) {
 	// No keep-alive: scheduler_perf checks that no goroutine outlives a
 	// workload, and an idle connection keeps two.
 	transport := &http.Transport{TLSClientConfig: h.pki.Client.Clone(), DisableKeepAlives: true}
-	return &extender{proc: proc, httpAddr: m[1], grpcAddr: m[2],
+	return &extender{proc: proc, httpAddr: m[1], grpcAddr: m[2], placementAddr: placementAddr,
 		client: &http.Client{Timeout: 10 * time.Second, Transport: transport}}, nil
 }
 

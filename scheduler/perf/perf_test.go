@@ -16,14 +16,21 @@
 package perf
 
 import (
+	"context"
 	"flag"
 	"fmt"
+	"io"
 	"os"
+	"sync"
 	"testing"
 
+	"k8s.io/apimachinery/pkg/runtime"
 	_ "k8s.io/component-base/logs/json/register"
+	fwk "k8s.io/kube-scheduler/framework"
 	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
 	benchmark "k8s.io/kubernetes/test/integration/scheduler_perf"
+
+	"neighborly.dev/scheduler/plugin"
 )
 
 // harness is set by TestMain when benchmarks run.
@@ -62,7 +69,34 @@ func BenchmarkPerfScheduling(b *testing.B) {
 }
 
 // outOfTreeRegistry is what scheduler_perf's scheduler gets besides the
-// in-tree plugins; the plugin mode's profile names these.
+// in-tree plugins, as neighborly-scheduler registers it
+// (app.WithPlugin(plugin.Name, plugin.New)); the plugin mode's profile
+// enables it. Each instance is kept for closePlugins.
 func outOfTreeRegistry() frameworkruntime.Registry {
-	return frameworkruntime.Registry{}
+	return frameworkruntime.Registry{
+		plugin.Name: func(ctx context.Context, args runtime.Object, handle fwk.Handle) (fwk.Plugin, error) {
+			p, err := plugin.New(ctx, args, handle)
+			if err == nil {
+				livePluginsMu.Lock()
+				livePlugins = append(livePlugins, p.(io.Closer))
+				livePluginsMu.Unlock()
+			}
+			return p, err
+		},
+	}
+}
+
+var (
+	livePluginsMu sync.Mutex
+	livePlugins   []io.Closer
+)
+
+// closePlugins closes the plugins of the workload that ended.
+func closePlugins() {
+	livePluginsMu.Lock()
+	defer livePluginsMu.Unlock()
+	for _, p := range livePlugins {
+		p.Close()
+	}
+	livePlugins = nil
 }

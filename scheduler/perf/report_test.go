@@ -234,6 +234,10 @@ func renderTables(runs []*workloadRun, items []dataItem) string {
 			if r == nil {
 				continue
 			}
+			if r.skipped != "" {
+				fmt.Fprintf(&b, "| %s | %s | not run: %s | | | | | | |\n", w, m, r.skipped)
+				continue
+			}
 			tp := throughput(r)
 			ratio := "-"
 			if tp != nil && base != nil && base.Data["Average"] > 0 {
@@ -278,7 +282,11 @@ func renderTables(runs []*workloadRun, items []dataItem) string {
 	}{{modePlugin, 90}, {modeExtender, 75}} {
 		r, base := byWorkload["5000Nodes"][t.m], byWorkload["5000Nodes"][modeNone]
 		if r == nil || base == nil || throughput(r) == nil || throughput(base) == nil || throughput(base).Data["Average"] == 0 {
-			fmt.Fprintf(&b, "- %s >= %.0f %%: not measured in this run\n", t.m, t.target)
+			why := ""
+			if r != nil && r.skipped != "" {
+				why = " (" + r.skipped + ")"
+			}
+			fmt.Fprintf(&b, "- %s >= %.0f %%: not measured in this run%s\n", t.m, t.target, why)
 			continue
 		}
 		got := 100 * throughput(r).Data["Average"] / throughput(base).Data["Average"]
