@@ -8,6 +8,9 @@
 # the real scheduler"). Takes 20-30 minutes on a 2-core VM.
 # Usage: scripts/bench-scheduler.sh [BUILD_DIR [-- extra test flags]]
 #   BENCH_FILTER=smoke  five nodes per mode, for checking the harness (a minute)
+#   BENCH_ROUNDS=N      run every mode N times, round by round (default 3); the
+#                       ratios compare modes within a round, the targets the
+#                       means over the rounds
 #   BENCH_OUT=DIR       configs, logs, scheduler_perf's result files, results.md
 #                       (default build/bench-scheduler/<UTC time>)
 #   NEIGHBORLY_BENCH_CPUPROFILE=1  a CPU profile of the test process per workload
@@ -19,6 +22,7 @@ shift $(( $# > 0 ? 1 : 0 ))
 export GOTOOLCHAIN=local
 export GOFLAGS="${GOFLAGS:-} -buildvcs=false"
 filter="${BENCH_FILTER:-performance}"
+rounds="${BENCH_ROUNDS:-3}"
 out="${BENCH_OUT:-${root}/build/bench-scheduler/$(date -u +%Y%m%dT%H%M%SZ)}"
 
 if ! command -v go >/dev/null 2>&1; then
@@ -53,7 +57,7 @@ cmd=("${root}/build/go/bin/scheduler-perf.test" -test.run='^$' -test.bench=Bench
 echo "bench-scheduler: ${cmd[*]}"
 start=${SECONDS}
 ARTIFACTS="${out}/logs" PATH="${root}/build/go/bin:${PATH}" NEIGHBORLY_BUILD_DIR="${build}" NEIGHBORLY_HELM="${helm}" \
-  NEIGHBORLY_BENCH_OUT="${out}" "${cmd[@]}" 2>&1 | tee "${out}/bench.log" | grep -v '^\s*[IWE][0-9]\{4\} '
+  NEIGHBORLY_BENCH_OUT="${out}" NEIGHBORLY_BENCH_ROUNDS="${rounds}" "${cmd[@]}" 2>&1 | tee "${out}/bench.log" | grep -v '^\s*[IWE][0-9]\{4\} '
 rc=${PIPESTATUS[0]}
 echo "bench-scheduler: ran in $((SECONDS - start)) s; results in ${out}/results.md, full log ${out}/bench.log"
 exit "${rc}"

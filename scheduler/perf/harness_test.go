@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime/pprof"
+	"strconv"
 	"strings"
 	"time"
 
@@ -36,22 +37,34 @@ const (
 
 var modes = []mode{modeNone, modeExtender, modePlugin}
 
-// modeOf reads the mode from a workload's test name,
-// "BenchmarkPerfScheduling/<test case>/<workload>".
-func modeOf(testName string) (mode, error) {
+// workloadName is what a workload's test name,
+// "BenchmarkPerfScheduling/round<N>/<test case>/<workload>", says.
+type workloadName struct {
+	round              int // 1..
+	testCase, workload string
+	mode               mode // told by the test case's name
+}
+
+var roundName = regexp.MustCompile(`^round([1-9][0-9]*)$`)
+
+func parseWorkloadName(testName string) (workloadName, error) {
 	parts := strings.Split(testName, "/")
-	if len(parts) < 3 {
-		return "", fmt.Errorf("test name %q is not BenchmarkPerfScheduling/<test case>/<workload>", testName)
+	if len(parts) != 4 || roundName.FindStringSubmatch(parts[1]) == nil {
+		return workloadName{}, fmt.Errorf("test name %q is not BenchmarkPerfScheduling/round<N>/<test case>/<workload>", testName)
 	}
+	n := workloadName{testCase: parts[2], workload: parts[3]}
+	n.round, _ = strconv.Atoi(roundName.FindStringSubmatch(parts[1])[1])
 	switch {
-	case strings.HasSuffix(parts[1], "_NeighborlyExtender"):
-		return modeExtender, nil
-	case strings.HasSuffix(parts[1], "_NeighborlyPlugin"):
-		return modePlugin, nil
-	case !strings.Contains(parts[1], "_"):
-		return modeNone, nil
+	case strings.HasSuffix(n.testCase, "_NeighborlyExtender"):
+		n.mode = modeExtender
+	case strings.HasSuffix(n.testCase, "_NeighborlyPlugin"):
+		n.mode = modePlugin
+	case !strings.Contains(n.testCase, "_"):
+		n.mode = modeNone
+	default:
+		return workloadName{}, fmt.Errorf("test case %q: its name must end in _NeighborlyExtender, _NeighborlyPlugin or have no suffix", n.testCase)
 	}
-	return "", fmt.Errorf("test case %q: its name must end in _NeighborlyExtender, _NeighborlyPlugin or have no suffix", parts[1])
+	return n, nil
 }
 
 // benchHarness holds what the whole run shares and, per workload, the
@@ -63,6 +76,7 @@ type benchHarness struct {
 	outDir    string // the working directory: configs, logs, data items, results
 	pki       *testpki.PKI
 	profile   bool // a CPU profile of the test process per workload
+	rounds    int  // every test case this many times, round by round
 	workloads []*workloadRun
 	current   *workloadRun
 }
@@ -78,6 +92,7 @@ type workloadRun struct {
 	fleetNodes         int
 	stats              *neighborlyStats
 	skipped            string // why the workload did not run
+	round              int    // 1..NEIGHBORLY_BENCH_ROUNDS
 }
 
 // packageDir is this package's directory, the working directory go test
@@ -102,6 +117,12 @@ func newHarness() (*benchHarness, error) {
 		helm:     os.Getenv("NEIGHBORLY_HELM"),
 		outDir:   os.Getenv("NEIGHBORLY_BENCH_OUT"),
 		profile:  os.Getenv("NEIGHBORLY_BENCH_CPUPROFILE") == "1",
+		rounds:   1,
+	}
+	if v := os.Getenv("NEIGHBORLY_BENCH_ROUNDS"); v != "" {
+		if h.rounds, err = strconv.Atoi(v); err != nil || h.rounds < 1 || h.rounds > 9 {
+			return nil, fmt.Errorf("NEIGHBORLY_BENCH_ROUNDS=%q: want 1..9", v)
+		}
 	}
 	if h.helm == "" {
 		return nil, errors.New("NEIGHBORLY_HELM is not set (scripts/helm.sh prints one); the extender mode renders the chart's scheduler configuration with it")
@@ -154,13 +175,13 @@ func (h *benchHarness) agentBin() string {
 // server and the scheduler: it starts the extender and writes the scheduler
 // configuration the workload's test case names.
 func (h *benchHarness) preRun(tCtx ktesting.TContext, w *benchmark.Workload) (func(), error) {
-	m, err := modeOf(tCtx.Name())
+	name, err := parseWorkloadName(tCtx.Name())
 	if err != nil {
 		return nil, err
 	}
-	parts := strings.Split(tCtx.Name(), "/")
-	run := &workloadRun{testCase: parts[1], workload: w.Name, mode: m,
-		dir: filepath.Join(h.outDir, "logs", parts[1]+"_"+w.Name)}
+	m := name.mode
+	run := &workloadRun{testCase: name.testCase, workload: name.workload, mode: m, round: name.round,
+		dir: filepath.Join(h.outDir, "logs", fmt.Sprintf("round%d_%s_%s", name.round, name.testCase, name.workload))}
 	if err := os.MkdirAll(run.dir, 0o755); err != nil {
 		return nil, err
 	}

@@ -60,12 +60,21 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// BenchmarkPerfScheduling runs performance-config.yaml. Select workloads with
-// -perf-scheduling-label-filter (default "performance": 500 and 5,000 nodes;
-// "smoke": 5 nodes, seconds).
+// BenchmarkPerfScheduling runs performance-config.yaml
+// NEIGHBORLY_BENCH_ROUNDS times, round by round (so that each round compares
+// the modes under the same background load), each round writing its own
+// result file. Select workloads with -perf-scheduling-label-filter (default
+// "performance": 500 and 5,000 nodes; "smoke": 5 nodes, seconds).
 func BenchmarkPerfScheduling(b *testing.B) {
-	benchmark.RunBenchmarkPerfScheduling(b, "performance-config.yaml", "neighborly", outOfTreeRegistry(),
-		benchmark.WithPreRunFn(harness.preRun), benchmark.WithNodeUpdateFn(harness.nodesCreated))
+	if harness == nil {
+		b.Skip("the harness was not set up")
+	}
+	for round := 1; round <= harness.rounds; round++ {
+		b.Run(fmt.Sprintf("round%d", round), func(b *testing.B) {
+			benchmark.RunBenchmarkPerfScheduling(b, "performance-config.yaml", "neighborly", outOfTreeRegistry(),
+				benchmark.WithPreRunFn(harness.preRun), benchmark.WithNodeUpdateFn(harness.nodesCreated))
+		})
+	}
 }
 
 // outOfTreeRegistry is what scheduler_perf's scheduler gets besides the

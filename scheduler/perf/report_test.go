@@ -137,28 +137,50 @@ type dataItem struct {
 	Labels map[string]string  `json:"labels"`
 }
 
-// readDataItems reads the newest result file of topic "neighborly" in dir.
-func readDataItems(dir string) ([]dataItem, string, error) {
-	files, err := filepath.Glob(filepath.Join(dir, "BenchmarkPerfScheduling_benchmark_neighborly_*.json"))
+var resultFile = regexp.MustCompile(`^BenchmarkPerfScheduling_round([1-9][0-9]*)_benchmark_neighborly_.*\.json$`)
+
+// readRounds reads scheduler_perf's result files in dir, one per round
+// (BenchmarkPerfScheduling_round<N>_benchmark_neighborly_<time>.json), by
+// round number; for a round with several files (an earlier run in the same
+// directory), the newest.
+func readRounds(dir string) (map[int][]dataItem, []string, error) {
+	entries, err := os.ReadDir(dir)
 	if err != nil {
-		return nil, "", err
+		return nil, nil, err
 	}
-	if len(files) == 0 {
-		return nil, "", fmt.Errorf("no scheduler_perf result file (BenchmarkPerfScheduling_benchmark_neighborly_*.json) in %s", dir)
+	newest := map[int]string{}
+	for _, e := range entries {
+		m := resultFile.FindStringSubmatch(e.Name())
+		if m == nil {
+			continue
+		}
+		round, _ := strconv.Atoi(m[1])
+		if e.Name() > newest[round] { // the names end in an RFC 3339 time
+			newest[round] = e.Name()
+		}
 	}
-	sort.Strings(files) // the names end in an RFC 3339 time
-	newest := files[len(files)-1]
-	data, err := os.ReadFile(newest)
-	if err != nil {
-		return nil, "", err
+	if len(newest) == 0 {
+		return nil, nil, fmt.Errorf("no scheduler_perf result file (BenchmarkPerfScheduling_round<N>_benchmark_neighborly_*.json) in %s", dir)
 	}
-	var file struct {
-		DataItems []dataItem `json:"dataItems"`
+	rounds := map[int][]dataItem{}
+	var files []string
+	for round, name := range newest {
+		path := filepath.Join(dir, name)
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return nil, nil, err
+		}
+		var file struct {
+			DataItems []dataItem `json:"dataItems"`
+		}
+		if err := json.Unmarshal(data, &file); err != nil {
+			return nil, nil, fmt.Errorf("%s: %w", path, err)
+		}
+		rounds[round] = file.DataItems
+		files = append(files, path)
 	}
-	if err := json.Unmarshal(data, &file); err != nil {
-		return nil, "", fmt.Errorf("%s: %w", newest, err)
-	}
-	return file.DataItems, newest, nil
+	sort.Strings(files)
+	return rounds, files, nil
 }
 
 // find returns the data item of metric for the workload, whose items are
@@ -189,112 +211,142 @@ func (h *benchHarness) report(out io.Writer) error {
 	if f := flag.Lookup("data-items-dir"); f != nil && f.Value.String() != "" {
 		dir = f.Value.String()
 	}
-	items, file, err := readDataItems(dir)
+	rounds, files, err := readRounds(dir)
 	if err != nil {
 		return err
 	}
-	table := renderTables(h.workloads, items)
-	fmt.Fprintf(out, "\nscheduler_perf results (%s):\n\n%s", file, table)
+	table := renderTables(h.workloads, rounds)
+	fmt.Fprintf(out, "\nscheduler_perf results (%s):\n\n%s", strings.Join(files, ", "), table)
 	return os.WriteFile(filepath.Join(h.outDir, "results.md"), []byte(table), 0o644)
 }
 
-// renderTables prints the throughput and latency table (one row per workload
-// and mode, with the ratio to the no-extender row of the same workload), the
-// extender's own figures, and the targets at 5,000 nodes.
-func renderTables(runs []*workloadRun, items []dataItem) string {
+// renderTables prints the throughput and latency table (one row per workload,
+// mode and round, with the ratio to the no-extender row of the same workload
+// and round), the extender's own figures, and the targets at 5,000 nodes
+// (the ratio of the mean averages over the rounds). rounds[n] holds round n's
+// data items.
+func renderTables(runs []*workloadRun, rounds map[int][]dataItem) string {
 	var b strings.Builder
-	byWorkload := map[string]map[mode]*workloadRun{}
+	type key struct {
+		workload string
+		mode     mode
+	}
+	byKey := map[key][]*workloadRun{}
 	var workloads []string
 	for _, r := range runs {
-		if byWorkload[r.workload] == nil {
-			byWorkload[r.workload] = map[mode]*workloadRun{}
+		k := key{r.workload, r.mode}
+		if len(byKey[key{r.workload, modeNone}])+len(byKey[key{r.workload, modeExtender}])+len(byKey[key{r.workload, modePlugin}]) == 0 {
 			workloads = append(workloads, r.workload)
 		}
-		byWorkload[r.workload][r.mode] = r
+		byKey[k] = append(byKey[k], r)
 	}
-	throughput := func(r *workloadRun) *dataItem {
-		return find(items, r.testCase, r.workload, "SchedulingThroughput", nil)
+	get := func(r *workloadRun, metric string, labels map[string]string) *dataItem {
+		if r == nil {
+			return nil
+		}
+		return find(rounds[r.round], r.testCase, r.workload, metric, labels)
 	}
+	// sameRound is the run of mode m of r's workload in r's round.
+	sameRound := func(r *workloadRun, m mode) *workloadRun {
+		for _, o := range byKey[key{r.workload, m}] {
+			if o.round == r.round {
+				return o
+			}
+		}
+		return nil
+	}
+	throughput := func(r *workloadRun) *dataItem { return get(r, "SchedulingThroughput", nil) }
 	ms := func(it *dataItem, key string) string {
 		if it == nil {
 			return "-"
 		}
 		return fmt.Sprintf("%.1f", it.Data[key])
 	}
-
-	b.WriteString("| workload | mode | pods/s avg | p50 | p90 | p99 | avg vs no extender | attempt (scheduled) p50 / p99 ms | pod SLI p50 / p99 ms |\n")
-	b.WriteString("|---|---|---|---|---|---|---|---|---|\n")
-	for _, w := range workloads {
-		var base *dataItem
-		if r := byWorkload[w][modeNone]; r != nil {
-			base = throughput(r)
+	// meanAverage is the mean over the rounds of a mode's average pods/s.
+	meanAverage := func(w string, m mode) (float64, int) {
+		sum, n := 0.0, 0
+		for _, r := range byKey[key{w, m}] {
+			if tp := throughput(r); tp != nil {
+				sum += tp.Data["Average"]
+				n++
+			}
 		}
+		if n == 0 {
+			return 0, 0
+		}
+		return sum / float64(n), n
+	}
+
+	b.WriteString("| workload | mode | round | pods/s avg | p50 | p90 | p99 | avg vs no extender | attempt (scheduled) p50 / p99 ms | pod SLI p50 / p99 ms |\n")
+	b.WriteString("|---|---|---|---|---|---|---|---|---|---|\n")
+	for _, w := range workloads {
 		for _, m := range modes {
-			r := byWorkload[w][m]
-			if r == nil {
-				continue
+			for _, r := range byKey[key{w, m}] {
+				if r.skipped != "" {
+					fmt.Fprintf(&b, "| %s | %s | %d | not run: %s | | | | | | |\n", w, m, r.round, r.skipped)
+					continue
+				}
+				tp := throughput(r)
+				ratio := "-"
+				if base := throughput(sameRound(r, modeNone)); tp != nil && base != nil && base.Data["Average"] > 0 {
+					ratio = fmt.Sprintf("%.0f %%", 100*tp.Data["Average"]/base.Data["Average"])
+				}
+				attempt := get(r, "scheduler_scheduling_attempt_duration_seconds", map[string]string{"result": "scheduled"})
+				sli := get(r, "scheduler_pod_scheduling_sli_duration_seconds", nil)
+				fmt.Fprintf(&b, "| %s | %s | %d | %s | %s | %s | %s | %s | %s / %s | %s / %s |\n", w, m, r.round,
+					ms(tp, "Average"), ms(tp, "Perc50"), ms(tp, "Perc90"), ms(tp, "Perc99"), ratio,
+					ms(attempt, "Perc50"), ms(attempt, "Perc99"), ms(sli, "Perc50"), ms(sli, "Perc99"))
 			}
-			if r.skipped != "" {
-				fmt.Fprintf(&b, "| %s | %s | not run: %s | | | | | | |\n", w, m, r.skipped)
-				continue
-			}
-			tp := throughput(r)
-			ratio := "-"
-			if tp != nil && base != nil && base.Data["Average"] > 0 {
-				ratio = fmt.Sprintf("%.0f %%", 100*tp.Data["Average"]/base.Data["Average"])
-			}
-			attempt := find(items, r.testCase, r.workload, "scheduler_scheduling_attempt_duration_seconds", map[string]string{"result": "scheduled"})
-			sli := find(items, r.testCase, r.workload, "scheduler_pod_scheduling_sli_duration_seconds", nil)
-			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s / %s | %s / %s |\n", w, m,
-				ms(tp, "Average"), ms(tp, "Perc50"), ms(tp, "Perc90"), ms(tp, "Perc99"), ratio,
-				ms(attempt, "Perc50"), ms(attempt, "Perc99"), ms(sli, "Perc50"), ms(sli, "Perc99"))
 		}
 	}
 
 	b.WriteString("\nNeighborly's side (whole workload: init and measured pods):\n\n")
-	b.WriteString("| workload | mode | nodes streamed | filter / prioritize answered (200) | other answers | server-side filter mean / p99 ms | prioritize mean / p99 ms | verdicts without telemetry | reports accepted | extender CPU s | fleet CPU s |\n")
-	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|\n")
+	b.WriteString("| workload | mode | round | nodes streamed | filter / prioritize answered (200) | other answers | server-side filter mean / p99 ms | prioritize mean / p99 ms | verdicts without telemetry | reports accepted | extender CPU s | fleet CPU s |\n")
+	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, w := range workloads {
 		for _, m := range []mode{modeExtender, modePlugin} {
-			r := byWorkload[w][m]
-			if r == nil || r.stats == nil {
-				continue
-			}
-			s := r.stats
-			other := 0.0
-			for k, v := range s.Requests {
-				if !strings.HasSuffix(k, "/200") {
-					other += v
+			for _, r := range byKey[key{w, m}] {
+				if r.stats == nil {
+					continue
 				}
+				s := r.stats
+				other := 0.0
+				for k, v := range s.Requests {
+					if !strings.HasSuffix(k, "/200") {
+						other += v
+					}
+				}
+				fmt.Fprintf(&b, "| %s | %s | %d | %d | %.0f / %.0f | %.0f | %.3f / %.3f | %.3f / %.3f | %.0f | %.0f | %.1f | %.1f |\n",
+					w, m, r.round, s.FleetNodes, s.Requests["filter/200"], s.Requests["prioritize/200"], other,
+					1e3*s.Durations["filter"].mean(), 1e3*s.Durations["filter"].quantile(0.99),
+					1e3*s.Durations["prioritize"].mean(), 1e3*s.Durations["prioritize"].quantile(0.99),
+					s.DecisionsWithoutTelemetry, s.ReportsAccepted, s.ExtenderCPUSeconds, s.FleetCPUSeconds)
 			}
-			fmt.Fprintf(&b, "| %s | %s | %d | %.0f / %.0f | %.0f | %.3f / %.3f | %.3f / %.3f | %.0f | %.0f | %.1f | %.1f |\n",
-				w, m, s.FleetNodes, s.Requests["filter/200"], s.Requests["prioritize/200"], other,
-				1e3*s.Durations["filter"].mean(), 1e3*s.Durations["filter"].quantile(0.99),
-				1e3*s.Durations["prioritize"].mean(), 1e3*s.Durations["prioritize"].quantile(0.99),
-				s.DecisionsWithoutTelemetry, s.ReportsAccepted, s.ExtenderCPUSeconds, s.FleetCPUSeconds)
 		}
 	}
 
-	b.WriteString("\nTargets (average pods/s at 5,000 nodes, as a share of no extender):\n\n")
+	b.WriteString("\nTargets (average pods/s at 5,000 nodes as a share of no extender; the mean of each mode's rounds):\n\n")
 	for _, t := range []struct {
 		m      mode
 		target float64
 	}{{modePlugin, 90}, {modeExtender, 75}} {
-		r, base := byWorkload["5000Nodes"][t.m], byWorkload["5000Nodes"][modeNone]
-		if r == nil || base == nil || throughput(r) == nil || throughput(base) == nil || throughput(base).Data["Average"] == 0 {
+		got, n := meanAverage("5000Nodes", t.m)
+		base, nBase := meanAverage("5000Nodes", modeNone)
+		if n == 0 || nBase == 0 || base == 0 {
 			why := ""
-			if r != nil && r.skipped != "" {
-				why = " (" + r.skipped + ")"
+			if rs := byKey[key{"5000Nodes", t.m}]; len(rs) > 0 && rs[0].skipped != "" {
+				why = " (" + rs[0].skipped + ")"
 			}
 			fmt.Fprintf(&b, "- %s >= %.0f %%: not measured in this run%s\n", t.m, t.target, why)
 			continue
 		}
-		got := 100 * throughput(r).Data["Average"] / throughput(base).Data["Average"]
+		ratio := 100 * got / base
 		verdict := "met"
-		if got < t.target {
-			verdict = fmt.Sprintf("MISSED by %.0f points", t.target-got)
+		if ratio < t.target {
+			verdict = fmt.Sprintf("MISSED by %.0f points", t.target-ratio)
 		}
-		fmt.Fprintf(&b, "- %s >= %.0f %%: %.0f %%, %s\n", t.m, t.target, got, verdict)
+		fmt.Fprintf(&b, "- %s >= %.0f %%: %.0f %% (%.1f vs %.1f pods/s, %d and %d rounds), %s\n",
+			t.m, t.target, ratio, got, base, n, nBase, verdict)
 	}
 	return b.String()
 }

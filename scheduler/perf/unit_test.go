@@ -12,19 +12,20 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-func TestModeOf(t *testing.T) {
-	for name, want := range map[string]mode{
-		"BenchmarkPerfScheduling/SchedulingBasic/500Nodes":                     modeNone,
-		"BenchmarkPerfScheduling/SchedulingBasic_NeighborlyExtender/5000Nodes": modeExtender,
-		"BenchmarkPerfScheduling/SchedulingBasic_NeighborlyPlugin/5Nodes":      modePlugin,
+func TestParseWorkloadName(t *testing.T) {
+	for name, want := range map[string]workloadName{
+		"BenchmarkPerfScheduling/round1/SchedulingBasic/500Nodes":                     {1, "SchedulingBasic", "500Nodes", modeNone},
+		"BenchmarkPerfScheduling/round2/SchedulingBasic_NeighborlyExtender/5000Nodes": {2, "SchedulingBasic_NeighborlyExtender", "5000Nodes", modeExtender},
+		"BenchmarkPerfScheduling/round12/SchedulingBasic_NeighborlyPlugin/5Nodes":     {12, "SchedulingBasic_NeighborlyPlugin", "5Nodes", modePlugin},
 	} {
-		if got, err := modeOf(name); err != nil || got != want {
-			t.Errorf("modeOf(%q) = %q, %v; want %q", name, got, err, want)
+		if got, err := parseWorkloadName(name); err != nil || got != want {
+			t.Errorf("parseWorkloadName(%q) = %+v, %v; want %+v", name, got, err, want)
 		}
 	}
-	for _, bad := range []string{"BenchmarkPerfScheduling", "BenchmarkPerfScheduling/SchedulingBasic_Other/5Nodes"} {
-		if _, err := modeOf(bad); err == nil {
-			t.Errorf("modeOf(%q) accepted", bad)
+	for _, bad := range []string{"BenchmarkPerfScheduling", "BenchmarkPerfScheduling/SchedulingBasic/5Nodes",
+		"BenchmarkPerfScheduling/round0/SchedulingBasic/5Nodes", "BenchmarkPerfScheduling/round1/SchedulingBasic_Other/5Nodes"} {
+		if _, err := parseWorkloadName(bad); err == nil {
+			t.Errorf("parseWorkloadName(%q) accepted", bad)
 		}
 	}
 }
@@ -226,10 +227,10 @@ func TestCPUSecondsFromStat(t *testing.T) {
 
 func TestRenderTablesRatiosAndTargets(t *testing.T) {
 	runs := []*workloadRun{
-		{testCase: "SchedulingBasic", workload: "5000Nodes", mode: modeNone},
-		{testCase: "SchedulingBasic_NeighborlyExtender", workload: "5000Nodes", mode: modeExtender,
+		{testCase: "SchedulingBasic", workload: "5000Nodes", mode: modeNone, round: 1},
+		{testCase: "SchedulingBasic_NeighborlyExtender", workload: "5000Nodes", mode: modeExtender, round: 1,
 			stats: &neighborlyStats{Requests: map[string]float64{"filter/200": 10, "prioritize/200": 10}, FleetNodes: 5000}},
-		{testCase: "SchedulingBasic_NeighborlyPlugin", workload: "5000Nodes", mode: modePlugin, skipped: "no placement port"},
+		{testCase: "SchedulingBasic_NeighborlyPlugin", workload: "5000Nodes", mode: modePlugin, round: 1, skipped: "no placement port"},
 	}
 	item := func(tc, metric string, avg float64, labels ...string) dataItem {
 		l := map[string]string{"Metric": metric, "Name": "BenchmarkPerfScheduling/" + tc + "/5000Nodes/"}
@@ -243,14 +244,44 @@ func TestRenderTablesRatiosAndTargets(t *testing.T) {
 		item("SchedulingBasic_NeighborlyExtender", "SchedulingThroughput", 140),
 		item("SchedulingBasic_NeighborlyExtender", "scheduler_scheduling_attempt_duration_seconds", 7.25, "result", "scheduled"),
 	}
-	out := renderTables(runs, items)
+	out := renderTables(runs, map[int][]dataItem{1: items})
 	for _, want := range []string{
-		"| 5000Nodes | no extender | 200.0 | 200.0 | 200.0 | 200.0 | 100 % |",
-		"| 5000Nodes | HTTP extender | 140.0 | 140.0 | 140.0 | 140.0 | 70 % | 7.2 / 7.2 |",
-		"| 5000Nodes | HTTP extender | 5000 | 10 / 10 | 0 |",
-		"- HTTP extender >= 75 %: 70 %, MISSED by 5 points",
-		"| 5000Nodes | framework plugin | not run: no placement port |",
+		"| 5000Nodes | no extender | 1 | 200.0 | 200.0 | 200.0 | 200.0 | 100 % |",
+		"| 5000Nodes | HTTP extender | 1 | 140.0 | 140.0 | 140.0 | 140.0 | 70 % | 7.2 / 7.2 |",
+		"| 5000Nodes | HTTP extender | 1 | 5000 | 10 / 10 | 0 |",
+		"- HTTP extender >= 75 %: 70 % (140.0 vs 200.0 pods/s, 1 and 1 rounds), MISSED by 5 points",
+		"| 5000Nodes | framework plugin | 1 | not run: no placement port |",
 		"- framework plugin >= 90 %: not measured in this run (no placement port)",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("missing %q in:\n%s", want, out)
+		}
+	}
+}
+
+// With two rounds each row is compared with the same round's no-extender
+// row, and the targets with the mean of the rounds.
+func TestRenderTablesTwoRounds(t *testing.T) {
+	var runs []*workloadRun
+	for round := 1; round <= 2; round++ {
+		runs = append(runs,
+			&workloadRun{testCase: "SchedulingBasic", workload: "5000Nodes", mode: modeNone, round: round},
+			&workloadRun{testCase: "SchedulingBasic_NeighborlyExtender", workload: "5000Nodes", mode: modeExtender, round: round})
+	}
+	tp := func(tc string, avg float64) dataItem {
+		return dataItem{Labels: map[string]string{"Metric": "SchedulingThroughput", "Name": "BenchmarkPerfScheduling/" + tc + "/5000Nodes/"},
+			Data: map[string]float64{"Average": avg}}
+	}
+	rounds := map[int][]dataItem{
+		1: {tp("SchedulingBasic", 200), tp("SchedulingBasic_NeighborlyExtender", 160)},
+		2: {tp("SchedulingBasic", 100), tp("SchedulingBasic_NeighborlyExtender", 90)},
+	}
+	out := renderTables(runs, rounds)
+	for _, want := range []string{
+		"| 5000Nodes | HTTP extender | 1 | 160.0 |",
+		"| 5000Nodes | HTTP extender | 2 | 90.0 |",
+		" | 80 % |", " | 90 % |",
+		"- HTTP extender >= 75 %: 83 % (125.0 vs 150.0 pods/s, 2 and 2 rounds), met",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("missing %q in:\n%s", want, out)
