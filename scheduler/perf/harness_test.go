@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -204,19 +203,12 @@ func (h *benchHarness) preRun(tCtx ktesting.TContext, w *benchmark.Workload) (fu
 	if m == modeNone {
 		return stopProfile, nil
 	}
-	placement := ""
-	if m == modePlugin {
-		if !h.extenderHasPlacementPort() {
-			stopProfile()
-			run.skipped = "this build's extender has no placement port (--placement-address)"
-			tCtx.Skipf("%s: %s", h.extenderBin(), run.skipped)
-		}
-		if placement, err = freeLoopbackAddress(); err != nil {
-			stopProfile()
-			return nil, err
-		}
+	if m == modePlugin && !h.extenderHasPlacementPort() {
+		stopProfile()
+		run.skipped = "this build's extender has no placement port (--placement-address)"
+		tCtx.Skipf("%s: %s", h.extenderBin(), run.skipped)
 	}
-	run.extender, err = startExtender(h, run.dir, placement)
+	run.extender, err = startExtender(h, run.dir, m == modePlugin)
 	if err != nil {
 		stopProfile()
 		return nil, err
@@ -258,16 +250,6 @@ func (h *benchHarness) preRun(tCtx ktesting.TContext, w *benchmark.Workload) (fu
 func (h *benchHarness) extenderHasPlacementPort() bool {
 	out, _ := exec.Command(h.extenderBin(), "--help").CombinedOutput()
 	return strings.Contains(string(out), "--placement-address")
-}
-
-// freeLoopbackAddress returns a loopback address that was free a moment ago.
-func freeLoopbackAddress() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer l.Close()
-	return l.Addr().String(), nil
 }
 
 // nodesCreated runs after scheduler_perf created the workload's Nodes: the
@@ -446,7 +428,10 @@ func envOr(name, fallback string) string {
 	return fallback
 }
 
-var listening = regexp.MustCompile(`listening http=(\S+) grpc=(\S+)`)
+var (
+	listening          = regexp.MustCompile(`listening http=(\S+) grpc=(\S+)(.*)`)
+	placementListening = regexp.MustCompile(`\bplacement=(\S+)`)
+)
 
 // extender is a running neighborly-extender: HTTPS with client certificates
 // for the scheduler (as the chart sets it up), plaintext telemetry on loopback.
@@ -457,18 +442,24 @@ type extender struct {
 	client             *http.Client
 }
 
-func startExtender(h *benchHarness, dir, placementAddr string) (*extender, error) {
+// startExtender starts the extender with the chart's TLS set-up: HTTPS with
+// client certificates for the scheduler verbs and, with placement, the
+// placement service on a free loopback port with the same certificates
+// (client certificates required).
+func startExtender(h *benchHarness, dir string, placement bool) (*extender, error) {
 	config := filepath.Join(dir, "extender.yaml")
-	if err := os.WriteFile(config, []byte(fmt.Sprintf("http:\n  tls:\n    certFile: %s\n    keyFile: %s\n    clientCaFile: %s\n",
-		h.pki.ServerCert, h.pki.ServerKey, h.pki.CAFile)), 0o644); err != nil {
+	yaml := fmt.Sprintf("http:\n  tls:\n    certFile: %s\n    keyFile: %s\n    clientCaFile: %s\n",
+		h.pki.ServerCert, h.pki.ServerKey, h.pki.CAFile)
+	if placement {
+		yaml += fmt.Sprintf("placement:\n  address: 127.0.0.1:0\n  tls:\n    certFile: %s\n    keyFile: %s\n    caFile: %s\n",
+			h.pki.ServerCert, h.pki.ServerKey, h.pki.CAFile)
+	}
+	if err := os.WriteFile(config, []byte(yaml), 0o644); err != nil {
 		return nil, err
 	}
-	args := []string{"--config", config, "--http-address", "127.0.0.1:0", "--grpc-address", "127.0.0.1:0",
-		"--grpc-insecure-plaintext", "--log-level", "warn"}
-	if placementAddr != "" {
-		args = append(args, "--placement-address", placementAddr)
-	}
-	proc, err := startProcess("extender", filepath.Join(dir, "extender.log"), h.extenderBin(), args...)
+	proc, err := startProcess("extender", filepath.Join(dir, "extender.log"), h.extenderBin(),
+		"--config", config, "--http-address", "127.0.0.1:0", "--grpc-address", "127.0.0.1:0",
+		"--grpc-insecure-plaintext", "--log-level", "warn")
 	if err != nil {
 		return nil, err
 	}
@@ -476,6 +467,15 @@ func startExtender(h *benchHarness, dir, placementAddr string) (*extender, error
 	if err != nil {
 		proc.stop()
 		return nil, err
+	}
+	placementAddr := ""
+	if placement {
+		p := placementListening.FindStringSubmatch(m[3])
+		if p == nil {
+			proc.stop()
+			return nil, fmt.Errorf("the extender's listening line names no placement port: %q", m[0])
+		}
+		placementAddr = p[1]
 	}
 	// No keep-alive: scheduler_perf checks that no goroutine outlives a
 	// workload, and an idle connection keeps two.

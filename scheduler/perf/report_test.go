@@ -18,8 +18,8 @@ import (
 // init pods and measured pods), read from its /metrics once the scheduler
 // stopped, plus the CPU time of the extender and of the simulated fleet.
 type neighborlyStats struct {
-	Requests                  map[string]float64 // "filter/200" -> count
-	Durations                 map[string]*histogram
+	Requests                  map[string]float64    // "filter/200", "placement Filter/OK" -> count
+	Durations                 map[string]*histogram // "filter", "placement Filter" -> server-side time
 	DecisionsWithoutTelemetry float64
 	ReportsAccepted           float64
 	ExtenderCPUSeconds        float64
@@ -110,6 +110,20 @@ func parseExtenderMetrics(text string) (*neighborlyStats, error) {
 			hist(labels["verb"]).Sum = value
 		case "neighborly_http_request_duration_seconds_count":
 			hist(labels["verb"]).Count = value
+		case "neighborly_placement_requests_total":
+			s.Requests["placement "+labels["method"]+"/"+labels["code"]] += value
+		case "neighborly_placement_request_duration_seconds_bucket":
+			bound, err := strconv.ParseFloat(labels["le"], 64)
+			if err != nil {
+				return nil, fmt.Errorf("neighborly_placement_request_duration_seconds_bucket: le=%q", labels["le"])
+			}
+			h := hist("placement " + labels["method"])
+			h.Bounds = append(h.Bounds, bound)
+			h.Counts = append(h.Counts, value)
+		case "neighborly_placement_request_duration_seconds_sum":
+			hist("placement " + labels["method"]).Sum = value
+		case "neighborly_placement_request_duration_seconds_count":
+			hist("placement " + labels["method"]).Count = value
 		case "neighborly_decisions_without_telemetry_total":
 			s.DecisionsWithoutTelemetry += value
 		case "neighborly_ingest_reports_total":
@@ -302,11 +316,15 @@ func renderTables(runs []*workloadRun, rounds map[int][]dataItem) string {
 		}
 	}
 
-	b.WriteString("\nNeighborly's side (whole workload: init and measured pods):\n\n")
-	b.WriteString("| workload | mode | round | nodes streamed | filter / prioritize answered (200) | other answers | server-side filter mean / p99 ms | prioritize mean / p99 ms | verdicts without telemetry | reports accepted | extender CPU s | fleet CPU s |\n")
-	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+	b.WriteString("\nNeighborly's side (whole workload: init and measured pods; HTTP extender: /filter and /prioritize, plugin: the placement service's Filter, Score, Reserve):\n\n")
+	b.WriteString("| workload | mode | round | nodes streamed | filter / score calls answered | reserve calls | other answers | server-side filter mean / p99 ms | score mean / p99 ms | verdicts without telemetry | reports accepted | extender CPU s | fleet CPU s |\n")
+	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, w := range workloads {
 		for _, m := range []mode{modeExtender, modePlugin} {
+			filter, score, reserve, ok := "filter", "prioritize", "", "200"
+			if m == modePlugin {
+				filter, score, reserve, ok = "placement Filter", "placement Score", "placement Reserve", "OK"
+			}
 			for _, r := range byKey[key{w, m}] {
 				if r.stats == nil {
 					continue
@@ -314,14 +332,18 @@ func renderTables(runs []*workloadRun, rounds map[int][]dataItem) string {
 				s := r.stats
 				other := 0.0
 				for k, v := range s.Requests {
-					if !strings.HasSuffix(k, "/200") {
+					if !strings.HasSuffix(k, "/"+ok) {
 						other += v
 					}
 				}
-				fmt.Fprintf(&b, "| %s | %s | %d | %d | %.0f / %.0f | %.0f | %.3f / %.3f | %.3f / %.3f | %.0f | %.0f | %.1f | %.1f |\n",
-					w, m, r.round, s.FleetNodes, s.Requests["filter/200"], s.Requests["prioritize/200"], other,
-					1e3*s.Durations["filter"].mean(), 1e3*s.Durations["filter"].quantile(0.99),
-					1e3*s.Durations["prioritize"].mean(), 1e3*s.Durations["prioritize"].quantile(0.99),
+				reserves := "-"
+				if reserve != "" {
+					reserves = fmt.Sprintf("%.0f", s.Requests[reserve+"/"+ok])
+				}
+				fmt.Fprintf(&b, "| %s | %s | %d | %d | %.0f / %.0f | %s | %.0f | %.3f / %.3f | %.3f / %.3f | %.0f | %.0f | %.1f | %.1f |\n",
+					w, m, r.round, s.FleetNodes, s.Requests[filter+"/"+ok], s.Requests[score+"/"+ok], reserves, other,
+					1e3*s.Durations[filter].mean(), 1e3*s.Durations[filter].quantile(0.99),
+					1e3*s.Durations[score].mean(), 1e3*s.Durations[score].quantile(0.99),
 					s.DecisionsWithoutTelemetry, s.ReportsAccepted, s.ExtenderCPUSeconds, s.FleetCPUSeconds)
 			}
 		}

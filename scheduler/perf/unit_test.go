@@ -174,6 +174,12 @@ neighborly_decisions_without_telemetry_total{verb="filter"} 3
 neighborly_decisions_without_telemetry_total{verb="prioritize"} 4
 neighborly_ingest_reports_total{result="accepted"} 90000
 neighborly_ingest_reports_total{result="rejected"} 7
+neighborly_placement_requests_total{method="Filter",code="OK"} 20
+neighborly_placement_requests_total{method="Reserve",code="DEADLINE_EXCEEDED"} 1
+neighborly_placement_request_duration_seconds_bucket{method="Filter",le="0.001"} 20
+neighborly_placement_request_duration_seconds_bucket{method="Filter",le="+Inf"} 20
+neighborly_placement_request_duration_seconds_sum{method="Filter"} 0.01
+neighborly_placement_request_duration_seconds_count{method="Filter"} 20
 `
 
 func TestParseExtenderMetrics(t *testing.T) {
@@ -183,6 +189,12 @@ func TestParseExtenderMetrics(t *testing.T) {
 	}
 	if s.Requests["filter/200"] != 1500 || s.Requests["prioritize/200"] != 1498 || s.Requests["prioritize/503"] != 2 {
 		t.Errorf("requests %v", s.Requests)
+	}
+	if s.Requests["placement Filter/OK"] != 20 || s.Requests["placement Reserve/DEADLINE_EXCEEDED"] != 1 {
+		t.Errorf("placement requests %v", s.Requests)
+	}
+	if got := s.Durations["placement Filter"].mean(); math.Abs(got-0.0005) > 1e-12 {
+		t.Errorf("placement Filter mean %v", got)
 	}
 	if s.DecisionsWithoutTelemetry != 7 || s.ReportsAccepted != 90000 {
 		t.Errorf("without telemetry %v, accepted %v", s.DecisionsWithoutTelemetry, s.ReportsAccepted)
@@ -248,7 +260,7 @@ func TestRenderTablesRatiosAndTargets(t *testing.T) {
 	for _, want := range []string{
 		"| 5000Nodes | no extender | 1 | 200.0 | 200.0 | 200.0 | 200.0 | 100 % |",
 		"| 5000Nodes | HTTP extender | 1 | 140.0 | 140.0 | 140.0 | 140.0 | 70 % | - / - | 7.2 / 7.2 |",
-		"| 5000Nodes | HTTP extender | 1 | 5000 | 10 / 10 | 0 |",
+		"| 5000Nodes | HTTP extender | 1 | 5000 | 10 / 10 | - | 0 |",
 		"- HTTP extender >= 75 %: 70 % (140.0 vs 200.0 pods/s, 1 and 1 rounds), MISSED by 5 points",
 		"| 5000Nodes | framework plugin | 1 | not run: no placement port |",
 		"- framework plugin >= 90 %: not measured in this run (no placement port)",
