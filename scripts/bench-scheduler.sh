@@ -14,6 +14,7 @@
 #   BENCH_OUT=DIR       configs, logs, scheduler_perf's result files, results.md
 #                       (default build/bench-scheduler/<UTC time>)
 #   NEIGHBORLY_BENCH_CPUPROFILE=1  a CPU profile of the test process per workload
+#   NEIGHBORLY_EXTENDER=PATH  another neighborly-extender binary (default: BUILD_DIR's)
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="$(realpath "${1:-${root}/build/default}")"
@@ -29,9 +30,9 @@ if ! command -v go >/dev/null 2>&1; then
   echo "bench-scheduler: Go is needed (go 1.26 or newer in PATH)" >&2
   exit 1
 fi
-for bin in extender/neighborly-extender node-agent/neighborly-agent; do
-  if [[ ! -x "${build}/${bin}" ]]; then
-    echo "bench-scheduler: ${build}/${bin} is missing (make build)" >&2
+for bin in "${NEIGHBORLY_EXTENDER:-${build}/extender/neighborly-extender}" "${build}/node-agent/neighborly-agent"; do
+  if [[ ! -x "${bin}" ]]; then
+    echo "bench-scheduler: ${bin} is missing (make build)" >&2
     exit 1
   fi
 done
