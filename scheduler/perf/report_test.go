@@ -291,13 +291,13 @@ func renderTables(runs []*workloadRun, rounds map[int][]dataItem) string {
 		return sum / float64(n), n
 	}
 
-	b.WriteString("| workload | mode | round | pods/s avg | p50 | p90 | p99 | avg vs no extender | algorithm p50 / p99 ms | attempt (scheduled) p50 / p99 ms | pod SLI p50 / p99 ms |\n")
-	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|\n")
+	b.WriteString("| workload | mode | round | pods/s avg | p50 | p90 | p99 | avg vs no extender | algorithm mean / p99 ms | plugin RPC Filter / Score / Reserve mean ms | attempt (scheduled) p50 / p99 ms | pod SLI p50 / p99 ms |\n")
+	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, w := range workloads {
 		for _, m := range modes {
 			for _, r := range byKey[key{w, m}] {
 				if r.skipped != "" {
-					fmt.Fprintf(&b, "| %s | %s | %d | not run: %s | | | | | | | |\n", w, m, r.round, r.skipped)
+					fmt.Fprintf(&b, "| %s | %s | %d | not run: %s | | | | | | | | |\n", w, m, r.round, r.skipped)
 					continue
 				}
 				tp := throughput(r)
@@ -308,9 +308,19 @@ func renderTables(runs []*workloadRun, rounds map[int][]dataItem) string {
 				attempt := get(r, "scheduler_scheduling_attempt_duration_seconds", map[string]string{"result": "scheduled"})
 				sli := get(r, "scheduler_pod_scheduling_sli_duration_seconds", nil)
 				algorithm := get(r, "scheduler_scheduling_algorithm_duration_seconds", nil)
-				fmt.Fprintf(&b, "| %s | %s | %d | %s | %s | %s | %s | %s | %s / %s | %s / %s | %s / %s |\n", w, m, r.round,
+				rpc := "-"
+				if m == modePlugin {
+					rpc = ""
+					for i, method := range []string{"Filter", "Score", "Reserve"} {
+						if i > 0 {
+							rpc += " / "
+						}
+						rpc += ms(get(r, "neighborly_plugin_rpc_duration_seconds", map[string]string{"method": method}), "Average")
+					}
+				}
+				fmt.Fprintf(&b, "| %s | %s | %d | %s | %s | %s | %s | %s | %s / %s | %s | %s / %s | %s / %s |\n", w, m, r.round,
 					ms(tp, "Average"), ms(tp, "Perc50"), ms(tp, "Perc90"), ms(tp, "Perc99"), ratio,
-					ms(algorithm, "Perc50"), ms(algorithm, "Perc99"),
+					ms(algorithm, "Average"), ms(algorithm, "Perc99"), rpc,
 					ms(attempt, "Perc50"), ms(attempt, "Perc99"), ms(sli, "Perc50"), ms(sli, "Perc99"))
 			}
 		}
