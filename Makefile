@@ -27,7 +27,7 @@ NEIGHBORLY_IMAGE_TEST ?= 1
 test: build
 	@ctest --preset $(PRESET) -LE fuzz
 	@$(FUZZ_SMOKE)
-	@if [ -x scripts/chart-test.sh ]; then scripts/chart-test.sh; fi
+	@if [ -x scripts/chart-test.sh ]; then scripts/chart-test.sh --build build/$(PRESET); fi
 	@if [ "$(NEIGHBORLY_IMAGE_TEST)" = 0 ]; then \
 	  echo "image-test: SKIPPED (NEIGHBORLY_IMAGE_TEST=0); run make image-test"; \
 	else $(MAKE) --no-print-directory image-test; fi

@@ -3,8 +3,6 @@
 #include <dirent.h>
 #include <unistd.h>
 
-#include <cmath>
-#include <cstdio>
 #include <fstream>
 #include <sstream>
 #include <vector>
@@ -21,19 +19,6 @@ std::string ReadFile(const char* path) {
   std::stringstream text;
   text << in.rdbuf();
   return text.str();
-}
-
-void Gauge(std::string& out, std::string_view name, std::string_view type, std::string_view help,
-           double value) {
-  absl::StrAppend(&out, "# HELP ", Av(name), " ", Av(help), "\n# TYPE ", Av(name), " ", Av(type),
-                  "\n", Av(name), " ");
-  if (std::floor(value) == value && std::fabs(value) < 1e15) {
-    absl::StrAppend(&out, static_cast<int64_t>(value), "\n");  // integers exactly
-  } else {
-    char buf[32];
-    std::snprintf(buf, sizeof buf, "%.17g", value);  // round-trips
-    absl::StrAppend(&out, buf, "\n");
-  }
 }
 
 }  // namespace
@@ -116,42 +101,41 @@ ProcessStats ReadSelfProcess() {
   return stats;
 }
 
-void AppendProcessMetrics(const ProcessStats& s, std::string& out) {
+void AppendProcessMetrics(const ProcessStats& s, PrometheusWriter& page) {
   if (s.cpu_seconds) {
-    Gauge(out, "process_cpu_seconds_total", "counter",
-          "Total user and system CPU time spent in seconds.", *s.cpu_seconds);
+    page.Counter("process_cpu_seconds_total", "Total user and system CPU time spent in seconds.",
+                 {}, *s.cpu_seconds);
   }
   if (s.start_time_seconds) {
-    Gauge(out, "process_start_time_seconds", "gauge",
-          "Start time of the process since unix epoch in seconds.", *s.start_time_seconds);
+    page.Gauge("process_start_time_seconds",
+               "Start time of the process since unix epoch in seconds.", {}, *s.start_time_seconds);
   }
   if (s.virtual_memory_bytes) {
-    Gauge(out, "process_virtual_memory_bytes", "gauge", "Virtual memory size in bytes.",
-          static_cast<double>(*s.virtual_memory_bytes));
+    page.Gauge("process_virtual_memory_bytes", "Virtual memory size in bytes.", {},
+               static_cast<double>(*s.virtual_memory_bytes));
   }
   if (s.resident_memory_bytes) {
-    Gauge(out, "process_resident_memory_bytes", "gauge", "Resident memory size in bytes.",
-          static_cast<double>(*s.resident_memory_bytes));
+    page.Gauge("process_resident_memory_bytes", "Resident memory size in bytes.", {},
+               static_cast<double>(*s.resident_memory_bytes));
   }
   if (s.open_fds) {
-    Gauge(out, "process_open_fds", "gauge", "Number of open file descriptors.",
-          static_cast<double>(*s.open_fds));
+    page.Gauge("process_open_fds", "Number of open file descriptors.", {},
+               static_cast<double>(*s.open_fds));
   }
   if (s.max_fds) {
-    Gauge(out, "process_max_fds", "gauge", "Maximum number of open file descriptors.",
-          static_cast<double>(*s.max_fds));
+    page.Gauge("process_max_fds", "Maximum number of open file descriptors.", {},
+               static_cast<double>(*s.max_fds));
   }
   if (s.threads) {
-    Gauge(out, "process_threads", "gauge", "Number of OS threads in the process.",
-          static_cast<double>(*s.threads));
+    page.Gauge("process_threads", "Number of OS threads in the process.", {},
+               static_cast<double>(*s.threads));
   }
 }
 
-void AppendBuildInfo(std::string_view prefix, std::string_view version, std::string& out) {
-  const std::string name = absl::StrCat(Av(prefix), "_build_info");
-  absl::StrAppend(&out, "# HELP ", name,
-                  " A metric with a constant 1 labelled by the version of the binary.\n# TYPE ",
-                  name, " gauge\n", name, "{version=\"", PrometheusLabelValue(version), "\"} 1\n");
+void AppendBuildInfo(std::string_view prefix, std::string_view version, PrometheusWriter& page) {
+  page.Gauge(absl::StrCat(Av(prefix), "_build_info"),
+             "A metric with a constant 1 labelled by the version of the binary.",
+             {{"version", std::string(version)}}, 1);
 }
 
 }  // namespace neighborly

@@ -4,9 +4,9 @@
 // binaries add them; docs/performance.md's memory targets are read off
 // process_resident_memory_bytes.
 //
-//   std::string body = ...;                       // the page so far
-//   AppendProcessMetrics(ReadSelfProcess(), body);
-//   AppendBuildInfo("neighborly_extender", NEIGHBORLY_VERSION, body);
+//   PrometheusWriter page;                        // the page so far
+//   AppendProcessMetrics(ReadSelfProcess(), page);
+//   AppendBuildInfo("neighborly_extender", NEIGHBORLY_VERSION, page);
 //
 // The parsers take text, so tests feed them /proc contents.
 #ifndef NEIGHBORLY_COMMON_PROCESS_METRICS_H_
@@ -16,6 +16,8 @@
 #include <optional>
 #include <string>
 #include <string_view>
+
+#include "common/prometheus_text.h"
 
 namespace neighborly {
 
@@ -46,10 +48,10 @@ ProcessStats ReadSelfProcess();
 // process_cpu_seconds_total, process_start_time_seconds,
 // process_virtual_memory_bytes, process_resident_memory_bytes,
 // process_open_fds, process_max_fds, process_threads; absent fields are left out.
-void AppendProcessMetrics(const ProcessStats& stats, std::string& out);
+void AppendProcessMetrics(const ProcessStats& stats, PrometheusWriter& page);
 
 // `<prefix>_build_info{version="..."} 1`, e.g. neighborly_extender_build_info.
-void AppendBuildInfo(std::string_view prefix, std::string_view version, std::string& out);
+void AppendBuildInfo(std::string_view prefix, std::string_view version, PrometheusWriter& page);
 
 }  // namespace neighborly
 

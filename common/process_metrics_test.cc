@@ -45,9 +45,11 @@ TEST(ProcessMetricsTest, ThisProcessIsReadAndRenderedInTheTextFormat) {
   EXPECT_GT(*s.resident_memory_bytes, 1u << 20);
   ASSERT_TRUE(s.open_fds.has_value());
   EXPECT_GE(*s.open_fds, 3u);  // stdin, stdout, stderr at least
-  std::string page;
-  AppendProcessMetrics(s, page);
-  AppendBuildInfo("neighborly_test", "0.1.0\"x", page);
+  PrometheusWriter writer;
+  AppendProcessMetrics(s, writer);
+  AppendBuildInfo("neighborly_test", "0.1.0\"x", writer);
+  EXPECT_THAT(writer.problems(), ::testing::IsEmpty());
+  const std::string page = writer.Render();
   EXPECT_THAT(page, HasSubstr("# TYPE process_cpu_seconds_total counter\n"));
   EXPECT_THAT(page, HasSubstr("\nprocess_resident_memory_bytes "));
   EXPECT_THAT(page, HasSubstr("neighborly_test_build_info{version=\"0.1.0\\\"x\"} 1\n"));

@@ -1,13 +1,17 @@
 // neighborly-extender: wiring only. Config and flags -> logging -> ExtenderCore
-// (learned state loaded) -> gRPC telemetry ingest -> HTTP (scheduler verbs and
-// operator API). Prints "listening http=HOST:PORT grpc=HOST:PORT" (stdout and
-// stderr) once both accept. SIGTERM/SIGINT: stop accepting, finish in-flight requests,
-// save state, exit 0. Bad flags or config: one line on stderr, exit 2.
+// (learned state loaded) -> gRPC telemetry ingest -> gRPC placement service
+// (when placement.address is set) -> HTTP (scheduler verbs and operator API).
+// Prints "listening http=HOST:PORT grpc=HOST:PORT" (plus " operator=..." and
+// " placement=..." when those ports are on; stdout and stderr) once all accept. SIGTERM/SIGINT:
+// stop accepting, finish in-flight requests, save state, exit 0. Bad flags or config: one line on
+// stderr, exit 2.
 #include <malloc.h>
 #include <signal.h>
 
 #include <algorithm>
 #include <atomic>
+#include <climits>
+#include <cstdint>
 #include <cstdio>
 #include <filesystem>
 #include <memory>
@@ -29,6 +33,7 @@
 #include "extender/src/ingest/node_identity.h"
 #include "extender/src/ingest/telemetry_server.h"
 #include "extender/src/ingest/transport_security.h"
+#include "extender/src/placement/placement_service.h"
 #include "spdlog/spdlog.h"
 
 namespace neighborly::extender {
@@ -60,19 +65,15 @@ void SaveState(const ExtenderCore& core, const std::string& path) {
   }
 }
 
-void AppendStateMetrics(const ExtenderCore& core, std::string& out) {
-  absl::StrAppend(&out,
-                  "# HELP neighborly_state_save_failures_total Saves of the state file that "
-                  "failed (full disk, unwritable directory); the log says why.\n"
-                  "# TYPE neighborly_state_save_failures_total counter\n"
-                  "neighborly_state_save_failures_total ",
-                  state_save_failures.load(std::memory_order_relaxed), "\n",
-                  "# HELP neighborly_ingest_foreign_pod_records_total Pod records a node "
-                  "reported that it may not teach about (the pod belongs to another node, or "
-                  "is booked on one); nothing was learned from them.\n"
-                  "# TYPE neighborly_ingest_foreign_pod_records_total counter\n"
-                  "neighborly_ingest_foreign_pod_records_total ",
-                  core.foreign_pod_claims(), "\n");
+void AppendStateMetrics(const ExtenderCore& core, PrometheusWriter& page) {
+  page.Counter("neighborly_state_save_failures_total",
+               "Saves of the state file that failed (full disk, unwritable directory); the log "
+               "says why.",
+               {}, static_cast<double>(state_save_failures.load(std::memory_order_relaxed)));
+  page.Counter("neighborly_ingest_foreign_pod_records_total",
+               "Pod records a node reported that it may not teach about (the pod belongs to "
+               "another node, or is booked on one); nothing was learned from them.",
+               {}, static_cast<double>(core.foreign_pod_claims()));
 }
 
 int Run(int argc, char** argv) {
@@ -122,6 +123,25 @@ int Run(int argc, char** argv) {
     if (!tls.ok()) return Fail(2, absl::StrCat("grpc.tls: ", tls.status().message()));
     telemetry_options.credentials = tls->credentials;
     grpc_tls = std::move(*tls);
+  }
+  // The placement port's checked certificate files (client certificates required).
+  PlacementMetrics placement_metrics;
+  ServerTls placement_tls;
+  if (!config->placement_address.empty() && !config->placement_insecure_plaintext) {
+    absl::StatusOr<ServerTls> tls = MakeServerCredentials(
+        {.ca_file = config->placement_tls_ca_file,
+         .cert_file = config->placement_tls_cert_file,
+         .key_file = config->placement_tls_key_file,
+         .require_client_cert = true,
+         .reload_interval = config->placement_tls_reload_interval,
+         .on_reload = [&placement_metrics](bool ok) { placement_metrics.RecordTlsReload(ok); }});
+    if (!tls.ok()) return Fail(2, absl::StrCat("placement.tls: ", tls.status().message()));
+    placement_tls = std::move(*tls);
+  } else if (!config->placement_address.empty()) {
+    spdlog::warn(
+        "placement.insecurePlaintext: placement calls are accepted without TLS; anyone who can "
+        "reach {} can book and release in-flight pods",
+        config->placement_address);
   }
   std::unique_ptr<TokenVerifier> identity;
   if (!config->identity_issuer.empty()) {
@@ -206,24 +226,44 @@ int Run(int argc, char** argv) {
       TelemetryServer::Start(core, telemetry_options);
   if (!telemetry.ok()) return Fail(1, Sv(telemetry.status().message()));
   TelemetryServer& ingest = **telemetry;
+  std::unique_ptr<PlacementServer> placement;
+  if (!config->placement_address.empty()) {
+    absl::StatusOr<std::unique_ptr<PlacementServer>> started = PlacementServer::Start(
+        core,
+        {.address = config->placement_address,
+         .credentials = placement_tls.credentials,
+         .max_receive_message_bytes =
+             static_cast<int>(std::min<int64_t>(config->http.body_limit_bytes, INT32_MAX)),
+         .max_threads = config->placement_max_threads,
+         .service = {.limits = {.max_node_names =
+                                    static_cast<size_t>(config->http.max_names_per_request)},
+                     .learn_from_unauthenticated =
+                         config->state_learn_from_unauthenticated_scheduler}},
+        &placement_metrics);
+    if (!started.ok()) return Fail(1, Sv(started.status().message()));
+    placement = std::move(*started);
+    spdlog::info(
+        "placement service on {} ({})", placement->address(),
+        placement_tls.credentials ? "mutual TLS, client certificates required" : "plaintext");
+  }
   CoreOperatorSource source(core, [&ingest] { return ingest.stats(); });
   std::atomic<bool> stopping{false};
-  // /metrics is the operator API's page plus the ingest refusals by reason; routes
-  // match in registration order, so this one answers. Registered on both ports.
-  auto register_operator_routes = [&source, &metrics, &ingest, &stopping,
-                                   &core](httplib::Server& server) {
-    server.Get("/metrics", [&source, &metrics, &ingest, &core](const httplib::Request&,
-                                                               httplib::Response& res) {
-      std::string body = RenderMetrics(source, metrics);
-      AppendIngestRefusals(ingest.counters(), body);
-      AppendStateMetrics(core, body);
-      AppendBuildInfo("neighborly_extender", NEIGHBORLY_VERSION, body);
-      AppendProcessMetrics(ReadSelfProcess(), body);
-      res.set_content(body, "text/plain; version=0.0.4; charset=utf-8");
-    });
-    RegisterOperatorApi(server, source, metrics, [&stopping]() -> std::string {
-      return stopping.load() ? "shutting down" : "";
-    });
+  // /metrics is the operator API's page plus the ingest refusals by reason,
+  // the state counters, build info and process_*. Registered on both ports.
+  MetricsPage metrics_page{.per_node_series = config->metrics_per_node_series,
+                           .append = [&ingest, &core, &placement_metrics](PrometheusWriter& page) {
+                             AppendIngestRefusals(ingest.counters(), page);
+                             placement_metrics.AppendPrometheus(page);
+                             AppendStateMetrics(core, page);
+                             AppendBuildInfo("neighborly_extender", NEIGHBORLY_VERSION, page);
+                             AppendProcessMetrics(ReadSelfProcess(), page);
+                           }};
+  auto register_operator_routes = [&source, &metrics, &stopping,
+                                   &metrics_page](httplib::Server& server) {
+    RegisterOperatorApi(
+        server, source, metrics,
+        [&stopping]() -> std::string { return stopping.load() ? "shutting down" : ""; },
+        metrics_page);
   };
   register_operator_routes(http.server());
 
@@ -281,7 +321,8 @@ int Run(int argc, char** argv) {
   // The parseable line, on stdout for scripts and on stderr beside the logs.
   const std::string listening = absl::StrCat(
       "listening http=", http_listen, " grpc=", ingest.address(),
-      operator_listen.empty() ? "" : absl::StrCat(" operator=", operator_listen), "\n");
+      operator_listen.empty() ? "" : absl::StrCat(" operator=", operator_listen),
+      placement == nullptr ? "" : absl::StrCat(" placement=", placement->address()), "\n");
   std::fputs(listening.c_str(), stdout);
   std::fflush(stdout);
   std::fputs(listening.c_str(), stderr);
@@ -301,6 +342,7 @@ int Run(int argc, char** argv) {
   }
   stopping = true;
   http.Stop();  // no new connections; returns once in-flight requests are answered
+  if (placement != nullptr) placement->Shutdown(absl::Seconds(2));  // unary calls: short
   if (operator_http != nullptr) operator_http->Stop();
   // Agent streams never end on their own, so any grace would only be waited
   // out; cancel them now (agents reconnect, to another replica if there is one).

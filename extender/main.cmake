@@ -2,7 +2,8 @@
 add_executable(neighborly-extender ${CMAKE_CURRENT_LIST_DIR}/main.cc)
 set_target_properties(neighborly-extender PROPERTIES OUTPUT_NAME neighborly-extender)
 target_link_libraries(neighborly-extender PRIVATE
-  neighborly_core neighborly_ingest neighborly_http neighborly_api neighborly_extender_config
+  neighborly_core neighborly_ingest neighborly_placement neighborly_http neighborly_api
+  neighborly_extender_config
   neighborly_common absl::strings spdlog::spdlog neighborly_malloc neighborly_warnings)
 
 neighborly_add_test(extender_main_test
@@ -20,3 +21,19 @@ add_dependencies(extender_operator_port_test neighborly-extender neighborlyctl)
 target_compile_definitions(extender_operator_port_test PRIVATE
   NEIGHBORLY_EXTENDER_BINARY="$<TARGET_FILE:neighborly-extender>"
   NEIGHBORLY_CTL_BINARY="$<TARGET_FILE:neighborlyctl>")
+
+neighborly_add_test(extender_placement_port_test
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/placement_port_test.cc
+  LIBS neighborly_test_support neighborly_test_pki neighborly_placement_proto PkgConfig::HTTPLIB
+       nlohmann_json::nlohmann_json absl::strings)
+add_dependencies(extender_placement_port_test neighborly-extender neighborly-agent)
+target_compile_definitions(extender_placement_port_test PRIVATE
+  NEIGHBORLY_EXTENDER_BINARY="$<TARGET_FILE:neighborly-extender>")
+
+# The memory bound through the binary's HTTP port (docs/performance.md, "Memory bound").
+neighborly_add_test(extender_memory_test
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/memory_test.cc
+  LIBS neighborly_test_support absl::strings absl::time)
+add_dependencies(extender_memory_test neighborly-extender)
+target_compile_definitions(extender_memory_test PRIVATE
+  NEIGHBORLY_EXTENDER_BINARY="$<TARGET_FILE:neighborly-extender>")

@@ -83,6 +83,51 @@ def put(out_dir, target, content):
         f.write(content)
 
 
+def placement_seeds():
+    """FilterRequests (neighborly.placement.v1) in protobuf wire format."""
+    def varint(n):
+        n &= (1 << 64) - 1
+        out = b""
+        while True:
+            byte = n & 0x7F
+            n >>= 7
+            if n:
+                out += bytes([byte | 0x80])
+            else:
+                return out + bytes([byte])
+
+    def field(number, value):
+        if isinstance(value, int):
+            return varint(number << 3) + varint(value)
+        if isinstance(value, str):
+            value = value.encode()
+        return varint(number << 3 | 2) + varint(len(value)) + value
+
+    def entry(number, key, value):
+        return field(number, field(1, key) + field(2, value))
+
+    def container(cpu_req=None, cpu_lim=None, mem_req=None, mem_lim=None):
+        out = field(1, "c")
+        for number, v in ((2, cpu_req), (3, cpu_lim), (4, mem_req), (5, mem_lim)):
+            if v is not None:
+                out += field(number, v)
+        return out
+
+    lc = (field(1, "u-lc") + field(2, "content") + field(3, "article")
+          + entry(5, "neighborly.io/class", "latency-critical")
+          + field(6, field(1, "ReplicaSet") + field(2, "article-5d8f7") + field(3, 1))
+          + field(7, container(4000, 4000, 4 << 30, 4 << 30)) + field(9, "Guaranteed"))
+    batch = (field(1, "u-batch") + field(2, "analytics") + field(3, "scan")
+             + entry(4, "workload-type", "batch")
+             + entry(5, "neighborly.io/membw-bytes-per-second", "22.1G")
+             + field(7, container(2000, None, 4 << 30, 8 << 30))
+             + field(8, container(3000, None, 1 << 30, None)))
+    yield field(1, lc)
+    yield field(1, lc) + field(2, "node-1") + field(2, "node-2") + field(2, "node-9")
+    yield field(1, batch) + field(2, "node-2") + field(2, "node-1")
+    yield field(1, field(1, "u") + field(2, "ns") + field(3, "p") + field(7, container()))
+
+
 def perf_seeds():
     """Two CPUs' group reads (2 events) at the start and end of a window."""
     def read(enabled, running, values):
@@ -140,6 +185,8 @@ def main():
     for target, items in INLINE.items():
         for item in items:
             put(out, target, item)
+    for seed in placement_seeds():
+        put(out, "placement_request_fuzzer", seed)
     for seed in perf_seeds():
         put(out, "perf_group_read_fuzzer", seed)
 

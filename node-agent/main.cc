@@ -418,11 +418,13 @@ class MetricsServer {
     const absl::StatusOr<HostPort> hp = ParseHostPort(address);
     if (!hp.ok()) return;
     server_.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
-      std::string body = RenderStreamMetrics(streams_);
-      if (agent_ != nullptr) body += agent_->Render();
-      AppendBuildInfo("neighborly_agent", NEIGHBORLY_VERSION, body);
-      AppendProcessMetrics(ReadSelfProcess(), body);
-      res.set_content(body, "text/plain; version=0.0.4");
+      PrometheusWriter page;
+      AppendStreamMetrics(streams_, page);
+      if (agent_ != nullptr) agent_->AppendTo(page);
+      AppendBuildInfo("neighborly_agent", NEIGHBORLY_VERSION, page);
+      AppendProcessMetrics(ReadSelfProcess(), page);
+      for (const std::string& problem : page.problems()) spdlog::error("/metrics: {}", problem);
+      res.set_content(page.Render(), "text/plain; version=0.0.4; charset=utf-8");
     });
     server_.Get("/healthz", [](const httplib::Request&, httplib::Response& res) {
       res.set_content("ok\n", "text/plain");

@@ -37,8 +37,12 @@ run model_bench "${short[@]}"
 run http_codec_bench "${short[@]}"
 # HTTP round trip on loopback, keep-alive, alternating filter/prioritize, 500 names.
 run http_roundtrip_bench 1000
+# Placement service (the scheduler plugin's gRPC calls) per pod at 5,000 nodes.
+run placement_roundtrip_bench 300
 # Ingest of 50-pod reports: Ingest() from 1 and 2 threads, then gRPC on loopback.
 NEIGHBORLY_BENCH_QUICK=1 run ingest_bench --benchmark_min_time=0.2
+# The extender's /metrics for 100 and 5,000 nodes, per-node series on and off.
+run metrics_bench "${short[@]}"
 # The agent's CPU time and RSS per window with 100 pods (built with the host agent).
 run agent_window_bench 100 5
 # Load (short mode): the real extender with 5,000 simulated nodes of 50 pods

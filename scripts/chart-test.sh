@@ -7,7 +7,7 @@
 # scripts/helm.sh), python3 with PyYAML and promtool (scripts/setup.sh
 # installs python3-yaml and prometheus).
 #
-# Usage: scripts/chart-test.sh [-k NAME_SUBSTRING]
+# Usage: scripts/chart-test.sh [-k NAME_SUBSTRING] [--build BUILD_DIR (default build/default)]
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 

@@ -7,7 +7,9 @@ the rendered objects: the scheduler configuration, the agent's privileges and
 mounts, the wiring between Services, pods, ConfigMaps and accounts. Checks that
 the values schema refuses unknown or bad values, that README.md and
 values.schema.json are generated from values.yaml, that the alert rules pass
-`promtool check rules`, and that deploy/ agrees with the chart.
+`promtool check rules`, that every metric the dashboard and the alert rules use
+is exported by the real binaries of the build (--build), and that deploy/
+agrees with the chart.
 
 Prints one line per check and closes with `chart-test: N passed, N failed`;
 exits 1 when any check failed.
@@ -36,6 +38,7 @@ RELEASE = "neighborly"
 NAMESPACE = "neighborly"
 
 HELM = "helm"
+BUILD = os.path.join(ROOT, "build", "default")  # --build: the binaries the metric checks run
 CHECKS = []
 
 
@@ -143,6 +146,11 @@ def check_extender_entry(entry, url):
     expect(not unknown, f"fields unknown to kube-scheduler's strict decoder: {sorted(unknown)}")
 
 
+def chart_app_version():
+    with open(os.path.join(CHART, "Chart.yaml"), encoding="utf-8") as f:
+        return str(yaml.safe_load(f)["appVersion"])
+
+
 def pod_labels_match(selector, labels):
     return all(labels.get(k) == v for k, v in selector.items())
 
@@ -248,7 +256,8 @@ def second_scheduler_config():
     eq(entry["tlsConfig"], {"caFile": "/etc/neighborly-tls/ca.crt", "certFile": "/etc/neighborly-tls/tls.crt",
                             "keyFile": "/etc/neighborly-tls/tls.key"}, "tlsConfig")
     svc = objs.get("Service", name("extender"))
-    eq({p["name"]: p["port"] for p in svc["spec"]["ports"]}, {"http": 8888, "grpc": 9090, "operator": 8889},
+    eq({p["name"]: p["port"] for p in svc["spec"]["ports"]}, {"http": 8888, "grpc": 9090, "operator": 8889,
+                                                              "placement": 9091},
        "extender Service ports")
 
 
@@ -503,9 +512,13 @@ def deploy_extender_config_matches_chart():
     with open(os.path.join(CHART, "values.yaml"), encoding="utf-8") as f:
         values = yaml.safe_load(f)["extender"]["config"]
     # The chart adds the transport security keys (from `tls`, `extender.identity`
-    # and `extender.operatorTokens`).
-    eq({k: v for k, v in rendered.items() if k not in ("grpc", "http", "operator")}, values,
-       "extender.yaml vs extender.config")
+    # and `extender.operatorTokens`) and metrics.perNodeSeries (from `metrics`).
+    eq({k: v for k, v in rendered.items() if k not in ("grpc", "http", "operator", "metrics")},
+       values, "extender.yaml vs extender.config")
+    eq(rendered["metrics"], {"perNodeSeries": True}, "metrics.perNodeSeries by default")
+    off = render("metrics.perNodeSeries=false").get("ConfigMap", name("extender"))
+    eq(yaml.safe_load(off["data"]["extender.yaml"])["metrics"], {"perNodeSeries": False},
+       "metrics.perNodeSeries=false reaches the extender's config")
 
 
 @check
@@ -833,14 +846,36 @@ def dashboard_and_documented_metrics():
     used = metric_names("\n".join(exprs))
     with open(os.path.join(DEPLOY, "alerts", "neighborly-rules.yaml"), encoding="utf-8") as f:
         used_by_alerts = metric_names(f.read())
-    with open(os.path.join(ROOT, "docs", "operations.md"), encoding="utf-8") as f:
+    with open(os.path.join(ROOT, "docs", "metrics.md"), encoding="utf-8") as f:
         documented = metric_names(f.read())
     undocumented = (used | used_by_alerts) - documented
-    expect(not undocumented, f"metrics used but not listed in docs/operations.md: {sorted(undocumented)}")
+    expect(not undocumented, f"metrics used but not listed in docs/metrics.md: {sorted(undocumented)}")
     for needed in ("neighborly_node_contention_score", "neighborly_node_l3_pressure_ratio",
-                   "neighborly_node_membw_utilisation_ratio", "neighborly_node_telemetry_age_seconds",
-                   "neighborly_decisions_total", "neighborly_http_request_duration_seconds"):
+                   "neighborly_node_membw_utilization_ratio", "neighborly_node_telemetry_age_seconds",
+                   "neighborly_decisions_total", "neighborly_extender_http_request_duration_seconds",
+                   "neighborly_fleet_nodes", "neighborly_fleet_max_membw_utilization_ratio"):
         expect(needed in used, f"the dashboard does not show {needed}")
+
+
+@check
+def dashboard_and_alerts_use_exported_metrics():
+    """Every metric name in the dashboard's queries and the alert rules (the
+    chart's PrometheusRule as rendered, and deploy/) is exported by the real
+    binaries of this build (test/metrics/metrics_conventions.py runs them)."""
+    sys.path.insert(0, os.path.join(ROOT, "test", "metrics"))
+    import metrics_conventions  # noqa: E402
+
+    pages = metrics_conventions.scrape(BUILD)
+    exported = metrics_conventions.exported_names(pages)
+    rule = render("metrics.prometheusRule.enabled=true").get("PrometheusRule", RELEASE)
+    uses = metrics_conventions.names_used_by_dashboard_and_rules()
+    uses["the chart's PrometheusRule"] = metrics_conventions.used_names(
+        "\n".join(r["expr"] for g in rule["spec"]["groups"] for r in g["rules"]))
+    for where, names in uses.items():
+        expect(names, f"{where}: no metric names found")
+        missing = sorted(names - exported)
+        expect(not missing, f"{os.path.relpath(where, ROOT) if os.path.isabs(where) else where} "
+               f"uses {missing}, which the binaries' /metrics do not export")
 
 
 # ---------------------------------------------------------------------------
@@ -886,17 +921,22 @@ def example_workloads():
 
 
 import chart_test_operator  # noqa: E402  (the operator-side checks; they use the helpers above)
+import chart_test_plugin  # noqa: E402  (the framework-plugin mode's checks)
 
 chart_test_operator.register(sys.modules[__name__])
+chart_test_plugin.register(sys.modules[__name__])
 
 
 def main():
-    global HELM
+    global HELM, BUILD
     parser = argparse.ArgumentParser(description="Tests of the Helm chart and deploy/.")
     parser.add_argument("--helm", required=True, help="path of the helm binary")
     parser.add_argument("-k", default="", help="run only checks whose name contains this")
+    parser.add_argument("--build", default=BUILD,
+                        help="CMake build directory with the binaries (default build/default)")
     args = parser.parse_args()
     HELM = args.helm
+    BUILD = args.build
     start = time.monotonic()
     passed = failed = 0
     for fn in CHECKS:
@@ -905,7 +945,8 @@ def main():
         t0 = time.monotonic()
         try:
             fn()
-        except (AssertionError, RenderError, KeyError, TypeError, yaml.YAMLError, OSError) as e:
+        except (AssertionError, RenderError, KeyError, TypeError, yaml.YAMLError, OSError,
+                RuntimeError) as e:
             failed += 1
             detail = str(e) if not isinstance(e, (KeyError, TypeError)) else traceback.format_exc(limit=2)
             print(f"FAIL {fn.__name__}: {detail}", flush=True)

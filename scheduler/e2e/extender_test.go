@@ -61,7 +61,7 @@ func TestStockSchedulerWithExtender(t *testing.T) {
 	after := ext.requests(t)
 	for _, verb := range []string{"filter/200", "prioritize/200"} {
 		if after[verb]-before[verb] < len(pods) {
-			t.Errorf("neighborly_extender_requests_total{%s} moved by %d for %d pods", verb, after[verb]-before[verb], len(pods))
+			t.Errorf("neighborly_extender_http_requests_total{%s} moved by %d for %d pods", verb, after[verb]-before[verb], len(pods))
 		}
 	}
 

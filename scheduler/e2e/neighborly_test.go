@@ -75,8 +75,17 @@ type extender struct {
 func startExtender(t *testing.T, p paths, certs *pki, httpPort, grpcPort int, extraArgs ...string) *extender {
 	t.Helper()
 	config := filepath.Join(t.TempDir(), "extender.yaml")
-	writeFile(t, config, fmt.Sprintf("http:\n  tls:\n    certFile: %s\n    keyFile: %s\n    clientCaFile: %s\n",
-		certs.serverCert, certs.serverKey, certs.caFile))
+	content := fmt.Sprintf("http:\n  tls:\n    certFile: %s\n    keyFile: %s\n    clientCaFile: %s\n",
+		certs.serverCert, certs.serverKey, certs.caFile)
+	for _, a := range extraArgs {
+		if a == "--placement-address" {
+			// The placement port as the chart sets it up: mutual TLS with the
+			// scheduler's client certificate from the same CA.
+			content += fmt.Sprintf("placement:\n  tls:\n    certFile: %s\n    keyFile: %s\n    caFile: %s\n",
+				certs.serverCert, certs.serverKey, certs.caFile)
+		}
+	}
+	writeFile(t, config, content)
 	args := append([]string{"--config", config,
 		"--http-address", fmt.Sprintf("127.0.0.1:%d", httpPort),
 		"--grpc-address", fmt.Sprintf("127.0.0.1:%d", grpcPort),
@@ -112,9 +121,9 @@ func (e *extender) waitForFleet(t *testing.T, n int) {
 	}
 }
 
-var requestsTotal = regexp.MustCompile(`(?m)^neighborly_extender_requests_total\{verb="([a-z]+)",code="(\d+)"\} (\d+)`)
+var requestsTotal = regexp.MustCompile(`(?m)^neighborly_extender_http_requests_total\{verb="([a-z]+)",code="(\d+)"\} (\d+)`)
 
-// requests returns neighborly_extender_requests_total by verb and code ("filter/200").
+// requests returns neighborly_extender_http_requests_total by verb and code ("filter/200").
 func (e *extender) requests(t *testing.T) map[string]int {
 	t.Helper()
 	resp, err := e.client.Get(e.url("/metrics"))
@@ -142,6 +151,13 @@ func schedulerConfig(t *testing.T, p paths, cp *controlPlane, certs *pki, ext *e
 	args := []string{"template", "neighborly", filepath.Join(p.root, "charts/neighborly"),
 		"--namespace", "neighborly", "--show-only", "templates/scheduler-configmap.yaml",
 		"--set", fmt.Sprintf("schedulerExtender.urlPrefix=https://127.0.0.1:%d", ext.httpPort)}
+	// helm template assumes its own default cluster version; render for the
+	// API server the test runs (the chart picks images by it).
+	if v, err := cp.client.Discovery().ServerVersion(); err == nil {
+		args = append(args, "--kube-version", v.GitVersion)
+	} else {
+		t.Fatalf("the API server's version: %v", err)
+	}
 	for _, s := range sets {
 		args = append(args, "--set", s)
 	}

@@ -10,7 +10,6 @@
 // prints every node's verdict, score and reason next to what the default
 // scheduler would have done. scripts/demo.sh starts the processes.
 #include <httplib.h>
-#include <yaml-cpp/yaml.h>
 
 #include <algorithm>
 #include <chrono>
@@ -23,7 +22,10 @@
 #include <thread>
 #include <vector>
 
+#include "absl/status/statusor.h"
+#include "common/cpu_list.h"
 #include "nlohmann/json.hpp"
+#include "node-agent/src/simulate/scenario.h"
 #include "tools/demo/default_scheduler.h"
 
 namespace neighborly::demo {
@@ -60,34 +62,25 @@ std::string Pad(std::string s, size_t width) {
   return s;
 }
 
-std::vector<ScenarioNode> LoadScenario(const std::string& path) {
-  const YAML::Node root = YAML::LoadFile(path);
+// The cluster as the scenario file describes it, read by the simulator's own
+// parser (so the demo reads the file exactly as the fleet streams it).
+absl::StatusOr<std::vector<ScenarioNode>> LoadScenario(const std::string& path) {
+  absl::StatusOr<agent::Scenario> scenario = agent::LoadScenarioFile(path);
+  if (!scenario.ok()) return scenario.status();
   std::vector<ScenarioNode> nodes;
-  for (const YAML::Node& n : root["nodes"]) {
+  for (const telemetry::v1::NodeReport& report : scenario->nodes) {
     ScenarioNode node;
-    node.load.name = n["name"].as<std::string>();
-    for (const YAML::Node& numa : n["numaNodes"]) {
-      const std::string cpus = numa["cpus"].as<std::string>();
-      // Count CPUs in "a-b,c" lists.
-      std::stringstream ss(cpus);
-      std::string part;
-      while (std::getline(ss, part, ',')) {
-        const size_t dash = part.find('-');
-        const int64_t count = dash == std::string::npos
-                                  ? 1
-                                  : std::stoll(part.substr(dash + 1)) - std::stoll(part) + 1;
-        node.load.allocatable_millicores += count * 1000;
-      }
-      node.load.allocatable_memory_bytes += numa["memoryBytes"].as<int64_t>();
+    node.load.name = report.node_name();
+    for (const telemetry::v1::NumaNode& numa : report.topology().numa_nodes()) {
+      absl::StatusOr<CpuSet> cpus = ParseCpuList(numa.cpus());
+      if (!cpus.ok()) return cpus.status();
+      node.load.allocatable_millicores += static_cast<int64_t>(cpus->size()) * 1000;
+      node.load.allocatable_memory_bytes += static_cast<int64_t>(numa.memory_bytes());
     }
-    for (const YAML::Node& p : n["pods"]) {
-      if (p["cpuRequestMillicores"]) {
-        node.load.requested_millicores += p["cpuRequestMillicores"].as<int64_t>();
-      }
-      if (p["memoryRequestBytes"]) {
-        node.load.requested_memory_bytes += p["memoryRequestBytes"].as<int64_t>();
-      }
-      node.pods.push_back(p["name"].as<std::string>());
+    for (const telemetry::v1::PodReport& pod : report.pods()) {
+      node.load.requested_millicores += pod.cpu_request_millicores();
+      node.load.requested_memory_bytes += static_cast<int64_t>(pod.memory_request_bytes());
+      node.pods.push_back(pod.name());
     }
     node.default_load = node.load;
     nodes.push_back(std::move(node));
@@ -300,7 +293,9 @@ void WaitForProfiles(httplib::Client& client) {
 }
 
 int Run(const Args& args) {
-  std::vector<ScenarioNode> scenario = LoadScenario(args.scenario);
+  absl::StatusOr<std::vector<ScenarioNode>> loaded = LoadScenario(args.scenario);
+  if (!loaded.ok()) return Fail(std::string(loaded.status().message()));
+  std::vector<ScenarioNode>& scenario = *loaded;
   std::ifstream pods_file(args.pods);
   if (!pods_file) return Fail("cannot read " + args.pods);
   const json incoming = json::parse(pods_file);

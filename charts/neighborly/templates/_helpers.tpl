@@ -146,11 +146,26 @@ prometheus.io/scheme: {{ default "http" .scheme }}
 {{- end -}}
 {{- $_ := set $config "http" (merge (dict "tls" $httpTls) (default dict $config.http)) -}}
 {{- end -}}
+{{- if and (eq .Values.mode "second-scheduler") (eq .Values.scheduler.integration "plugin") -}}
+{{- /* The placement port for neighborly-scheduler's plugin: mutual TLS with the
+       scheduler's client certificate from the chart's CA, or plaintext when
+       the chart runs without scheduler TLS. */ -}}
+{{- $placement := dict "address" (printf "0.0.0.0:%d" (int .Values.extender.placement.port)) -}}
+{{- if .Values.tls.scheduler -}}
+{{- $_ := set $placement "tls" (dict "caFile" "/etc/neighborly-tls/ca.crt" "certFile" "/etc/neighborly-tls/tls.crt" "keyFile" "/etc/neighborly-tls/tls.key") -}}
+{{- else -}}
+{{- $_ := set $placement "insecurePlaintext" true -}}
+{{- end -}}
+{{- $_ := set $config "placement" (merge $placement (default dict $config.placement)) -}}
+{{- end -}}
 {{- $operator := dict "tokenFile" "/etc/neighborly-operator/tokens" -}}
 {{- if .Values.tls.scheduler -}}
 {{- $_ := set $operator "tls" (dict "certFile" "/etc/neighborly-tls/tls.crt" "keyFile" "/etc/neighborly-tls/tls.key") -}}
 {{- end -}}
 {{- $_ := set $config "operator" (merge $operator (default dict $config.operator)) -}}
+{{- $metrics := default dict $config.metrics -}}
+{{- $_ := set $metrics "perNodeSeries" .Values.metrics.perNodeSeries -}}
+{{- $_ := set $config "metrics" $metrics -}}
 {{- toYaml $config -}}
 {{- end -}}
 
@@ -191,7 +206,7 @@ version: scheduler.image.tagByMinor, or scheduler.image.tag checked against it.
 
 {{/* The Neighborly plugin's pluginConfig args (scheduler.integration: plugin). */}}
 {{- define "neighborly.pluginArgs" -}}
-address: {{ printf "%s.%s.svc:%d" (include "neighborly.componentName" (dict "root" . "component" "extender")) .Release.Namespace (int .Values.extender.placementPort) | quote }}
+address: {{ printf "%s.%s.svc:%d" (include "neighborly.componentName" (dict "root" . "component" "extender")) .Release.Namespace (int .Values.extender.placement.port) | quote }}
 {{- if .Values.tls.scheduler }}
 {{- if not .Values.tls.requireSchedulerClientCert }}
 {{- fail "[ERROR] scheduler.integration=plugin with tls.scheduler needs tls.requireSchedulerClientCert: the placement port takes only clients with a certificate" }}

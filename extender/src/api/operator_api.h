@@ -47,16 +47,32 @@ class OperatorSource {
 // Returns "" when ready to answer the scheduler, else why not.
 using ReadinessCheck = std::function<std::string()>;
 
+// What /metrics shows beyond the request counters and the fleet aggregates
+// (docs/metrics.md).
+struct MetricsPage {
+  // metrics.perNodeSeries: the neighborly_node_* gauges, about 11 series per
+  // node on every replica. Off: only the neighborly_fleet_* aggregates.
+  bool per_node_series = true;
+  // Families the binary adds: ingest refusals, state, build info, process_*.
+  std::function<void(PrometheusWriter&)> append;
+};
+
 // Registers the GET routes. `source`, `metrics` and `ready` must outlive the server.
 void RegisterOperatorApi(httplib::Server& server, const OperatorSource& source,
-                         const ExtenderMetrics& metrics, ReadinessCheck ready);
+                         const ExtenderMetrics& metrics, ReadinessCheck ready,
+                         MetricsPage metrics_page = {});
 
 // The JSON documents of /v1 (docs/http.md), exposed for tests and neighborlyctl.
 nlohmann::json NodeSummaryJson(const NodeSummary& node, bool with_pods);
 nlohmann::json DecisionRecordJson(const DecisionRecord& record);
 nlohmann::json WorkloadViewJson(const WorkloadView& workload);
-// The whole /metrics page.
-std::string RenderMetrics(const OperatorSource& source, const ExtenderMetrics& metrics);
+// The ingest, workload, fleet and (with per_node_series) per-node families.
+void AppendOperatorMetrics(const OperatorSource& source, const MetricsPage& options,
+                           PrometheusWriter& page);
+// The whole /metrics page: `metrics`' families, AppendOperatorMetrics and
+// options.append's.
+std::string RenderMetrics(const OperatorSource& source, const ExtenderMetrics& metrics,
+                          const MetricsPage& options = {});
 
 }  // namespace neighborly::extender
 

@@ -35,6 +35,18 @@ struct ExtenderConfig {
   HttpServerOptions operator_http;
   std::string operator_token_file;
   absl::Duration operator_token_reload_interval = absl::Seconds(10);
+  // placement: the placement service (neighborly.placement.v1) for the
+  // scheduler framework plugin, on its own gRPC port. Empty address: off.
+  // Mutual TLS (client certificates required) or, explicitly, plaintext;
+  // requests are bounded by http.maxNamesPerRequest and http.bodyLimitBytes.
+  std::string placement_address;
+  std::string placement_tls_ca_file;
+  std::string placement_tls_cert_file;
+  std::string placement_tls_key_file;
+  absl::Duration placement_tls_reload_interval = absl::Seconds(10);
+  bool placement_insecure_plaintext = false;
+  // Threads that answer placement calls at most.
+  int placement_max_threads = 64;
   // grpc: telemetry ingest from the agents.
   std::string grpc_address = "0.0.0.0:9090";
   // grpc.tls: (mutual) TLS for the agents' streams. Without it the extender
@@ -79,29 +91,38 @@ struct ExtenderConfig {
   // it could teach). Off: only with http.tls.clientCaFile.
   bool state_learn_from_unauthenticated_scheduler = false;
   int64_t state_max_workloads = 10'000;  // workload profiles kept; least recently used dropped
+  // metrics.perNodeSeries: /metrics carries the neighborly_node_* gauges
+  // (about 11 series per node, on every replica); off: only the
+  // neighborly_fleet_* aggregates (docs/metrics.md).
+  bool metrics_per_node_series = true;
   // log
   std::string log_level = "info";
   // model: the contention model's parameters (docs/scoring.md).
   ModelConfig model;
 };
 
-// Parses YAML text; `source` names it in errors ("extender.yaml"). Keys not
-// given keep their defaults.
-absl::StatusOr<ExtenderConfig> ParseExtenderConfig(std::string_view yaml, std::string_view source);
+// Parses YAML text; `source_name` names it in errors ("extender.yaml"). Keys
+// not given keep their defaults; merge keys ("<<: *defaults") work as in any
+// YAML file read through common/yaml_fields.h.
+absl::StatusOr<ExtenderConfig> ParseExtenderConfig(std::string_view text,
+                                                   std::string_view source_name);
 
 struct CommandLine {
   std::string config_file;  // empty: defaults only
   std::optional<std::string> http_address;
   std::optional<std::string> grpc_address;
   std::optional<std::string> operator_address;
+  std::optional<std::string> placement_address;
   std::optional<std::string> log_level;
-  bool grpc_insecure_plaintext = false;  // --grpc-insecure-plaintext
+  bool grpc_insecure_plaintext = false;       // --grpc-insecure-plaintext
+  bool placement_insecure_plaintext = false;  // --placement-insecure-plaintext
   bool help = false;
   bool version = false;
 };
 
 // --config FILE, --http-address HOST:PORT, --grpc-address HOST:PORT, --operator-address HOST:PORT,
-// --log-level LEVEL, --help, --version; "--flag value" or "--flag=value".
+// --placement-address HOST:PORT, --log-level LEVEL, --grpc-insecure-plaintext,
+// --placement-insecure-plaintext, --help, --version; "--flag value" or "--flag=value".
 absl::StatusOr<CommandLine> ParseCommandLine(int argc, const char* const* argv);
 
 // Reads the file (if any), applies the flag overrides, validates the result.
@@ -113,7 +134,8 @@ absl::Status ValidateExtenderConfig(const ExtenderConfig& config);
 
 // The telemetry port is either TLS (grpc.tls) or explicitly plaintext
 // (grpc.insecurePlaintext / --grpc-insecure-plaintext); never plaintext by
-// omission. main refuses to start otherwise.
+// omission. The same for the placement port when it is on (placement.tls /
+// placement.insecurePlaintext). main refuses to start otherwise.
 absl::Status CheckTransportSecurity(const ExtenderConfig& config);
 
 std::string ExtenderUsage();

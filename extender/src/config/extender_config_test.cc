@@ -31,6 +31,7 @@ TEST(ExtenderConfigTest, EmptyFileGivesDefaults) {
   EXPECT_EQ(c->evaluation_threads, 0);
   EXPECT_TRUE(c->grpc_idle_ingest_threads);
   EXPECT_EQ(c->log_level, "info");
+  EXPECT_TRUE(c->metrics_per_node_series);
   EXPECT_DOUBLE_EQ(c->model.membw_headroom, ModelConfig().membw_headroom);
   EXPECT_EQ(c->model.label_rules.size(), 1u);
   EXPECT_TRUE(ValidateExtenderConfig(*c).ok());
@@ -54,6 +55,8 @@ state:
   file: /tmp/neighborly-state.json
   saveInterval: 15s
   maxPods: 50000
+metrics:
+  perNodeSeries: false
 log:
   level: debug
 model:
@@ -98,6 +101,7 @@ model:
   EXPECT_EQ(c->state_save_interval, absl::Seconds(15));
   EXPECT_EQ(c->state_max_pods, 50'000);
   EXPECT_EQ(c->log_level, "debug");
+  EXPECT_FALSE(c->metrics_per_node_series);
   const ModelConfig& m = c->model;
   ASSERT_EQ(m.label_rules.size(), 2u);
   EXPECT_EQ(m.label_rules[0].key, "tier");
@@ -151,21 +155,54 @@ TEST(ExtenderConfigTest, WrongTypesAreNamedWithTheirLine) {
   EXPECT_THAT(ErrorOf("model:\n  isolateBatch: maybe\n"),
               HasSubstr("model.isolateBatch: expected true or false"));
   EXPECT_THAT(ErrorOf("model:\n  membwHeadroom: 1.5\n"), HasSubstr("outside 0..1"));
-  EXPECT_THAT(ErrorOf("http: [1, 2]\n"), HasSubstr("extender.yaml:1: http must be a mapping"));
+  EXPECT_THAT(ErrorOf("http: [1, 2]\n"),
+              HasSubstr("extender.yaml:1: http: expected a map, got a list"));
   EXPECT_THAT(ErrorOf("http:\n  address: {a: 1}\n"),
-              HasSubstr("http.address: expected a string, got a mapping"));
+              HasSubstr("extender.yaml:2: http.address: expected a string, got a map"));
   EXPECT_THAT(ErrorOf("http:\n  bodyLimitBytes: lots\n"),
               HasSubstr("http.bodyLimitBytes: expected a byte quantity"));
   EXPECT_THAT(ErrorOf("model:\n  labelRules:\n  - {key: a, values: [b], class: noisy}\n"),
               HasSubstr("model.labelRules[0].class: expected batch, latency-critical or standard"));
   EXPECT_THAT(ErrorOf("model:\n  labelRules:\n  - {key: a}\n"),
               HasSubstr("needs key, values and class"));
-  EXPECT_THAT(ErrorOf("- a\n- b\n"), HasSubstr("the file must be a mapping"));
+  EXPECT_THAT(ErrorOf("- a\n- b\n"),
+              HasSubstr("extender.yaml:1: top level: expected a map, got a list"));
   EXPECT_THAT(ErrorOf("http:\n  address: a\n  address: b\n"), HasSubstr("duplicate key"));
 }
 
 TEST(ExtenderConfigTest, YamlSyntaxErrorsNameTheLine) {
-  EXPECT_THAT(ErrorOf("http:\n  address: [1, 2\n"), HasSubstr("YAML syntax error"));
+  EXPECT_THAT(ErrorOf("http:\n  address: [1, 2\n"), HasSubstr("extender.yaml:3: not valid YAML"));
+}
+
+// Merge keys ("<<") are resolved (common/yaml_fields.h); before, the
+// extender refused them as an unknown key "<<".
+TEST(ExtenderConfigTest, MergeKeysShareSettings) {
+  absl::StatusOr<ExtenderConfig> c = ParseExtenderConfig(R"(
+http:
+  tls: &tls {certFile: /tls/tls.crt, keyFile: /tls/tls.key, reloadInterval: 1m}
+operator:
+  tls:
+    <<: *tls
+    reloadInterval: 30s
+model:
+  <<: [{l3Weight: 2, numaWeight: 3}, {l3Weight: 9, smtWeight: 4}]
+  numaWeight: 5
+)",
+                                                         "extender.yaml");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->operator_http.tls_cert_file, "/tls/tls.crt");
+  EXPECT_EQ(c->operator_http.tls_key_file, "/tls/tls.key");
+  EXPECT_EQ(c->operator_http.tls_reload_interval, absl::Seconds(30));  // own key wins
+  EXPECT_EQ(c->http.tls_reload_interval, absl::Minutes(1));
+  EXPECT_DOUBLE_EQ(c->model.l3_weight, 2);  // the first merged map wins
+  EXPECT_DOUBLE_EQ(c->model.smt_weight, 4);
+  EXPECT_DOUBLE_EQ(c->model.numa_weight, 5);
+  // Merged keys are checked like the map's own: http.tls has a clientCaFile,
+  // operator.tls does not.
+  EXPECT_THAT(ErrorOf("http:\n  tls: &t {clientCaFile: /ca.crt}\noperator:\n  tls: {<<: *t}\n"),
+              HasSubstr("extender.yaml:2: unknown key \"operator.tls.clientCaFile\""));
+  EXPECT_THAT(ErrorOf("model: {<<: {l3Weight: heavy}}\n"),
+              HasSubstr("extender.yaml:1: model.l3Weight: expected a number, got \"heavy\""));
 }
 
 std::vector<const char*> Argv(std::initializer_list<const char*> args) {
@@ -319,6 +356,55 @@ TEST(ExtenderConfigTest, TelemetryIsNeverPlaintextByOmission) {
   EXPECT_TRUE(loaded->grpc_insecure_plaintext);
 }
 
+TEST(ExtenderConfigTest, PlacementPortIsOffByDefaultAndNeverPlaintextByOmission) {
+  ExtenderConfig c;
+  c.grpc_insecure_plaintext = true;
+  EXPECT_EQ(c.placement_address, "");
+  EXPECT_TRUE(CheckTransportSecurity(c).ok());
+  const char* argv[] = {"neighborly-extender", "--placement-address=127.0.0.1:0",
+                        "--grpc-insecure-plaintext"};
+  absl::StatusOr<CommandLine> cl = ParseCommandLine(3, argv);
+  ASSERT_TRUE(cl.ok()) << cl.status();
+  absl::StatusOr<ExtenderConfig> loaded = LoadExtenderConfig(*cl);
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  EXPECT_EQ(loaded->placement_address, "127.0.0.1:0");
+  EXPECT_THAT(std::string(CheckTransportSecurity(*loaded).message()),
+              HasSubstr("the placement port needs TLS"));
+  const char* plaintext[] = {"neighborly-extender", "--placement-address", "127.0.0.1:0",
+                             "--placement-insecure-plaintext", "--grpc-insecure-plaintext"};
+  cl = ParseCommandLine(5, plaintext);
+  ASSERT_TRUE(cl.ok()) << cl.status();
+  loaded = LoadExtenderConfig(*cl);
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  EXPECT_TRUE(loaded->placement_insecure_plaintext);
+  EXPECT_TRUE(CheckTransportSecurity(*loaded).ok());
+
+  absl::StatusOr<ExtenderConfig> parsed = ParseExtenderConfig(R"(
+placement:
+  address: 0.0.0.0:9091
+  maxThreads: 8
+  tls:
+    caFile: /tls/ca.crt
+    certFile: /tls/tls.crt
+    keyFile: /tls/tls.key
+    reloadInterval: 30s
+grpc:
+  insecurePlaintext: true
+)",
+                                                              "x.yaml");
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  EXPECT_EQ(parsed->placement_address, "0.0.0.0:9091");
+  EXPECT_EQ(parsed->placement_max_threads, 8);
+  EXPECT_EQ(parsed->placement_tls_ca_file, "/tls/ca.crt");
+  EXPECT_EQ(parsed->placement_tls_cert_file, "/tls/tls.crt");
+  EXPECT_EQ(parsed->placement_tls_key_file, "/tls/tls.key");
+  EXPECT_EQ(parsed->placement_tls_reload_interval, absl::Seconds(30));
+  EXPECT_TRUE(ValidateExtenderConfig(*parsed).ok());
+  EXPECT_TRUE(CheckTransportSecurity(*parsed).ok());
+  EXPECT_THAT(ErrorOf("placement:\n  adress: x\n"), HasSubstr("unknown key"));
+  EXPECT_THAT(ErrorOf("placement:\n  maxThreads: 1\n"), HasSubstr("placement.maxThreads: 1 is outside 2..4096"));
+}
+
 TEST(ExtenderConfigTest, InconsistentSecuritySettingsAreNamed) {
   const std::vector<std::pair<std::string, std::string>> cases = {
       {"grpc:\n  tls:\n    certFile: /a\n", "certFile and keyFile go together"},
@@ -331,6 +417,12 @@ TEST(ExtenderConfigTest, InconsistentSecuritySettingsAreNamed) {
       {"grpc:\n  identity:\n    issuer: https://k8s\n", "needs jwksFile or publicKeyFiles"},
       {"http:\n  tls:\n    keyFile: /b\n", "http.tls: certFile and keyFile"},
       {"http:\n  tls:\n    clientCaFile: /c\n", "clientCaFile needs"},
+      {"placement:\n  address: 0.0.0.0:9091\n  tls:\n    certFile: /a\n    keyFile: /b\n",
+       "placement.tls needs certFile, keyFile and caFile"},
+      {"placement:\n  insecurePlaintext: true\n  tls:\n    caFile: /c\n    certFile: /a\n"
+       "    keyFile: /b\n",
+       "placement.insecurePlaintext contradicts placement.tls"},
+      {"placement:\n  address: nowhere\n", "placement address"},
   };
   for (const auto& [yaml, message] : cases) {
     absl::StatusOr<ExtenderConfig> c = ParseExtenderConfig(yaml, "x.yaml");

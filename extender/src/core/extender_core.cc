@@ -94,8 +94,18 @@ struct ExtenderCore::Impl {
         learn_from_scheduler(options.learn_from_scheduler) {}
 
   absl::Status Apply(std::unique_ptr<NodeSnapshot> snapshot);  // a validated report
+  // The pod's request as the model sees it, and its workload key; teaches
+  // the registry when `teach`.
+  struct Prepared {
+    PodRequest req;
+    std::string key_text;
+  };
+  Prepared Prepare(const IncomingPod& pod, absl::Time now, bool teach);
   void Decide(std::string_view verb, const IncomingPod& pod,
-              std::span<const std::string_view> nodes, std::vector<NodeDecision>& out, bool book);
+              std::span<const std::string_view> nodes, std::vector<NodeDecision>& out, bool book,
+              bool teach);
+  bool Reserve(const IncomingPod& pod, std::string_view node, bool teach, NodeDecision* decision);
+  bool Unreserve(std::string_view pod_uid, std::string_view node);
   NodeSummary Summarize(const ClusterState::Entry& entry, const NodeSnapshot& snap, absl::Time now,
                         bool with_pods) const;
 
@@ -270,11 +280,8 @@ absl::Status ExtenderCore::Impl::Apply(std::unique_ptr<NodeSnapshot> snapshot) {
   return absl::OkStatus();
 }
 
-void ExtenderCore::Impl::Decide(std::string_view verb, const IncomingPod& pod,
-                                std::span<const std::string_view> nodes,
-                                std::vector<NodeDecision>& out, bool book) {
-  const absl::Time now = clock.Now();
-  ledger.Expire(now);
+ExtenderCore::Impl::Prepared ExtenderCore::Impl::Prepare(const IncomingPod& pod, absl::Time now,
+                                                         bool teach) {
   std::string_view remembered_owner = PodRegistry::kScheduler;
   std::optional<RememberedPod> remembered =
       pod.uid.empty() ? std::nullopt : registry.Lookup(pod.uid, &remembered_owner);
@@ -282,11 +289,13 @@ void ExtenderCore::Impl::Decide(std::string_view verb, const IncomingPod& pod,
   std::string key_text = key.empty() ? std::string() : key.ToString();
   std::optional<WorkloadPrediction> profile;
   if (config.workloads.enabled && !key.empty()) profile = workloads.Predict(key_text, now, config);
-  const PodRequest req = MakePodRequest(pod, remembered ? &*remembered : nullptr, config, &key,
-                                        profile ? &*profile : nullptr);
+  Prepared prepared;
+  prepared.req = MakePodRequest(pod, remembered ? &*remembered : nullptr, config, &key,
+                                profile ? &*profile : nullptr);
+  const PodRequest& req = prepared.req;
   // The scheduler teaches only when authenticated, and never over what a
   // node's report taught about its own pod.
-  if (!pod.uid.empty() && learn_from_scheduler && remembered_owner == PodRegistry::kScheduler) {
+  if (!pod.uid.empty() && teach && remembered_owner == PodRegistry::kScheduler) {
     std::optional<RememberedPod> learn =
         Learnable(req.contention_class, req.source, HintsFromAnnotations(pod.annotations));
     // The workload key is learned beside what is known, never in its place.
@@ -298,7 +307,18 @@ void ExtenderCore::Impl::Decide(std::string_view verb, const IncomingPod& pod,
       registry.Remember(PodRegistry::kScheduler, pod.uid, *learn, now);
     }
   }
+  prepared.key_text = std::move(key_text);
+  return prepared;
+}
 
+void ExtenderCore::Impl::Decide(std::string_view verb, const IncomingPod& pod,
+                                std::span<const std::string_view> nodes,
+                                std::vector<NodeDecision>& out, bool book, bool teach) {
+  const absl::Time now = clock.Now();
+  ledger.Expire(now);
+  Prepared prepared = Prepare(pod, now, teach);
+  const PodRequest& req = prepared.req;
+  std::string& key_text = prepared.key_text;
   const ClusterState::View view = state.view();
   const bool any_bookings = ledger.size() > 0;
   // Which precomputed isolation rejection this pod can meet, if any.
@@ -433,12 +453,118 @@ void ExtenderCore::Impl::Decide(std::string_view verb, const IncomingPod& pod,
 
 void ExtenderCore::Filter(const IncomingPod& pod, std::span<const std::string_view> nodes,
                           std::vector<NodeDecision>& out) {
-  impl_->Decide("filter", pod, nodes, out, /*book=*/false);
+  impl_->Decide("filter", pod, nodes, out, /*book=*/false, impl_->learn_from_scheduler);
 }
 
 void ExtenderCore::Prioritize(const IncomingPod& pod, std::span<const std::string_view> nodes,
                               std::vector<NodeDecision>& out) {
-  impl_->Decide("prioritize", pod, nodes, out, /*book=*/true);
+  impl_->Decide("prioritize", pod, nodes, out, /*book=*/true, impl_->learn_from_scheduler);
+}
+
+void ExtenderCore::FilterKnownNodes(const IncomingPod& pod, bool teach,
+                                    std::vector<std::string_view>& names,
+                                    std::vector<NodeDecision>& out) {
+  names.clear();
+  {
+    // Entries are never freed before the core: their names outlive the View.
+    const ClusterState::View view = impl_->state.view();
+    names.reserve(view.entries().size());
+    for (const ClusterState::Entry* entry : view.entries()) {
+      if (entry->snapshot.load() != nullptr) names.push_back(entry->name);
+    }
+  }
+  impl_->Decide("placement.filter", pod, names, out, /*book=*/false, teach);
+}
+
+void ExtenderCore::FilterNodes(const IncomingPod& pod, std::span<const std::string_view> nodes,
+                               bool teach, std::vector<NodeDecision>& out) {
+  impl_->Decide("placement.filter", pod, nodes, out, /*book=*/false, teach);
+}
+
+void ExtenderCore::Score(const IncomingPod& pod, std::span<const std::string_view> nodes,
+                         bool teach, std::vector<NodeDecision>& out) {
+  impl_->Decide("placement.score", pod, nodes, out, /*book=*/false, teach);
+}
+
+bool ExtenderCore::Reserve(const IncomingPod& pod, std::string_view node, bool teach,
+                           NodeDecision* decision) {
+  return impl_->Reserve(pod, node, teach, decision);
+}
+
+bool ExtenderCore::Unreserve(std::string_view pod_uid, std::string_view node) {
+  return impl_->Unreserve(pod_uid, node);
+}
+
+bool ExtenderCore::Impl::Reserve(const IncomingPod& pod, std::string_view node, bool teach,
+                                 NodeDecision* decision_out) {
+  const absl::Time now = clock.Now();
+  ledger.Expire(now);
+  Prepared prepared = Prepare(pod, now, teach);
+  NodeDecision decision;
+  bool booked = false;
+  {
+    const ClusterState::View view = state.view();
+    const ClusterState::Entry* entry = view.Find(node);
+    const NodeSnapshot* snapshot = entry != nullptr ? entry->snapshot.load() : nullptr;
+    if (snapshot != nullptr) {
+      // The node's other bookings count; this pod's own (an earlier Reserve
+      // or prioritize of the same UID) does not: it is the one being placed.
+      const BookingList* booked_here = entry->bookings.load();
+      std::span<const Booking> others;
+      std::vector<Booking> without_self;
+      if (booked_here != nullptr) {
+        others = *booked_here;
+        if (std::any_of(booked_here->begin(), booked_here->end(),
+                        [&](const Booking& b) { return b.pod_uid == pod.uid; })) {
+          for (const Booking& b : *booked_here) {
+            if (b.pod_uid != pod.uid) without_self.push_back(b);
+          }
+          others = without_self;
+        }
+      }
+      EvaluateNode(prepared.req, &snapshot->profile, others, now, config, decision);
+      booked =
+          ledger.Book(node, MakeBooking(pod.uid, prepared.req, decision, now + config.booking_ttl));
+    } else {
+      EvaluateNode(prepared.req, nullptr, {}, now, config, decision);
+      ledger.ReleasePod(/*node=*/"", pod.uid);  // the pod goes here, not where it was booked
+    }
+  }
+  std::shared_ptr<LoggedDecision> logged = log.NewRecord();
+  logged->at = now;
+  logged->verb = "placement.reserve";
+  logged->pod_uid = pod.uid;
+  logged->pod_namespace = pod.namespace_name;
+  logged->pod_name = pod.name;
+  logged->contention_class = prepared.req.contention_class;
+  logged->class_source = prepared.req.source;
+  logged->AddNode(node, decision);
+  if (booked) logged->booked_node = std::string(node);
+  logged->workload = std::move(prepared.key_text);
+  logged->prediction = prepared.req.prediction;
+  log.Record(std::move(logged));
+  if (decision_out != nullptr) *decision_out = std::move(decision);
+  return booked;
+}
+
+bool ExtenderCore::Impl::Unreserve(std::string_view pod_uid, std::string_view node) {
+  const absl::Time now = clock.Now();
+  ledger.Expire(now);
+  std::optional<Booking> released = ledger.ReleasePod(node, pod_uid);
+  std::shared_ptr<LoggedDecision> logged = log.NewRecord();
+  logged->at = now;
+  logged->verb = "placement.unreserve";
+  logged->pod_uid = std::string(pod_uid);
+  if (released.has_value()) {
+    // Booking::pod is "namespace/name".
+    const size_t slash = released->pod.find('/');
+    logged->pod_namespace = released->pod.substr(0, slash);
+    if (slash != std::string::npos) logged->pod_name = released->pod.substr(slash + 1);
+    logged->contention_class = released->contention_class;
+    logged->released_node = std::string(node);
+  }
+  log.Record(std::move(logged));
+  return released.has_value();
 }
 
 void ExtenderCore::ExpectLargeRequest() {
@@ -588,6 +714,7 @@ std::vector<DecisionRecord> ExtenderCore::Decisions(std::string_view pod, size_t
     }
     r.candidates = d->candidates;
     r.booked_node = d->booked_node;
+    r.released_node = d->released_node;
     r.workload = d->workload;
     r.prediction = d->prediction;
     out.push_back(std::move(r));

@@ -91,7 +91,9 @@ struct NodeSummary {
 // One recorded decision for explanations (/v1/decisions, neighborlyctl explain).
 struct DecisionRecord {
   absl::Time at;
-  std::string verb;  // "filter" | "prioritize"
+  // "filter" | "prioritize" (HTTP); "placement.filter" | "placement.score" |
+  // "placement.reserve" | "placement.unreserve" (the placement service)
+  std::string verb;
   std::string pod_uid;
   std::string pod;  // "namespace/name"
   std::string contention_class;
@@ -104,9 +106,10 @@ struct DecisionRecord {
   // LoggedDecision::kTopFeasible); `candidates` counts all the request named.
   std::vector<PerNode> nodes;
   size_t candidates = 0;
-  std::string booked_node;  // prioritize only: where the footprint was booked
-  std::string workload;     // the pod's workload key
-  std::string prediction;   // where its predicted footprint came from
+  std::string booked_node;    // prioritize / placement.reserve: where the footprint was booked
+  std::string released_node;  // placement.unreserve: where a booking was released
+  std::string workload;       // the pod's workload key
+  std::string prediction;     // where its predicted footprint came from
 };
 
 struct IngestStats {
@@ -159,6 +162,35 @@ class ExtenderCore : public Decider {
                   std::vector<NodeDecision>& out) override;
   // Wakes the evaluation helpers (if any) ahead of a large request.
   void ExpectLargeRequest() override;
+
+  // The placement service (proto/neighborly/placement/v1, docs/api.md). The
+  // same evaluation as Filter / Prioritize, recorded in the decision log as
+  // "placement.<call>". `teach`: whether the caller may teach the registry
+  // (an authenticated scheduler; the HTTP path decides this once, by
+  // Options::learn_from_scheduler).
+  //
+  // Judges every node with telemetry (a node without is feasible, as on the
+  // HTTP path): `names` gets their names (valid as long as the core), `out`
+  // one decision each.
+  void FilterKnownNodes(const IncomingPod& pod, bool teach, std::vector<std::string_view>& names,
+                        std::vector<NodeDecision>& out);
+  // Filter over `nodes`, as /filter.
+  void FilterNodes(const IncomingPod& pod, std::span<const std::string_view> nodes, bool teach,
+                   std::vector<NodeDecision>& out);
+  // As /prioritize, but books nothing.
+  void Score(const IncomingPod& pod, std::span<const std::string_view> nodes, bool teach,
+             std::vector<NodeDecision>& out);
+  // The scheduler placed `pod` (non-empty uid) on `node`: evaluates it there
+  // (against the node's other bookings, not its own) and books that footprint
+  // on exactly that node, replacing any booking of the same UID elsewhere.
+  // A node without telemetry is not booked (the model cannot place the pod on
+  // it) and false is returned; a booking of the UID elsewhere is released
+  // then too. `decision` (optional) gets the evaluation.
+  bool Reserve(const IncomingPod& pod, std::string_view node, bool teach,
+               NodeDecision* decision = nullptr);
+  // Releases the booking of `pod_uid` on `node`; false when there was none
+  // (never booked, already released by the node's report, or expired).
+  bool Unreserve(std::string_view pod_uid, std::string_view node);
 
   // Operator views; safe to call concurrently with everything else.
   std::vector<NodeSummary> Nodes() const;  // sorted by contention, highest first

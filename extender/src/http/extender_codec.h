@@ -44,6 +44,8 @@ class RequestBody {
   }
   std::string_view view() const { return std::string_view(data_.data(), size_); }
   size_t capacity() const { return data_.size(); }
+  // Bytes allocated for the body (kept across Clear()).
+  size_t reserved_bytes() const { return data_.capacity(); }
   size_t size() const { return size_; }
 
  private:

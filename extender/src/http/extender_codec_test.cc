@@ -409,6 +409,21 @@ TEST_F(CodecTest, NullFieldsReadAsEmpty) {
   EXPECT_FALSE(args_.has_nodes);
 }
 
+// Issue 15: a Pod with millions of tiny labels took seconds and ~800 MB to
+// decode. Labels and annotations are bounded by what the API server stores.
+TEST_F(CodecTest, RefusesLabelMapsLargerThanAnyStoredPod) {
+  auto pod_with_labels = [](size_t bytes) {
+    std::string body = R"({"Pod":{"metadata":{"labels":{)";
+    for (int i = 0; body.size() < bytes; ++i) body += absl::StrCat("\"k", i, "\":\"v\",");
+    return body + R"("last":"v"}}},"NodeNames":["a"]})";
+  };
+  EXPECT_TRUE(Decode(pod_with_labels(1 << 20)).ok());
+  const absl::Status s = Decode(pod_with_labels(4 << 20));
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(s.message()),
+              HasSubstr("Pod.metadata.labels: more than 1572864 bytes of keys and values"));
+}
+
 TEST_F(CodecTest, AcceptsNullAndOmittedCreationTimestamps) {
   ASSERT_TRUE(Decode(R"({"Pod":{"metadata":{"name":"p","creationTimestamp":null}},
       "Nodes":{"metadata":{},"items":[{"metadata":{"name":"n","creationTimestamp":null}},{"metadata":{"name":"m"}}]}})")

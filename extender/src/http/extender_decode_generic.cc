@@ -5,6 +5,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -13,6 +14,7 @@
 #include "common/quantity.h"
 #include "common/strings.h"
 #include "extender/src/http/extender_decode.h"
+#include "extender/src/model/pod_spec.h"
 
 #define NEIGHBORLY_DECODE_NS decode_generic
 #include "extender/src/http/extender_decode.inc"

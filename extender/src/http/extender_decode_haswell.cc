@@ -32,6 +32,7 @@
 #include <optional>
 #include <ostream>
 #include <ranges>
+#include <span>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -46,6 +47,7 @@
 #include "common/quantity.h"
 #include "common/strings.h"
 #include "extender/src/http/extender_decode.h"
+#include "extender/src/model/pod_spec.h"
 
 #pragma GCC push_options
 #pragma GCC target("avx2,bmi,bmi2,pclmul,lzcnt,popcnt")

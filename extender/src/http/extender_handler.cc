@@ -2,11 +2,17 @@
 
 #include <malloc.h>
 
+#include <algorithm>
+
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "common/strings.h"
 
 namespace neighborly::extender {
+
+size_t ScratchPool::BufferBytes(const ExtenderScratch& scratch) {
+  return std::max(scratch.body.reserved_bytes(), scratch.reply.capacity());
+}
 
 ScratchPool::Lease ScratchPool::Acquire() {
   {
@@ -14,6 +20,7 @@ ScratchPool::Lease ScratchPool::Acquire() {
     if (!free_.empty()) {
       std::unique_ptr<ExtenderScratch> scratch = std::move(free_.back());
       free_.pop_back();
+      if (BufferBytes(*scratch) > kSmallBytes) --large_free_;
       return Lease(this, std::move(scratch));
     }
   }
@@ -21,17 +28,22 @@ ScratchPool::Lease ScratchPool::Acquire() {
 }
 
 void ScratchPool::Release(std::unique_ptr<ExtenderScratch> scratch) {
-  if (scratch->body.capacity() > kRetainBytes || scratch->reply.capacity() > kRetainBytes) {
-    // An unusually large request: free its buffers and parsers, and hand the
-    // freed pages back to the system (glibc keeps them in its heaps otherwise:
-    // a 54 MiB request left +600 MB of RSS behind, issue 15).
-    scratch.reset();
-    ::malloc_trim(0);
-    return;
+  const size_t bytes = BufferBytes(*scratch);
+  const bool large = bytes > kSmallBytes;
+  if (bytes <= kRetainBytes) {
+    scratch->args.Clear();
+    std::lock_guard<std::mutex> lock(mu_);
+    if (free_.size() < kMaxRetained && (!large || large_free_ == 0)) {
+      free_.push_back(std::move(scratch));
+      if (large) ++large_free_;
+      return;
+    }
   }
-  scratch->args.Clear();
-  std::lock_guard<std::mutex> lock(mu_);
-  free_.push_back(std::move(scratch));
+  // Not kept: free its buffers and parsers, and for a large one hand the freed
+  // pages back to the system (glibc keeps them in its heaps otherwise: a
+  // 54 MiB request left +600 MB of RSS behind, issue 15).
+  scratch.reset();
+  if (large) ::malloc_trim(0);
 }
 
 int ExtenderHandler::Handle(Verb verb, ExtenderScratch& scratch) {

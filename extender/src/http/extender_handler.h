@@ -28,7 +28,15 @@ struct ExtenderScratch {
   std::string reply;
 };
 
-// A free list of scratch objects, one per concurrent request.
+// A free list of scratch objects, one per concurrent request, that keeps a
+// bounded amount of memory between requests. A scratch's footprint follows the
+// largest body it decoded (its body, the parser's structural indexes and
+// string buffer, the name vectors: about 5x the body for a body of names), so
+// the pool keeps at most kMaxRetained of them, of which at most one decoded a
+// body above kSmallBytes (and none above kRetainBytes): about 80 + 3 x 5 MB at
+// worst. Others are freed when released, and the freed pages returned to the
+// system. Before this bound, 12 connections of 12 MiB bodies at once left
+// ~700 MB resident for good (docs/performance.md, "Memory bound").
 class ScratchPool {
  public:
   class Lease {
@@ -51,12 +59,22 @@ class ScratchPool {
   Lease Acquire();
 
  private:
-  // A scratch whose buffers grew past this is freed instead of kept.
+  // Scratches kept between requests; kube-scheduler sends one request at a
+  // time per profile, so a few cover legitimate concurrency.
+  static constexpr size_t kMaxRetained = 4;
+  // Bodies up to this (a NodeNames request of ~50,000 long names) are "small".
+  static constexpr size_t kSmallBytes = 1 << 20;
+  // A scratch whose buffers grew past this is never kept (full Nodes of more
+  // than ~1,000 nodes: the allocation is small next to decoding them).
   static constexpr size_t kRetainBytes = 16 << 20;
+
+  // Its body's or reply's allocation, whichever is larger.
+  static size_t BufferBytes(const ExtenderScratch& scratch);
   void Release(std::unique_ptr<ExtenderScratch> scratch);
 
   std::mutex mu_;
   std::vector<std::unique_ptr<ExtenderScratch>> free_;
+  size_t large_free_ = 0;  // scratches in free_ above kSmallBytes (at most 1)
 };
 
 class ExtenderHandler {

@@ -5,7 +5,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/strings.h"
-#include "extender/src/http/json_writer.h"
 
 namespace neighborly::extender {
 
@@ -85,104 +84,75 @@ void ExtenderMetrics::RecordDecisions(Verb verb, std::span<const NodeDecision> d
   if (no_telemetry > 0) v.no_telemetry.fetch_add(no_telemetry, std::memory_order_relaxed);
 }
 
-void ExtenderMetrics::AppendPrometheus(std::string& out) const {
-  out +=
-      "# HELP neighborly_http_request_duration_seconds Server-side latency of scheduler "
-      "requests, from the end of the headers to the encoded reply.\n"
-      "# TYPE neighborly_http_request_duration_seconds histogram\n";
+void ExtenderMetrics::AppendTo(PrometheusWriter& page) const {
+  constexpr std::string_view kDurationHelp =
+      "Server-side latency of scheduler requests, from the end of the headers to the encoded "
+      "reply.";
+  constexpr std::string_view kRequestsHelp = "Scheduler requests by verb and HTTP status.";
+  constexpr std::string_view kDecisionsHelp =
+      "Per-node verdicts by verb, outcome (accepted, rejected, scored; error: a request answered "
+      "with an error, counted once) and the rejection's reason.";
+  constexpr std::string_view kNoTelemetryHelp =
+      "Per-node verdicts given without usable telemetry (no report, or a stale one): passed with "
+      "the neutral score 5.";
   for (size_t vi = 0; vi < kVerbs; ++vi) {
     const PerVerb& v = verbs_[vi];
-    const std::string_view verb = VerbName(static_cast<Verb>(vi));
-    uint64_t cumulative = 0;
-    for (size_t b = 0; b <= kBucketsSeconds.size(); ++b) {
-      cumulative += v.buckets[b].load(std::memory_order_relaxed);
-      absl::StrAppend(&out, "neighborly_http_request_duration_seconds_bucket{verb=\"", Av(verb),
-                      "\",le=\"");
-      if (b < kBucketsSeconds.size()) {
-        AppendDouble(kBucketsSeconds[b], out);
-      } else {
-        out += "+Inf";
-      }
-      absl::StrAppend(&out, "\"} ", cumulative, "\n");
-    }
-    absl::StrAppend(&out, "neighborly_http_request_duration_seconds_sum{verb=\"", Av(verb), "\"} ");
-    AppendDouble(static_cast<double>(v.sum_ns.load(std::memory_order_relaxed)) / 1e9, out);
-    absl::StrAppend(&out, "\nneighborly_http_request_duration_seconds_count{verb=\"", Av(verb),
-                    "\"} ", cumulative, "\n");
-  }
-  out +=
-      "# HELP neighborly_extender_requests_total Scheduler requests by verb and HTTP status.\n"
-      "# TYPE neighborly_extender_requests_total counter\n";
-  for (size_t vi = 0; vi < kVerbs; ++vi) {
-    const std::string_view verb = VerbName(static_cast<Verb>(vi));
-    for (size_t c = 0; c <= kCodes.size(); ++c) {
-      absl::StrAppend(&out, "neighborly_extender_requests_total{verb=\"", Av(verb), "\",code=\"",
-                      c < kCodes.size() ? absl::StrCat(kCodes[c]) : std::string("other"), "\"} ",
-                      verbs_[vi].codes[c].load(std::memory_order_relaxed), "\n");
-    }
-  }
-  out +=
-      "# HELP neighborly_decisions_total Per-node verdicts by verb, outcome (accepted, "
-      "rejected, scored; error: a request answered with an error, counted once) and the "
-      "rejection's reason.\n"
-      "# TYPE neighborly_decisions_total counter\n";
-  for (size_t vi = 0; vi < kVerbs; ++vi) {
     const Verb verb = static_cast<Verb>(vi);
+    const std::string verb_name(VerbName(verb));
+    std::array<uint64_t, kBucketsSeconds.size() + 1> buckets;
+    for (size_t b = 0; b < buckets.size(); ++b) {
+      buckets[b] = v.buckets[b].load(std::memory_order_relaxed);
+    }
+    page.Histogram("neighborly_extender_http_request_duration_seconds", kDurationHelp,
+                   {{"verb", verb_name}}, kBucketsSeconds, buckets,
+                   static_cast<double>(v.sum_ns.load(std::memory_order_relaxed)) / 1e9);
+    for (size_t c = 0; c <= kCodes.size(); ++c) {
+      page.Counter("neighborly_extender_http_requests_total", kRequestsHelp,
+                   {{"verb", verb_name},
+                    {"code", c < kCodes.size() ? absl::StrCat(kCodes[c]) : std::string("other")}},
+                   static_cast<double>(v.codes[c].load(std::memory_order_relaxed)));
+    }
     for (size_t o = 0; o < static_cast<size_t>(Outcome::kCount); ++o) {
       const Outcome outcome = static_cast<Outcome>(o);
       if ((outcome == Outcome::kScored) != (verb == Verb::kPrioritize)) continue;
-      absl::StrAppend(&out, "neighborly_decisions_total{verb=\"", Av(VerbName(verb)),
-                      "\",outcome=\"", Av(OutcomeName(outcome)), "\",reason=\"",
-                      Av(ReasonName(outcome)), "\"} ",
-                      verbs_[vi].outcomes[o].load(std::memory_order_relaxed), "\n");
+      page.Counter("neighborly_decisions_total", kDecisionsHelp,
+                   {{"verb", verb_name},
+                    {"outcome", std::string(OutcomeName(outcome))},
+                    {"reason", std::string(ReasonName(outcome))}},
+                   static_cast<double>(v.outcomes[o].load(std::memory_order_relaxed)));
     }
-    absl::StrAppend(&out, "neighborly_decisions_total{verb=\"", Av(VerbName(verb)),
-                    "\",outcome=\"error\",reason=\"none\"} ",
-                    verbs_[vi].errors.load(std::memory_order_relaxed), "\n");
+    page.Counter("neighborly_decisions_total", kDecisionsHelp,
+                 {{"verb", verb_name}, {"outcome", "error"}, {"reason", "none"}},
+                 static_cast<double>(v.errors.load(std::memory_order_relaxed)));
+    page.Counter("neighborly_decisions_without_telemetry_total", kNoTelemetryHelp,
+                 {{"verb", verb_name}},
+                 static_cast<double>(v.no_telemetry.load(std::memory_order_relaxed)));
   }
-  out +=
-      "# HELP neighborly_decisions_without_telemetry_total Per-node verdicts given without "
-      "usable telemetry (no report, or a stale one): passed with the neutral score 5.\n"
-      "# TYPE neighborly_decisions_without_telemetry_total counter\n";
-  for (size_t vi = 0; vi < kVerbs; ++vi) {
-    absl::StrAppend(&out, "neighborly_decisions_without_telemetry_total{verb=\"",
-                    Av(VerbName(static_cast<Verb>(vi))), "\"} ",
-                    verbs_[vi].no_telemetry.load(std::memory_order_relaxed), "\n");
+  page.Counter("neighborly_extender_rejected_connections_total",
+               "Connections refused because max_connections was reached.", {},
+               static_cast<double>(rejected_connections_.load(std::memory_order_relaxed)));
+  for (TlsListener listener : {TlsListener::kHttp, TlsListener::kGrpc}) {
+    const TlsReloads& r = tls_[static_cast<size_t>(listener)];
+    const std::string name = listener == TlsListener::kHttp ? "http" : "grpc";
+    page.Counter("neighborly_tls_reloads_total",
+                 "Certificate, key or CA reloads after the files changed, by listener (http: the "
+                 "scheduler's HTTPS port; grpc: the agents' telemetry port).",
+                 {{"listener", name}},
+                 static_cast<double>(r.reloads.load(std::memory_order_relaxed)));
+    page.Counter("neighborly_tls_reload_failures_total",
+                 "Changed certificate files that could not be loaded (unreadable, damaged, key "
+                 "not matching); the previous certificate stays in use.",
+                 {{"listener", name}},
+                 static_cast<double>(r.failures.load(std::memory_order_relaxed)));
   }
-  // One-sample counters: "# HELP", "# TYPE" and the sample.
-  auto counter = [&out](std::string_view name, std::string_view labels, std::string_view help,
-                        uint64_t value) {
-    absl::StrAppend(&out, "# HELP ", Av(name), " ", Av(help), "\n# TYPE ", Av(name), " counter\n",
-                    Av(name), Av(labels), " ", value, "\n");
-  };
-  counter("neighborly_extender_rejected_connections_total", "",
-          "Connections refused because max_connections was reached.",
-          rejected_connections_.load(std::memory_order_relaxed));
-  // Two samples per family, one HELP and TYPE.
-  auto tls_counter = [&out, this](std::string_view name, std::string_view help, bool failures) {
-    absl::StrAppend(&out, "# HELP ", Av(name), " ", Av(help), "\n# TYPE ", Av(name), " counter\n");
-    for (TlsListener listener : {TlsListener::kHttp, TlsListener::kGrpc}) {
-      const TlsReloads& r = tls_[static_cast<size_t>(listener)];
-      absl::StrAppend(&out, Av(name), "{listener=\"",
-                      listener == TlsListener::kHttp ? "http" : "grpc", "\"} ",
-                      (failures ? r.failures : r.reloads).load(std::memory_order_relaxed), "\n");
-    }
-  };
-  tls_counter("neighborly_tls_reloads_total",
-              "Certificate, key or CA reloads after the files changed, by listener (http: the "
-              "scheduler's HTTPS port; grpc: the agents' telemetry port).",
-              false);
-  tls_counter("neighborly_tls_reload_failures_total",
-              "Changed certificate files that could not be loaded (unreadable, damaged, key not "
-              "matching); the previous certificate stays in use.",
-              true);
-  counter("neighborly_identity_key_reloads_total", "",
-          "Reloads of the service-account issuer's public keys (grpc.identity) after their "
-          "files changed.",
-          identity_key_reloads_.load(std::memory_order_relaxed));
-  counter("neighborly_identity_key_reload_failures_total", "",
-          "Changed issuer key files that could not be loaded; the previous keys stay in use.",
-          identity_key_reload_failures_.load(std::memory_order_relaxed));
+  page.Counter("neighborly_identity_key_reloads_total",
+               "Reloads of the service-account issuer's public keys (grpc.identity) after their "
+               "files changed.",
+               {}, static_cast<double>(identity_key_reloads_.load(std::memory_order_relaxed)));
+  page.Counter("neighborly_identity_key_reload_failures_total",
+               "Changed issuer key files that could not be loaded; the previous keys stay in use.",
+               {},
+               static_cast<double>(identity_key_reload_failures_.load(std::memory_order_relaxed)));
 }
 
 }  // namespace neighborly::extender

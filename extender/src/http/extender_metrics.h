@@ -4,7 +4,7 @@
 //
 //   metrics.RecordRequest(Verb::kFilter, 200, absl::Microseconds(42));
 //   metrics.RecordDecisions(Verb::kFilter, decisions);
-//   std::string text; metrics.AppendPrometheus(text);
+//   PrometheusWriter page; metrics.AppendTo(page);
 #ifndef NEIGHBORLY_EXTENDER_SRC_HTTP_EXTENDER_METRICS_H_
 #define NEIGHBORLY_EXTENDER_SRC_HTTP_EXTENDER_METRICS_H_
 
@@ -16,6 +16,7 @@
 #include <string_view>
 
 #include "absl/time/time.h"
+#include "common/prometheus_text.h"
 #include "extender/src/model/types.h"
 
 namespace neighborly::extender {
@@ -67,16 +68,23 @@ class ExtenderMetrics {
         .fetch_add(1, std::memory_order_relaxed);
   }
 
-  // neighborly_http_request_duration_seconds{verb}, neighborly_decisions_total
-  // {verb,outcome,reason} (a request answered with an error counts once as
-  // outcome="error"), neighborly_decisions_without_telemetry_total{verb},
-  // neighborly_extender_requests_total{verb,code},
+  // neighborly_extender_http_request_duration_seconds{verb},
+  // neighborly_extender_http_requests_total{verb,code},
+  // neighborly_decisions_total{verb,outcome,reason} (a request answered with
+  // an error counts once as outcome="error"),
+  // neighborly_decisions_without_telemetry_total{verb},
   // neighborly_extender_rejected_connections_total,
   // neighborly_tls_reloads_total{listener="http"|"grpc"},
   // neighborly_tls_reload_failures_total{listener="http"|"grpc"},
   // neighborly_identity_key_reloads_total,
-  // neighborly_identity_key_reload_failures_total; with HELP and TYPE lines.
-  void AppendPrometheus(std::string& out) const;
+  // neighborly_identity_key_reload_failures_total.
+  void AppendTo(PrometheusWriter& page) const;
+  // These families alone, rendered (tests).
+  void AppendPrometheus(std::string& out) const {
+    PrometheusWriter page;
+    AppendTo(page);
+    out += page.Render();
+  }
 
  private:
   static constexpr size_t kVerbs = 2;

@@ -124,7 +124,7 @@ TEST_F(HttpEdgesTest, DuplicateOrConflictingContentLengthIsRefusedAndClosed) {
   std::string metrics;
   metrics_.AppendPrometheus(metrics);
   EXPECT_THAT(metrics,
-              HasSubstr("neighborly_extender_requests_total{verb=\"filter\",code=\"400\"} 3"));
+              HasSubstr("neighborly_extender_http_requests_total{verb=\"filter\",code=\"400\"} 3"));
 }
 
 // Issue 15, finding 2: the number of names a request may carry is bounded;

@@ -246,8 +246,8 @@ TEST_F(HttpServerTest, MetricsCountRequestsAndDecisions) {
   ASSERT_TRUE(Post("/filter", "{"));
   std::string text;
   metrics_.AppendPrometheus(text);
-  EXPECT_THAT(text, HasSubstr(R"(neighborly_extender_requests_total{verb="filter",code="200"} 1)"));
-  EXPECT_THAT(text, HasSubstr(R"(neighborly_extender_requests_total{verb="filter",code="400"} 1)"));
+  EXPECT_THAT(text, HasSubstr(R"(neighborly_extender_http_requests_total{verb="filter",code="200"} 1)"));
+  EXPECT_THAT(text, HasSubstr(R"(neighborly_extender_http_requests_total{verb="filter",code="400"} 1)"));
   EXPECT_THAT(text, HasSubstr(R"(neighborly_decisions_total{verb="filter",outcome="accepted",)"
                               R"(reason="none"} 1)"));
   EXPECT_THAT(text, HasSubstr(R"(neighborly_decisions_total{verb="filter",outcome="rejected",)"
@@ -260,7 +260,7 @@ TEST_F(HttpServerTest, MetricsCountRequestsAndDecisions) {
   EXPECT_THAT(text, HasSubstr(R"(neighborly_decisions_total{verb="prioritize",outcome="scored",)"
                               R"(reason="none"} 0)"));
   EXPECT_THAT(text,
-              HasSubstr(R"(neighborly_http_request_duration_seconds_count{verb="filter"} 2)"));
+              HasSubstr(R"(neighborly_extender_http_request_duration_seconds_count{verb="filter"} 2)"));
 }
 
 // A TLS client on a raw socket, to see the certificate the server presents

@@ -89,9 +89,10 @@ class IngestLimitsTest : public ::testing::Test {
   }
 
   std::string Metrics() const {
-    std::string out;
-    AppendIngestRefusals(server_->counters(), out);
-    return out;
+    PrometheusWriter page;
+    AppendIngestRefusals(server_->counters(), page);
+    EXPECT_TRUE(page.problems().empty());
+    return page.Render();
   }
 
   static TestPki* pki_;

@@ -334,7 +334,7 @@ void TelemetryService::NoteStreamClosed() {
   ::malloc_trim(0);
 }
 
-void AppendIngestRefusals(const IngestCounters& c, std::string& out) {
+void AppendIngestRefusals(const IngestCounters& c, PrometheusWriter& page) {
   const uint64_t too_large = c.reports_too_large.load(std::memory_order_relaxed);
   const uint64_t rate_limited = c.reports_rate_limited.load(std::memory_order_relaxed);
   const uint64_t node_mismatch = c.reports_node_mismatch.load(std::memory_order_relaxed);
@@ -352,21 +352,17 @@ void AppendIngestRefusals(const IngestCounters& c, std::string& out) {
       {"superseded", c.streams_superseded.load(std::memory_order_relaxed)},
       {"too_many_streams", c.streams_over_limit.load(std::memory_order_relaxed)},
   };
-  absl::StrAppend(&out,
-                  "# HELP neighborly_ingest_refused_total Telemetry refused, by reason: reports "
-                  "(invalid, malformed, too_large, rate_limited, node_mismatch) or whole streams "
-                  "(unauthenticated, token_expired, superseded by the node's newer stream, "
-                  "too_many_streams).\n"
-                  "# TYPE neighborly_ingest_refused_total counter\n");
   for (const auto& [reason, count] : reasons) {
-    absl::StrAppend(&out, "neighborly_ingest_refused_total{reason=\"", reason, "\"} ", count, "\n");
+    page.Counter("neighborly_ingest_refused_total",
+                 "Telemetry refused, by reason: reports (invalid, malformed, too_large, "
+                 "rate_limited, node_mismatch) or whole streams (unauthenticated, token_expired, "
+                 "superseded by the node's newer stream, too_many_streams).",
+                 {{"reason", reason}}, static_cast<double>(count));
   }
-  absl::StrAppend(&out,
-                  "# HELP neighborly_ingest_pods_dropped_total Invalid pod records left out of "
-                  "otherwise accepted reports (each named in the report's ack).\n"
-                  "# TYPE neighborly_ingest_pods_dropped_total counter\n"
-                  "neighborly_ingest_pods_dropped_total ",
-                  c.pods_dropped.load(std::memory_order_relaxed), "\n");
+  page.Counter("neighborly_ingest_pods_dropped_total",
+               "Invalid pod records left out of otherwise accepted reports (each named in the "
+               "report's ack).",
+               {}, static_cast<double>(c.pods_dropped.load(std::memory_order_relaxed)));
 }
 
 absl::StatusOr<std::unique_ptr<TelemetryServer>> TelemetryServer::Start(ExtenderCore& core,

@@ -24,6 +24,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "common/clock.h"
+#include "common/prometheus_text.h"
 #include "extender/src/core/extender_core.h"
 #include "extender/src/ingest/node_identity.h"
 #include "grpcpp/grpcpp.h"
@@ -58,8 +59,8 @@ struct IngestCounters {
 };
 
 // Appends neighborly_ingest_refused_total{reason} and
-// neighborly_ingest_pods_dropped_total (HELP and TYPE included) for /metrics.
-void AppendIngestRefusals(const IngestCounters& counters, std::string& out);
+// neighborly_ingest_pods_dropped_total for /metrics.
+void AppendIngestRefusals(const IngestCounters& counters, PrometheusWriter& page);
 
 // What every stream is held to.
 struct IngestPolicy {

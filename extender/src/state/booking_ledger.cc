@@ -77,6 +77,26 @@ size_t BookingLedger::Release(std::string_view node,
   return released;
 }
 
+std::optional<Booking> BookingLedger::ReleasePod(std::string_view node, std::string_view pod_uid) {
+  if (count_.load(std::memory_order_relaxed) == 0) return std::nullopt;
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = node_of_uid_.find(Av(pod_uid));
+  if (it == node_of_uid_.end() || (!node.empty() && it->second != node)) return std::nullopt;
+  const std::string booked_node = it->second;
+  node_of_uid_.erase(it);
+  std::vector<Booking>& list = by_node_[booked_node];
+  std::optional<Booking> released;
+  for (auto b = list.begin(); b != list.end(); ++b) {
+    if (b->pod_uid != pod_uid) continue;
+    released = std::move(*b);
+    list.erase(b);
+    break;
+  }
+  count_.fetch_sub(1, std::memory_order_relaxed);
+  PublishLocked(booked_node);
+  return released;
+}
+
 void BookingLedger::NoteExpiryLocked() {
   next_expiry_ns_.store(due_.empty() ? INT64_MAX : due_.top().expiry_ns, std::memory_order_relaxed);
 }

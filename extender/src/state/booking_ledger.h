@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <functional>
 #include <mutex>
+#include <optional>
 #include <queue>
 #include <string>
 #include <string_view>
@@ -43,6 +44,11 @@ class BookingLedger {
   // node whose report shows them); bookings on other nodes stay. Returns how
   // many were released.
   size_t Release(std::string_view node, const std::vector<std::string_view>& pod_uids);
+
+  // Releases the booking of one pod: on `node`, or wherever it is when `node`
+  // is empty (the placement service's Unreserve and Reserve). Returns it, or
+  // nothing when there was none there.
+  std::optional<Booking> ReleasePod(std::string_view node, std::string_view pod_uid);
 
   // For each UID (out[i] answers pod_uids[i]): whether it is booked on a node
   // other than `node`. Empty `out` when nothing is booked at all.

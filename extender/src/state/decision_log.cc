@@ -16,6 +16,7 @@ void LoggedDecision::Clear() {
   contention_class = ContentionClass::kStandard;
   class_source = ClassSource::kDefault;
   booked_node.clear();
+  released_node.clear();
   workload.clear();
   prediction.clear();
   candidates = 0;

@@ -34,16 +34,17 @@ namespace neighborly::extender {
 
 struct LoggedDecision {
   absl::Time at;
-  std::string verb;  // "filter" | "prioritize"
+  std::string verb;  // "filter" | "prioritize" | "placement.filter" | ... (DecisionRecord::verb)
   std::string pod_uid;
   std::string pod_namespace;
   std::string pod_name;
   ContentionClass contention_class = ContentionClass::kStandard;
   ClassSource class_source = ClassSource::kDefault;
-  std::string booked_node;  // prioritize: where the footprint was booked
-  std::string workload;     // the pod's workload key, "namespace/Kind/name"
-  std::string prediction;   // where its footprint came from (PodRequest::prediction)
-  size_t candidates = 0;    // nodes in the request; candidates - node_count() were not kept
+  std::string booked_node;    // prioritize / placement.reserve: where the footprint was booked
+  std::string released_node;  // placement.unreserve: where a booking was released
+  std::string workload;       // the pod's workload key, "namespace/Kind/name"
+  std::string prediction;     // where its footprint came from (PodRequest::prediction)
+  size_t candidates = 0;      // nodes in the request; candidates - node_count() were not kept
 
   // Feasible nodes kept per AddNodes call: the best by score, then by cost.
   static constexpr size_t kTopFeasible = 16;

@@ -4,10 +4,9 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
-#include "common/quantity.h"
 #include "common/strings.h"
+#include "common/yaml_fields.h"
 #include "nlohmann/json.hpp"
-#include "yaml-cpp/yaml.h"
 
 namespace neighborly::agent {
 namespace {
@@ -83,55 +82,30 @@ absl::StatusOr<uint64_t> Uint64Field(std::string_view file, const Json& json, co
 
 // cpuManagerPolicyOptions, topologyManagerPolicyOptions (string maps) and
 // reservedMemory (a list of {numaNode, limits: {memory: <quantity>, ...}}).
-absl::Status ParseResourceManagerConfig(const YAML::Node& root, KubeletConfig& config) {
+// The kubelet's schema is not ours: unknown keys are ignored.
+absl::Status ParseResourceManagerConfig(const yaml::Map& root, KubeletConfig& config) {
   for (auto [key, out] :
        {std::pair<const char*, std::map<std::string, std::string>*>{
             "cpuManagerPolicyOptions", &config.cpu_manager_policy_options},
         {"topologyManagerPolicyOptions", &config.topology_manager_policy_options}}) {
-    const YAML::Node node = root[key];
-    if (!node || node.IsNull()) continue;
-    if (!node.IsMap()) {
-      return absl::InvalidArgumentError(absl::StrCat("kubelet config: ", key, " is not a mapping"));
-    }
-    for (const auto& entry : node) {
-      if (!entry.first.IsScalar() || !entry.second.IsScalar()) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("kubelet config: ", key, " has a value that is not a string"));
-      }
-      (*out)[entry.first.Scalar()] = entry.second.Scalar();
-    }
+    absl::StatusOr<std::map<std::string, std::string>> options = root.Get(key).StringMap();
+    if (!options.ok()) return options.status();
+    *out = *std::move(options);
   }
-  const YAML::Node reserved = root["reservedMemory"];
-  if (!reserved || reserved.IsNull()) return absl::OkStatus();
-  if (!reserved.IsSequence()) {
-    return absl::InvalidArgumentError("kubelet config: reservedMemory is not a list");
-  }
-  for (size_t i = 0; i < reserved.size(); ++i) {
-    const YAML::Node item = reserved[i];
-    const std::string where = absl::StrCat("kubelet config: reservedMemory[", i, "]");
-    if (!item.IsMap() || !item["numaNode"] || !item["numaNode"].IsScalar()) {
-      return absl::InvalidArgumentError(absl::StrCat(where, ": no numaNode"));
-    }
-    std::optional<uint32_t> numa = ParseInt<uint32_t>(item["numaNode"].Scalar());
-    if (!numa) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          where, ": numaNode \"", Av(item["numaNode"].Scalar()), "\" is not a NUMA node id"));
-    }
-    const YAML::Node limits = item["limits"];
-    if (!limits || limits.IsNull()) continue;
-    if (!limits.IsMap())
-      return absl::InvalidArgumentError(absl::StrCat(where, ": limits is not a mapping"));
-    const YAML::Node memory = limits["memory"];
-    if (!memory) continue;
-    absl::StatusOr<int64_t> bytes =
-        memory.IsScalar() ? ParseByteQuantity(memory.Scalar())
-                          : absl::StatusOr<int64_t>(absl::InvalidArgumentError("not a quantity"));
-    if (!bytes.ok() || *bytes < 0) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          where, ": limits.memory: ",
-          bytes.ok() ? std::string("negative") : std::string(bytes.status().message())));
-    }
-    config.reserved_memory_bytes[*numa] += static_cast<uint64_t>(*bytes);
+  absl::StatusOr<std::vector<yaml::Value>> reserved = root.Get("reservedMemory").List();
+  if (!reserved.ok()) return reserved.status();
+  for (const yaml::Value& item : *reserved) {
+    absl::StatusOr<yaml::Map> entry = yaml::Map::OfAnyKeys(item);
+    if (!entry.ok()) return entry.status();
+    if (!entry->Has("numaNode")) return entry->Missing("numaNode");
+    absl::StatusOr<uint64_t> numa = entry->Get("numaNode").Uint(UINT32_MAX);
+    if (!numa.ok()) return numa.status();
+    absl::StatusOr<yaml::Map> limits = yaml::Map::OfAnyKeys(entry->Get("limits"));
+    if (!limits.ok()) return limits.status();
+    if (!limits->Has("memory")) continue;
+    absl::StatusOr<int64_t> bytes = limits->Get("memory").Bytes(0);
+    if (!bytes.ok()) return bytes.status();
+    config.reserved_memory_bytes[static_cast<uint32_t>(*numa)] += static_cast<uint64_t>(*bytes);
   }
   return absl::OkStatus();
 }
@@ -266,24 +240,14 @@ absl::StatusOr<MemoryManagerState> ParseMemoryManagerState(std::string_view text
   return state;
 }
 
-absl::StatusOr<KubeletConfig> ParseKubeletConfig(std::string_view text) {
-  YAML::Node root;
-  try {
-    root = YAML::Load(std::string(text));
-  } catch (const YAML::Exception& e) {
-    return absl::InvalidArgumentError(absl::StrCat("kubelet config: not valid YAML: ", e.what()));
-  }
-  if (!root.IsMap()) return absl::InvalidArgumentError("kubelet config: not a YAML mapping");
+absl::StatusOr<KubeletConfig> ParseKubeletConfig(std::string_view text,
+                                                 std::string_view source_name) {
+  const yaml::Source source{std::string(source_name)};
+  absl::StatusOr<YAML::Node> doc = yaml::Load(source, text);
+  if (!doc.ok()) return doc.status();
+  absl::StatusOr<yaml::Map> root = yaml::Map::OfAnyKeys(yaml::Value(source, *doc));
+  if (!root.ok()) return root.status();
   KubeletConfig config;
-  auto scalar = [&](const char* key, std::string& out) -> absl::Status {
-    const YAML::Node node = root[key];
-    if (!node) return absl::OkStatus();
-    if (!node.IsScalar()) {
-      return absl::InvalidArgumentError(absl::StrCat("kubelet config: ", key, " is not a string"));
-    }
-    out = node.Scalar();
-    return absl::OkStatus();
-  };
   for (auto [key, out] :
        {std::pair<const char*, std::string*>{"cpuManagerPolicy", &config.cpu_manager_policy},
         {"topologyManagerPolicy", &config.topology_manager_policy},
@@ -291,16 +255,15 @@ absl::StatusOr<KubeletConfig> ParseKubeletConfig(std::string_view text) {
         {"reservedSystemCPUs", &config.reserved_system_cpus},
         {"cgroupDriver", &config.cgroup_driver},
         {"memoryManagerPolicy", &config.memory_manager_policy}}) {
-    if (absl::Status s = scalar(key, *out); !s.ok()) return s;
+    absl::StatusOr<std::optional<std::string>> value = root->String(key);
+    if (!value.ok()) return value.status();
+    if (value->has_value()) *out = **value;
   }
   config.memory_manager_policy = Lower(config.memory_manager_policy);
-  if (absl::Status s = ParseResourceManagerConfig(root, config); !s.ok()) return s;
+  if (absl::Status s = ParseResourceManagerConfig(*root, config); !s.ok()) return s;
   if (!config.reserved_system_cpus.empty()) {
-    absl::StatusOr<CpuSet> cpus = ParseCpuList(config.reserved_system_cpus);
-    if (!cpus.ok()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("kubelet config: reservedSystemCPUs: ", Av(Sv(cpus.status().message()))));
-    }
+    absl::StatusOr<CpuSet> cpus = root->Get("reservedSystemCPUs").Cpus();
+    if (!cpus.ok()) return cpus.status();
     config.reserved_system_cpus = FormatCpuList(*cpus);
   }
   return config;
@@ -321,7 +284,7 @@ KubeletState ReadKubeletState(const Filesystem& fs, std::string_view kubelet_dir
                                       : JoinPath(kubelet_dir, "config.yaml");
   absl::StatusOr<std::string> config = fs.ReadFile(config_path);
   if (config.ok()) {
-    state.config = ParseKubeletConfig(*config);
+    state.config = ParseKubeletConfig(*config, config_path);
     state.config_source = absl::StrCat("config ", config_path);
   } else if (cmdline.ok()) {
     // No file (a kubelet configured by flags alone): the flags on the defaults.

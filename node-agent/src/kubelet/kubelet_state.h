@@ -92,7 +92,11 @@ absl::StatusOr<KubeletCommandLine> FindKubeletProcess(const Filesystem& fs);
 
 absl::StatusOr<CpuManagerState> ParseCpuManagerState(std::string_view json);
 absl::StatusOr<MemoryManagerState> ParseMemoryManagerState(std::string_view json);
-absl::StatusOr<KubeletConfig> ParseKubeletConfig(std::string_view yaml);
+// The kubelet's config file (KubeletConfiguration YAML), read through
+// common/yaml_fields.h: unknown keys ignored, merge keys resolved, duplicate
+// keys refused; errors name `source_name`, the line and the key path.
+absl::StatusOr<KubeletConfig> ParseKubeletConfig(std::string_view text,
+                                                 std::string_view source_name = "kubelet config");
 
 // Everything at once, each part with its own status so one bad file does not
 // hide the others.

@@ -135,8 +135,39 @@ TEST(KubeletConfigTest, ResourceManagerOptionsAndReservedMemory) {
         "reservedMemory:\n- numaNode: 0\n  limits: {memory: lots}\n"}) {
     absl::StatusOr<KubeletConfig> c = ParseKubeletConfig(bad);
     ASSERT_FALSE(c.ok()) << bad;
-    EXPECT_THAT(std::string(c.status().message()), HasSubstr("kubelet config: ")) << bad;
+    EXPECT_THAT(std::string(c.status().message()), HasSubstr("kubelet config:")) << bad;
   }
+  EXPECT_EQ(ParseKubeletConfig("reservedMemory:\n- numaNode: 0\n  limits: {memory: lots}\n",
+                               "/var/lib/kubelet/config.yaml")
+                .status()
+                .message(),
+            "/var/lib/kubelet/config.yaml:3: reservedMemory[0].limits.memory: expected a byte "
+            "quantity like 64Mi, got \"lots\" (\"lots\" is not a quantity)");
+}
+
+// KubeletConfiguration is read by the kubelet with a YAML library that resolves
+// merge keys; this reader now does too (before, "<<" was an ignored unknown key
+// and the merged settings were lost).
+TEST(KubeletConfigTest, MergeKeysAreResolved) {
+  absl::StatusOr<KubeletConfig> config = ParseKubeletConfig(
+      "x-numa-reserve: &reserve {limits: {memory: 1Gi}}\n"
+      "x-policies: &policies {cpuManagerPolicy: static, memoryManagerPolicy: Static}\n"
+      "<<: *policies\n"
+      "topologyManagerPolicy: single-numa-node\n"
+      "cpuManagerPolicyOptions: {<<: {full-pcpus-only: \"true\"}}\n"
+      "reservedMemory:\n- {<<: *reserve, numaNode: 0}\n- {<<: *reserve, numaNode: 1}\n");
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->cpu_manager_policy, "static");
+  EXPECT_EQ(config->memory_manager_policy, "static");
+  EXPECT_EQ(config->topology_manager_policy, "single-numa-node");
+  EXPECT_EQ(config->cpu_manager_policy_options.at("full-pcpus-only"), "true");
+  EXPECT_EQ(config->reserved_memory_bytes.at(0), 1u << 30);
+  EXPECT_EQ(config->reserved_memory_bytes.at(1), 1u << 30);
+  // A duplicate key is ambiguous (which one did the kubelet take?): refused.
+  EXPECT_THAT(std::string(ParseKubeletConfig("cpuManagerPolicy: static\ncpuManagerPolicy: none\n")
+                              .status()
+                              .message()),
+              HasSubstr("kubelet config:2: duplicate key \"cpuManagerPolicy\""));
 }
 
 TEST(KubeletFlagsTest, FlagsOverrideTheConfigFile) {

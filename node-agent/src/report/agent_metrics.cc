@@ -1,8 +1,8 @@
 #include "node-agent/src/report/agent_metrics.h"
 
-#include <cstdio>
-#include <cstdlib>
+#include <algorithm>
 #include <functional>
+#include <map>
 #include <utility>
 #include <vector>
 
@@ -14,39 +14,6 @@ namespace {
 
 namespace tv1 = telemetry::v1;
 
-// Integers exactly (byte counts pass 2^24 and absl::StrCat(double) keeps 6
-// digits); other values with enough digits to round-trip.
-std::string Number(double value) {
-  if (value == static_cast<double>(static_cast<int64_t>(value)) && value < 9.0e15 &&
-      value > -9.0e15) {
-    return absl::StrCat(static_cast<int64_t>(value));
-  }
-  char buffer[32];
-  std::snprintf(buffer, sizeof buffer, "%.15g", value);  // short where it round-trips
-  if (std::strtod(buffer, nullptr) != value) std::snprintf(buffer, sizeof buffer, "%.17g", value);
-  return buffer;
-}
-
-void Header(std::string& out, std::string_view name, std::string_view type, std::string_view help) {
-  ((((out += "# HELP ") += name) += ' ') += help) += '\n';
-  ((((out += "# TYPE ") += name) += ' ') += type) += '\n';
-}
-
-using Labels = std::vector<std::pair<std::string, std::string>>;
-
-void Sample(std::string& out, std::string_view name, const Labels& labels, double value) {
-  out += name;
-  if (!labels.empty()) {
-    out += '{';
-    for (size_t i = 0; i < labels.size(); ++i) {
-      if (i > 0) out += ',';
-      ((((out += labels[i].first) += "=\"") += PrometheusLabelValue(labels[i].second)) += '"');
-    }
-    out += '}';
-  }
-  ((out += ' ') += Number(value)) += '\n';
-}
-
 struct PodGauge {
   const char* name;
   const char* help;
@@ -57,14 +24,45 @@ struct PodGauge {
 
 void AgentMetrics::RecordWindow(const tv1::NodeReport& report, absl::Duration sample_cost) {
   const double seconds = absl::ToDoubleSeconds(sample_cost);
+  const double window_seconds =
+      std::max(0.0, static_cast<double>(report.window_duration().seconds()) +
+                        report.window_duration().nanos() / 1e9);
   absl::MutexLock lock(&mu_);
   last_ = report;
-  for (size_t i = 0; i < kCostBuckets.size(); ++i) {
-    if (seconds <= kCostBuckets[i]) ++cost_buckets_[i];
-  }
-  ++cost_count_;
+  size_t bucket = 0;
+  while (bucket < kCostBuckets.size() && seconds > kCostBuckets[bucket]) ++bucket;
+  ++cost_buckets_[bucket];
   cost_sum_seconds_ += seconds;
   pods_skipped_unidentified_ += static_cast<uint64_t>(report.capabilities().skipped_pods_size());
+  // The rates of the window times its length; a pod gone from the report is
+  // forgotten (its series end), as a restarted pod's counters start again.
+  std::map<std::string, PodTotals> pods;
+  for (const tv1::PodReport& p : report.pods()) {
+    auto it = pod_totals_.find(p.uid());
+    PodTotals totals = it == pod_totals_.end() ? PodTotals{} : it->second;
+    totals.namespace_name = p.namespace_();
+    totals.name = p.name();
+    if (p.has_cpu_usage_millicores() && p.cpu_usage_millicores() >= 0) {
+      totals.cpu_seconds =
+          totals.cpu_seconds.value_or(0) + p.cpu_usage_millicores() / 1000.0 * window_seconds;
+    }
+    if (p.has_membw_total_bytes_per_second()) {
+      totals.membw_bytes = totals.membw_bytes.value_or(0) +
+                           static_cast<double>(p.membw_total_bytes_per_second()) * window_seconds;
+    }
+    if (p.has_membw_local_bytes_per_second()) {
+      totals.membw_local_bytes =
+          totals.membw_local_bytes.value_or(0) +
+          static_cast<double>(p.membw_local_bytes_per_second()) * window_seconds;
+    }
+    pods[p.uid()] = std::move(totals);
+  }
+  pod_totals_ = std::move(pods);
+  for (const tv1::NumaNode& n : report.topology().numa_nodes()) {
+    if (n.has_membw_bytes_per_second()) {
+      numa_membw_bytes_[n.id()] += static_cast<double>(n.membw_bytes_per_second()) * window_seconds;
+    }
+  }
 }
 
 void AgentMetrics::RecordFailure() {
@@ -73,38 +71,58 @@ void AgentMetrics::RecordFailure() {
 }
 
 std::string AgentMetrics::Render() const {
+  PrometheusWriter page;
+  AppendTo(page);
+  return page.Render();
+}
+
+void AgentMetrics::AppendTo(PrometheusWriter& page) const {
   absl::MutexLock lock(&mu_);
-  std::string out;
+  uint64_t windows = 0;
+  for (uint64_t c : cost_buckets_) windows += c;
+  page.Counter("neighborly_agent_windows_total", "Windows measured.", {},
+               static_cast<double>(windows));
+  page.Counter("neighborly_agent_window_failures_total", "Windows that could not be measured.", {},
+               static_cast<double>(failures_));
+  page.Counter("neighborly_agent_pods_skipped_total",
+               "Pods left out of a window's report, by reason (unidentified: no namespace/name "
+               "from CRI, /var/log/pods or /var/lib/kubelet/pods); one per pod and window.",
+               {{"reason", "unidentified"}}, static_cast<double>(pods_skipped_unidentified_));
+  page.Histogram("neighborly_agent_sample_duration_seconds",
+                 "Time the agent spent sampling per window, the window's wait excluded.", {},
+                 kCostBuckets, cost_buckets_, cost_sum_seconds_);
 
-  Header(out, "neighborly_agent_windows_total", "counter", "Windows measured.");
-  Sample(out, "neighborly_agent_windows_total", {}, static_cast<double>(cost_count_));
-  Header(out, "neighborly_agent_window_failures_total", "counter",
-         "Windows that could not be measured.");
-  Sample(out, "neighborly_agent_window_failures_total", {}, static_cast<double>(failures_));
-  Header(out, "neighborly_agent_pods_skipped_total", "counter",
-         "Pods left out of a window's report, by reason (unidentified: no namespace/name from "
-         "CRI, /var/log/pods or /var/lib/kubelet/pods); one per pod and window.");
-  Sample(out, "neighborly_agent_pods_skipped_total", {{"reason", "unidentified"}},
-         static_cast<double>(pods_skipped_unidentified_));
-
-  Header(out, "neighborly_agent_sample_duration_seconds", "histogram",
-         "Time the agent spent sampling per window, the window's wait excluded.");
-  for (size_t i = 0; i < kCostBuckets.size(); ++i) {
-    Sample(out, "neighborly_agent_sample_duration_seconds_bucket",
-           {{"le", Number(kCostBuckets[i])}}, static_cast<double>(cost_buckets_[i]));
+  for (const auto& [uid, pod] : pod_totals_) {
+    const PrometheusWriter::Labels labels = {
+        {"namespace", pod.namespace_name}, {"pod", pod.name}, {"uid", uid}};
+    if (pod.cpu_seconds) {
+      page.Counter("neighborly_pod_cpu_seconds_total",
+                   "CPU time the pod used, summed over the windows it was measured in.", labels,
+                   *pod.cpu_seconds);
+    }
+    if (pod.membw_bytes) {
+      page.Counter("neighborly_pod_membw_bytes_total",
+                   "Memory traffic of the pod (MBM total), summed over the windows it was "
+                   "measured in.",
+                   labels, *pod.membw_bytes);
+    }
+    if (pod.membw_local_bytes) {
+      page.Counter("neighborly_pod_membw_local_bytes_total",
+                   "Memory traffic of the pod to its local NUMA node (MBM local), summed over "
+                   "the windows it was measured in.",
+                   labels, *pod.membw_local_bytes);
+    }
   }
-  Sample(out, "neighborly_agent_sample_duration_seconds_bucket", {{"le", "+Inf"}},
-         static_cast<double>(cost_count_));
-  Sample(out, "neighborly_agent_sample_duration_seconds_sum", {}, cost_sum_seconds_);
-  Sample(out, "neighborly_agent_sample_duration_seconds_count", {},
-         static_cast<double>(cost_count_));
+  for (const auto& [numa, bytes] : numa_membw_bytes_) {
+    page.Counter("neighborly_node_membw_bytes_total",
+                 "Memory traffic per NUMA node (sum over its L3 domains), summed over the "
+                 "windows measured.",
+                 {{"numa_node", absl::StrCat(numa)}}, bytes);
+  }
 
-  if (!last_) return out;
+  if (!last_) return;
   const tv1::NodeReport& r = *last_;
   const tv1::Capabilities& caps = r.capabilities();
-
-  Header(out, "neighborly_agent_capability_available", "gauge",
-         "1 when the node offers the measurement source, else 0 with the reason.");
   const std::pair<const char*, const tv1::Capability*> capabilities[] = {
       {"resctrl_occupancy", &caps.resctrl_occupancy()},
       {"resctrl_mbm_total", &caps.resctrl_mbm_total()},
@@ -117,51 +135,43 @@ std::string AgentMetrics::Render() const {
       {"peak_membw", &caps.peak_membw()},
   };
   for (const auto& [name, capability] : capabilities) {
-    Sample(out, "neighborly_agent_capability_available",
-           {{"capability", name}, {"reason", capability->reason()}},
-           capability->available() ? 1 : 0);
+    page.Gauge("neighborly_agent_capability_available",
+               "1 when the node offers the measurement source, else 0 with the reason.",
+               {{"capability", name}, {"reason", capability->reason()}},
+               capability->available() ? 1 : 0);
   }
 
   if (caps.has_rmids_total()) {
-    Header(out, "neighborly_agent_rmids", "gauge",
-           "RDT monitoring ids (RMIDs): total on the node, free for new groups, and used.");
     const double total = caps.rmids_total(), free = caps.rmids_free();
-    Sample(out, "neighborly_agent_rmids", {{"state", "total"}}, total);
-    Sample(out, "neighborly_agent_rmids", {{"state", "free"}}, free);
-    Sample(out, "neighborly_agent_rmids", {{"state", "used"}}, total > free ? total - free : 0);
+    constexpr std::string_view kHelp =
+        "RDT monitoring ids (RMIDs) by state: free for new groups, or used; their sum is the "
+        "node's total.";
+    page.Gauge("neighborly_agent_rmids", kHelp, {{"state", "free"}}, free);
+    page.Gauge("neighborly_agent_rmids", kHelp, {{"state", "used"}},
+               total > free ? total - free : 0);
   }
 
   uint64_t monitored = 0;
   for (const tv1::PodReport& pod : r.pods()) {
     if (pod.has_llc_occupancy_bytes() || pod.has_membw_total_bytes_per_second()) ++monitored;
   }
-  Header(out, "neighborly_agent_pods", "gauge",
-         "Pods in the newest report, by whether RDT measured them individually.");
-  Sample(out, "neighborly_agent_pods", {{"rdt", "monitored"}}, static_cast<double>(monitored));
-  Sample(out, "neighborly_agent_pods", {{"rdt", "unmonitored"}},
-         static_cast<double>(r.pods_size() - monitored));
+  constexpr std::string_view kPodsHelp =
+      "Pods in the newest report, by whether RDT measured them individually.";
+  page.Gauge("neighborly_agent_pods", kPodsHelp, {{"rdt", "monitored"}},
+             static_cast<double>(monitored));
+  page.Gauge("neighborly_agent_pods", kPodsHelp, {{"rdt", "unmonitored"}},
+             static_cast<double>(static_cast<uint64_t>(r.pods_size()) - monitored));
+  page.Gauge("neighborly_agent_last_window_timestamp_seconds",
+             "Start of the newest measured window, Unix time.", {},
+             static_cast<double>(r.window_start().seconds()) + r.window_start().nanos() / 1e9);
 
-  Header(out, "neighborly_agent_last_window_timestamp_seconds", "gauge",
-         "Start of the newest measured window, Unix time.");
-  Sample(out, "neighborly_agent_last_window_timestamp_seconds", {},
-         static_cast<double>(r.window_start().seconds()) + r.window_start().nanos() / 1e9);
-
+  // Instantaneous per-pod values of the newest window (the traffic and CPU
+  // time are the counters above).
   const PodGauge pod_gauges[] = {
       {"neighborly_pod_llc_occupancy_bytes", "L3 cache occupancy of the pod.",
        [](const tv1::PodReport& p) -> std::optional<double> {
          if (!p.has_llc_occupancy_bytes()) return std::nullopt;
          return static_cast<double>(p.llc_occupancy_bytes());
-       }},
-      {"neighborly_pod_membw_total_bytes_per_second", "Memory bandwidth of the pod (MBM total).",
-       [](const tv1::PodReport& p) -> std::optional<double> {
-         if (!p.has_membw_total_bytes_per_second()) return std::nullopt;
-         return static_cast<double>(p.membw_total_bytes_per_second());
-       }},
-      {"neighborly_pod_membw_local_bytes_per_second",
-       "Memory bandwidth of the pod to its local NUMA node (MBM local).",
-       [](const tv1::PodReport& p) -> std::optional<double> {
-         if (!p.has_membw_local_bytes_per_second()) return std::nullopt;
-         return static_cast<double>(p.membw_local_bytes_per_second());
        }},
       {"neighborly_pod_ipc", "Instructions per cycle of the pod.",
        [](const tv1::PodReport& p) -> std::optional<double> {
@@ -173,49 +183,32 @@ std::string AgentMetrics::Render() const {
          if (!p.has_llc_misses_per_kilo_instructions()) return std::nullopt;
          return p.llc_misses_per_kilo_instructions();
        }},
-      {"neighborly_pod_cpu_usage_millicores", "CPU used by the pod over the window.",
-       [](const tv1::PodReport& p) -> std::optional<double> {
-         if (!p.has_cpu_usage_millicores()) return std::nullopt;
-         return static_cast<double>(p.cpu_usage_millicores());
-       }},
   };
   for (const PodGauge& gauge : pod_gauges) {
-    Header(out, gauge.name, "gauge", gauge.help);
     for (const tv1::PodReport& pod : r.pods()) {
       if (std::optional<double> v = gauge.value(pod)) {
-        Sample(out, gauge.name,
-               {{"namespace", pod.namespace_()}, {"pod", pod.name()}, {"uid", pod.uid()}}, *v);
+        page.Gauge(gauge.name, gauge.help,
+                   {{"namespace", pod.namespace_()}, {"pod", pod.name()}, {"uid", pod.uid()}}, *v);
       }
     }
   }
 
-  Header(out, "neighborly_node_l3_occupancy_bytes", "gauge",
-         "L3 occupancy per cache domain (all groups).");
   for (const tv1::L3Domain& d : r.topology().l3_domains()) {
     if (d.has_occupancy_bytes()) {
-      Sample(out, "neighborly_node_l3_occupancy_bytes", {{"l3_domain", absl::StrCat(d.id())}},
-             static_cast<double>(d.occupancy_bytes()));
+      page.Gauge("neighborly_node_l3_occupancy_bytes",
+                 "L3 occupancy per cache domain (all groups).",
+                 {{"l3_domain", absl::StrCat(d.id())}}, static_cast<double>(d.occupancy_bytes()));
     }
   }
-  Header(out, "neighborly_node_membw_bytes_per_second", "gauge",
-         "Memory bandwidth per NUMA node (sum over its L3 domains).");
-  for (const tv1::NumaNode& n : r.topology().numa_nodes()) {
-    if (n.has_membw_bytes_per_second()) {
-      Sample(out, "neighborly_node_membw_bytes_per_second", {{"numa_node", absl::StrCat(n.id())}},
-             static_cast<double>(n.membw_bytes_per_second()));
-    }
-  }
-  Header(out, "neighborly_node_peak_membw_bytes_per_second", "gauge",
-         "Peak memory bandwidth per NUMA node and where it came from (override, measured, "
-         "smbios); absent when the extender's default applies.");
   for (const tv1::NumaNode& n : r.topology().numa_nodes()) {
     if (n.has_peak_membw_bytes_per_second()) {
-      Sample(out, "neighborly_node_peak_membw_bytes_per_second",
-             {{"numa_node", absl::StrCat(n.id())}, {"source", n.peak_membw_source()}},
-             static_cast<double>(n.peak_membw_bytes_per_second()));
+      page.Gauge("neighborly_node_peak_membw_bytes_per_second",
+                 "Peak memory bandwidth per NUMA node (a capacity) and where it came from "
+                 "(override, measured, smbios); absent when the extender's default applies.",
+                 {{"numa_node", absl::StrCat(n.id())}, {"source", n.peak_membw_source()}},
+                 static_cast<double>(n.peak_membw_bytes_per_second()));
     }
   }
-  return out;
 }
 
 }  // namespace neighborly::agent

@@ -1,11 +1,15 @@
-// The agent's own measurements and health in Prometheus text format, for
-// /metrics on --metrics-address: capabilities (with their reasons), RMIDs,
-// pods monitored or not, what each window cost, and per-pod and per-domain
-// gauges from the newest report.
+// The agent's own measurements and health for /metrics on --metrics-address:
+// capabilities (with their reasons), RMIDs, pods monitored or not, what each
+// window cost, per-pod and per-domain gauges from the newest report, and
+// counters of CPU time and memory traffic summed over the windows (the
+// report's rates times the window's length), which survive scrape gaps.
 //
 //   AgentMetrics metrics;
 //   metrics.RecordWindow(report, sample_cost);   // after every window
-//   std::string body = RenderStreamMetrics(streams) + metrics.Render();
+//   PrometheusWriter page;
+//   AppendStreamMetrics(streams, page);
+//   metrics.AppendTo(page);
+//   std::string body = page.Render();
 //
 // Thread-safe: the sampling loop records while the HTTP server renders.
 #ifndef NEIGHBORLY_NODE_AGENT_SRC_REPORT_AGENT_METRICS_H_
@@ -13,11 +17,13 @@
 
 #include <array>
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "common/prometheus_text.h"
 #include "neighborly/telemetry/v1/telemetry.pb.h"
 
 namespace neighborly::agent {
@@ -34,19 +40,30 @@ class AgentMetrics {
   // A window that could not be measured.
   void RecordFailure();
 
-  // Every family, each with HELP and TYPE once; valid text format 0.0.4.
+  void AppendTo(PrometheusWriter& page) const;
+  // These families alone, rendered (tests).
   std::string Render() const;
 
  private:
   mutable absl::Mutex mu_;
   std::optional<telemetry::v1::NodeReport> last_ ABSL_GUARDED_BY(mu_);
-  std::array<uint64_t, kCostBuckets.size()> cost_buckets_ ABSL_GUARDED_BY(mu_) = {};
-  uint64_t cost_count_ ABSL_GUARDED_BY(mu_) = 0;
+  // Windows per cost bucket, not cumulative; the last above kCostBuckets.back().
+  std::array<uint64_t, kCostBuckets.size() + 1> cost_buckets_ ABSL_GUARDED_BY(mu_) = {};
   double cost_sum_seconds_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t failures_ ABSL_GUARDED_BY(mu_) = 0;
   // Pod-windows not reported because the pod could not be identified
   // (capabilities.skipped_pods), summed over windows.
   uint64_t pods_skipped_unidentified_ ABSL_GUARDED_BY(mu_) = 0;
+  // Counters of the pods in the newest report, by uid.
+  struct PodTotals {
+    std::string namespace_name;
+    std::string name;
+    std::optional<double> cpu_seconds;
+    std::optional<double> membw_bytes;
+    std::optional<double> membw_local_bytes;
+  };
+  std::map<std::string, PodTotals> pod_totals_ ABSL_GUARDED_BY(mu_);
+  std::map<uint32_t, double> numa_membw_bytes_ ABSL_GUARDED_BY(mu_);  // by NUMA node id
 };
 
 }  // namespace neighborly::agent

@@ -20,6 +20,7 @@ tv1::NodeReport Report() {
   tv1::NodeReport r;
   r.set_node_name("node-1");
   r.mutable_window_start()->set_seconds(1'700'000'000);
+  r.mutable_window_duration()->set_seconds(2);
   tv1::Capabilities* caps = r.mutable_capabilities();
   caps->mutable_resctrl_occupancy()->set_available(true);
   caps->mutable_perf_hardware_counters()->set_reason("no hardware PMU: \"cycles\" refused\nENOENT");
@@ -32,6 +33,7 @@ tv1::NodeReport Report() {
   a->set_name("article-service");
   a->set_llc_occupancy_bytes(18'000'001);
   a->set_membw_total_bytes_per_second(2'800'000'000);
+  a->set_membw_local_bytes_per_second(2'000'000'000);
   a->set_ipc(2.1);
   tv1::PodReport* b = r.add_pods();
   b->set_uid("uid-2");
@@ -72,20 +74,52 @@ TEST(AgentMetricsTest, CapabilitiesRmidsPodsAndCost) {
                               "\\\"cycles\\\" refused\\nENOENT\"} 0\n"));
   EXPECT_THAT(text, HasSubstr("neighborly_agent_rmids{state=\"used\"} 24\n"));
   EXPECT_THAT(text, HasSubstr("neighborly_agent_rmids{state=\"free\"} 200\n"));
+  EXPECT_THAT(text, Not(HasSubstr("state=\"total\"")));  // free + used
   EXPECT_THAT(text, HasSubstr("neighborly_agent_pods{rdt=\"monitored\"} 1\n"));
   EXPECT_THAT(text, HasSubstr("neighborly_agent_pods{rdt=\"unmonitored\"} 1\n"));
   EXPECT_THAT(text, HasSubstr("neighborly_pod_llc_occupancy_bytes{namespace=\"content\","
                               "pod=\"article-service\",uid=\"uid-1\"} 18000001\n"));
   EXPECT_THAT(text, HasSubstr("neighborly_pod_ipc{namespace=\"content\",pod=\"article-service\","
                               "uid=\"uid-1\"} 2.1"));
-  EXPECT_THAT(text, HasSubstr("neighborly_node_membw_bytes_per_second{numa_node=\"1\"} "
-                              "22100000000\n"));
+  // Rates become counters: rate times the 2 s window, summed over both windows.
+  EXPECT_THAT(text, HasSubstr("# TYPE neighborly_node_membw_bytes_total counter\n"
+                              "neighborly_node_membw_bytes_total{numa_node=\"1\"} 88400000000\n"));
+  EXPECT_THAT(text, HasSubstr("neighborly_pod_membw_bytes_total{namespace=\"content\","
+                              "pod=\"article-service\",uid=\"uid-1\"} 11200000000\n"));
+  EXPECT_THAT(text, HasSubstr("neighborly_pod_membw_local_bytes_total{namespace=\"content\","
+                              "pod=\"article-service\",uid=\"uid-1\"} 8000000000\n"));
+  // 1.5 cores for 4 s.
+  EXPECT_THAT(text, HasSubstr("# TYPE neighborly_pod_cpu_seconds_total counter\n"
+                              "neighborly_pod_cpu_seconds_total{namespace=\"analytics\","
+                              "pod=\"scan\",uid=\"uid-2\"} 6\n"));
+  // No rate as a gauge: only the peak (a capacity) is per second.
+  EXPECT_THAT(text, Not(HasSubstr("membw_total_bytes_per_second")));
+  EXPECT_THAT(text, Not(HasSubstr("neighborly_node_membw_bytes_per_second")));
+  EXPECT_THAT(text, Not(HasSubstr("millicores")));
   EXPECT_THAT(text, HasSubstr("neighborly_node_peak_membw_bytes_per_second{numa_node=\"1\","
                               "source=\"measured\"} 231500000000\n"));
   // An unmeasured metric is absent, never zero.
   EXPECT_THAT(text, Not(HasSubstr("neighborly_pod_llc_occupancy_bytes{namespace=\"analytics\"")));
   const std::string type = "# TYPE neighborly_pod_ipc gauge";
   EXPECT_EQ(text.find(type), text.rfind(type));
+}
+
+// A pod gone from the newest report is forgotten: its counters end; one that
+// comes back starts again from its first window.
+TEST(AgentMetricsTest, CountersOfPodsThatLeftEnd) {
+  AgentMetrics metrics;
+  metrics.RecordWindow(Report(), absl::Milliseconds(1));
+  tv1::NodeReport second = Report();
+  second.mutable_pods()->DeleteSubrange(1, 1);  // uid-2 gone
+  metrics.RecordWindow(second, absl::Milliseconds(1));
+  const std::string text = metrics.Render();
+  EXPECT_THAT(text, Not(HasSubstr("uid=\"uid-2\"")));
+  EXPECT_THAT(text, HasSubstr("neighborly_pod_membw_bytes_total{namespace=\"content\","
+                              "pod=\"article-service\",uid=\"uid-1\"} 11200000000\n"));
+  metrics.RecordWindow(Report(), absl::Milliseconds(1));
+  EXPECT_THAT(metrics.Render(),
+              HasSubstr("neighborly_pod_cpu_seconds_total{namespace=\"analytics\","
+                        "pod=\"scan\",uid=\"uid-2\"} 3\n"));
 }
 
 // promtool (Debian's prometheus package, installed by scripts/setup.sh) is the
@@ -100,7 +134,11 @@ TEST(AgentMetricsTest, PromtoolAcceptsTheWholeBody) {
   options.target = "127.0.0.1:9090";
   options.node_name = "node-1";
   ReportStream stream(options);
-  const std::string body = RenderStreamMetrics({&stream}) + metrics.Render();
+  PrometheusWriter page;
+  AppendStreamMetrics({&stream}, page);
+  metrics.AppendTo(page);
+  ASSERT_TRUE(page.problems().empty());
+  const std::string body = page.Render();
   char path[] = "/tmp/neighborly-agent-metrics-XXXXXX";
   const int fd = mkstemp(path);
   ASSERT_GE(fd, 0);

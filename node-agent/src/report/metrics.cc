@@ -2,7 +2,6 @@
 
 #include <functional>
 
-#include "absl/strings/str_cat.h"
 #include "common/prometheus_text.h"
 
 namespace neighborly::agent {
@@ -18,7 +17,12 @@ struct Family {
 }  // namespace
 
 std::string RenderStreamMetrics(const std::vector<const ReportStream*>& streams) {
-  std::string out;
+  PrometheusWriter page;
+  AppendStreamMetrics(streams, page);
+  return page.Render();
+}
+
+void AppendStreamMetrics(const std::vector<const ReportStream*>& streams, PrometheusWriter& page) {
   // neighborly_agent_build_info is appended by the page's owner (main.cc,
   // common/process_metrics.h) with the process_* metrics.
   const Family families[] = {
@@ -52,16 +56,17 @@ std::string RenderStreamMetrics(const std::vector<const ReportStream*>& streams)
   std::vector<ReportStream::Stats> stats;
   for (const ReportStream* stream : streams) stats.push_back(stream->stats());
   for (const Family& family : families) {
-    absl::StrAppend(&out, "# HELP ", family.name, " ", family.help, "\n# TYPE ", family.name, " ",
-                    family.type, "\n");
     for (size_t i = 0; i < streams.size(); ++i) {
-      absl::StrAppend(&out, family.name, "{node=\"",
-                      PrometheusLabelValue(streams[i]->options().node_name), "\",extender=\"",
-                      PrometheusLabelValue(streams[i]->options().target), "\"} ",
-                      family.value(stats[i]), "\n");
+      const PrometheusWriter::Labels labels = {{"node", streams[i]->options().node_name},
+                                               {"extender", streams[i]->options().target}};
+      const double value = static_cast<double>(family.value(stats[i]));
+      if (std::string_view(family.type) == "counter") {
+        page.Counter(family.name, family.help, labels, value);
+      } else {
+        page.Gauge(family.name, family.help, labels, value);
+      }
     }
   }
-  return out;
 }
 
 }  // namespace neighborly::agent

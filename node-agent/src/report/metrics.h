@@ -1,18 +1,20 @@
 // Prometheus text exposition of the agent's streams, for --metrics-address.
 //
-//   std::string body = RenderStreamMetrics(publisher.streams());
+//   AppendStreamMetrics(publisher.streams(), page);
 #ifndef NEIGHBORLY_NODE_AGENT_SRC_REPORT_METRICS_H_
 #define NEIGHBORLY_NODE_AGENT_SRC_REPORT_METRICS_H_
 
 #include <string>
 #include <vector>
 
+#include "common/prometheus_text.h"
 #include "node-agent/src/report/report_stream.h"
 
 namespace neighborly::agent {
 
-// Counters and gauges per (node, extender) stream, plus build info; valid text
-// format 0.0.4 (each family's HELP and TYPE once, label values escaped).
+// Counters and gauges per (node, extender) stream.
+void AppendStreamMetrics(const std::vector<const ReportStream*>& streams, PrometheusWriter& page);
+// The same alone, rendered (tests).
 std::string RenderStreamMetrics(const std::vector<const ReportStream*>& streams);
 
 }  // namespace neighborly::agent

@@ -12,7 +12,7 @@
 #include "common/cpu_list.h"
 #include "common/quantity.h"
 #include "common/strings.h"
-#include "node-agent/src/simulate/internal/yaml_fields.h"
+#include "common/yaml_fields.h"
 #include "node-agent/src/simulate/node_report.h"
 #include "yaml-cpp/yaml.h"
 
@@ -20,9 +20,8 @@ namespace neighborly::agent {
 namespace {
 
 namespace tv1 = ::neighborly::telemetry::v1;
-using internal::ErrorAt;
-using internal::Fields;
-using internal::YamlSource;
+using yaml::Map;
+using yaml::Value;
 
 constexpr size_t kMaxNodeNameBytes = 253;  // a Kubernetes DNS subdomain
 
@@ -94,13 +93,12 @@ const std::vector<CapabilityKey>& CapabilityKeys() {
 }
 
 // Checks `value` against a closed set of spellings.
-absl::Status CheckOneOf(const Fields& f, std::string_view key, const std::string& value,
+absl::Status CheckOneOf(const Map& f, std::string_view key, const std::string& value,
                         const std::vector<std::string_view>& allowed) {
   if (std::find(allowed.begin(), allowed.end(), value) != allowed.end()) return absl::OkStatus();
   std::string list;
   for (std::string_view a : allowed) absl::StrAppend(&list, list.empty() ? "" : ", ", Av(a));
-  return f.ErrorFor(key, absl::StrCat("key \"", Av(key), "\" in ", f.what(), " must be one of ",
-                                      list, ", got \"", value, "\""));
+  return f.ErrorFor(key, absl::StrCat("must be one of ", list, ", got \"", value, "\""));
 }
 
 bool IsSubset(const CpuSet& inner, const CpuSet& outer) {
@@ -116,11 +114,10 @@ CpuSet Union(const CpuSet& a, const CpuSet& b) {
 // Parses everything about one node and checks it for internal consistency.
 class NodeParser {
  public:
-  NodeParser(const YamlSource& source, std::set<std::string>* seen_uids)
-      : source_(source), seen_uids_(seen_uids) {}
+  explicit NodeParser(std::set<std::string>* seen_uids) : seen_uids_(seen_uids) {}
 
-  absl::StatusOr<tv1::NodeReport> Parse(const YAML::Node& yaml) {
-    absl::StatusOr<Fields> f = Fields::Of(source_, yaml, "node", kNodeKeys);
+  absl::StatusOr<tv1::NodeReport> Parse(const Value& item) {
+    absl::StatusOr<Map> f = Map::Of(item, kNodeKeys);
     if (!f.ok()) return f.status();
     absl::StatusOr<std::string> name = f->RequiredString("name");
     if (!name.ok()) return name.status();
@@ -140,16 +137,13 @@ class NodeParser {
   }
 
  private:
-  absl::Status ParseNuma(const Fields& node) {
-    absl::StatusOr<std::optional<YAML::Node>> list = node.List("numaNodes");
+  absl::Status ParseNuma(const Map& node) {
+    absl::StatusOr<std::vector<Value>> list = node.Get("numaNodes").List();
     if (!list.ok()) return list.status();
-    if (!list->has_value() || (*list)->size() == 0) {
-      return node.ErrorFor("numaNodes", absl::StrCat("missing required key \"numaNodes\" in ",
-                                                     what_, " (at least one NUMA node)"));
-    }
-    std::vector<Fields> entries;
-    for (const YAML::Node& item : **list) {
-      absl::StatusOr<Fields> f = Fields::Of(source_, item, "numaNodes entry", kNumaKeys);
+    if (list->empty()) return node.Missing("numaNodes", "(at least one NUMA node)");
+    std::vector<Map> entries;
+    for (const Value& item : *list) {
+      absl::StatusOr<Map> f = Map::Of(item, kNumaKeys);
       if (!f.ok()) return f.status();
       absl::StatusOr<uint64_t> id = f->RequiredUint("id");
       if (!id.ok()) return id.status();
@@ -161,10 +155,10 @@ class NodeParser {
       absl::StatusOr<std::optional<CpuSet>> cpus = f->Cpus("cpus");
       if (!cpus.ok()) return cpus.status();
       if (!cpus->has_value() || (*cpus)->empty()) {
-        return f->ErrorFor("cpus", "missing required key \"cpus\" in numaNodes entry");
+        return f->Missing("cpus");
       }
       if (IntersectionSize(**cpus, online_) != 0) {
-        return f->ErrorFor("cpus", absl::StrCat("cpus \"", FormatCpuList(**cpus),
+        return f->ErrorFor("cpus", absl::StrCat("\"", FormatCpuList(**cpus),
                                                 "\" overlap another NUMA node of ", what_));
       }
       online_ = Union(online_, **cpus);
@@ -187,41 +181,35 @@ class NodeParser {
     const size_t count = report_.topology().numa_nodes_size();
     for (size_t i = 0; i < count; ++i) {
       tv1::NumaNode* numa = report_.mutable_topology()->mutable_numa_nodes(i);
-      absl::StatusOr<std::optional<YAML::Node>> distances = entries[i].List("distances");
-      if (!distances.ok()) return distances.status();
-      if (!distances->has_value()) {
+      if (!entries[i].Has("distances")) {
         for (size_t j = 0; j < count; ++j) numa->add_distances(i == j ? 10 : 21);
         continue;
       }
-      if ((*distances)->size() != count) {
+      absl::StatusOr<std::vector<Value>> distances = entries[i].Get("distances").List();
+      if (!distances.ok()) return distances.status();
+      if (distances->size() != count) {
         return entries[i].ErrorFor(
-            "distances", absl::StrCat("key \"distances\" must list ", count,
-                                      " values (one per NUMA node), got ", (*distances)->size()));
+            "distances", absl::StrCat("must list ", count, " values (one per NUMA node), got ",
+                                      distances->size()));
       }
-      for (const YAML::Node& d : **distances) {
-        const std::optional<uint32_t> v =
-            d.IsScalar() ? ParseInt<uint32_t>(d.Scalar()) : std::nullopt;
-        if (!v) {
-          return ErrorAt(source_, d.Mark(), "key \"distances\" must hold non-negative integers");
-        }
-        numa->add_distances(*v);
+      for (const Value& d : *distances) {
+        absl::StatusOr<uint64_t> v = d.Uint(UINT32_MAX);
+        if (!v.ok()) return v.status();
+        numa->add_distances(static_cast<uint32_t>(*v));
       }
     }
     report_.mutable_topology()->set_cpus_online(static_cast<uint32_t>(online_.size()));
     return absl::OkStatus();
   }
 
-  absl::Status ParseL3(const Fields& node) {
-    absl::StatusOr<std::optional<YAML::Node>> list = node.List("l3Domains");
+  absl::Status ParseL3(const Map& node) {
+    absl::StatusOr<std::vector<Value>> list = node.Get("l3Domains").List();
     if (!list.ok()) return list.status();
-    if (!list->has_value() || (*list)->size() == 0) {
-      return node.ErrorFor("l3Domains", absl::StrCat("missing required key \"l3Domains\" in ",
-                                                     what_, " (at least one L3 domain)"));
-    }
+    if (list->empty()) return node.Missing("l3Domains", "(at least one L3 domain)");
     std::set<uint32_t> ids;
     CpuSet covered;
-    for (const YAML::Node& item : **list) {
-      absl::StatusOr<Fields> f = Fields::Of(source_, item, "l3Domains entry", kL3Keys);
+    for (const Value& item : *list) {
+      absl::StatusOr<Map> f = Map::Of(item, kL3Keys);
       if (!f.ok()) return f.status();
       absl::StatusOr<uint64_t> id = f->RequiredUint("id");
       if (!id.ok()) return id.status();
@@ -232,14 +220,14 @@ class NodeParser {
       absl::StatusOr<std::optional<CpuSet>> cpus = f->Cpus("cpus");
       if (!cpus.ok()) return cpus.status();
       if (!cpus->has_value() || (*cpus)->empty()) {
-        return f->ErrorFor("cpus", "missing required key \"cpus\" in l3Domains entry");
+        return f->Missing("cpus");
       }
       if (!IsSubset(**cpus, online_)) {
-        return f->ErrorFor("cpus", absl::StrCat("cpus \"", FormatCpuList(**cpus),
+        return f->ErrorFor("cpus", absl::StrCat("\"", FormatCpuList(**cpus),
                                                 "\" are not all in the NUMA nodes of ", what_));
       }
       if (IntersectionSize(**cpus, covered) != 0) {
-        return f->ErrorFor("cpus", absl::StrCat("cpus \"", FormatCpuList(**cpus),
+        return f->ErrorFor("cpus", absl::StrCat("\"", FormatCpuList(**cpus),
                                                 "\" overlap another L3 domain of ", what_));
       }
       covered = Union(covered, **cpus);
@@ -256,7 +244,7 @@ class NodeParser {
       if (numa->has_value()) {
         if (**numa > UINT32_MAX || numa_ids_.count(static_cast<uint32_t>(**numa)) == 0) {
           return f->ErrorFor("numaNode",
-                             absl::StrCat("numaNode ", **numa, " is not a NUMA node of ", what_));
+                             absl::StrCat(**numa, " is not a NUMA node of ", what_));
         }
         l3->set_numa_node(static_cast<uint32_t>(**numa));
       } else {
@@ -273,7 +261,7 @@ class NodeParser {
       if (local->has_value()) l3->set_membw_local_bytes_per_second(**local);
       if (total->has_value() && local->has_value() && **local > **total) {
         return f->ErrorFor("membwLocalBytesPerSecond",
-                           "membwLocalBytesPerSecond is larger than membwTotalBytesPerSecond");
+                           "is larger than membwTotalBytesPerSecond");
       }
     }
     return absl::OkStatus();
@@ -296,13 +284,13 @@ class NodeParser {
   // threadsPerCore (optional): each NUMA node's CPUs, in order, form
   // cores of that many adjacent threads ("0-7" with 2: 0-1, 2-3, ...); one
   // socket per NUMA node. Reported as topology.cores.
-  absl::Status ParseCores(const Fields& node) {
+  absl::Status ParseCores(const Map& node) {
     absl::StatusOr<std::optional<uint64_t>> threads = node.Uint("threadsPerCore");
     if (!threads.ok()) return threads.status();
     if (!threads->has_value()) return absl::OkStatus();  // not reported: one thread per core
     const uint64_t per_core = **threads;
     if (per_core < 1 || per_core > 8) {
-      return node.ErrorFor("threadsPerCore", "threadsPerCore must be between 1 and 8");
+      return node.ErrorFor("threadsPerCore", "must be between 1 and 8");
     }
     for (const tv1::NumaNode& numa : report_.topology().numa_nodes()) {
       const CpuSet cpus = *ParseCpuList(numa.cpus());
@@ -326,7 +314,7 @@ class NodeParser {
   }
 
   // The resource-manager settings of issue 14: all optional.
-  absl::Status ParseKubeletManagers(const Fields& f) {
+  absl::Status ParseKubeletManagers(const Map& f) {
     tv1::KubeletPolicies* kubelet = report_.mutable_kubelet();
     absl::StatusOr<std::optional<std::string>> memory = f.String("memoryManagerPolicy");
     if (!memory.ok()) return memory.status();
@@ -339,7 +327,7 @@ class NodeParser {
       kubelet->set_memory_manager_policy(absl::AsciiStrToLower(**memory));
     }
     for (std::string_view key : {"cpuManagerPolicyOptions", "topologyManagerPolicyOptions"}) {
-      absl::StatusOr<std::map<std::string, std::string>> options = f.StringMap(key);
+      absl::StatusOr<std::map<std::string, std::string>> options = f.Get(key).StringMap();
       if (!options.ok()) return options.status();
       auto* out = key == "cpuManagerPolicyOptions"
                       ? kubelet->mutable_cpu_manager_policy_options()
@@ -347,19 +335,19 @@ class NodeParser {
       out->insert(options->begin(), options->end());
     }
     absl::StatusOr<std::map<std::string, std::string>> reserved =
-        f.StringMap("reservedMemoryBytes");
+        f.Get("reservedMemoryBytes").StringMap();
     if (!reserved.ok()) return reserved.status();
     for (const auto& [numa, quantity] : *reserved) {
       std::optional<uint32_t> id = ParseInt<uint32_t>(numa);
       if (!id || numa_ids_.count(*id) == 0) {
         return f.ErrorFor("reservedMemoryBytes",
-                          absl::StrCat("reservedMemoryBytes key \"", numa,
+                          absl::StrCat("key \"", numa,
                                        "\" is not a NUMA node id of ", what_));
       }
       absl::StatusOr<int64_t> bytes = ParseByteQuantity(quantity);
       if (!bytes.ok() || *bytes < 0) {
         return f.ErrorFor("reservedMemoryBytes",
-                          absl::StrCat("reservedMemoryBytes \"", numa, "\": \"", quantity,
+                          absl::StrCat("NUMA node ", numa, ": \"", quantity,
                                        "\" is not a byte quantity"));
       }
       (*kubelet->mutable_reserved_memory_bytes_by_numa())[*id] = static_cast<uint64_t>(*bytes);
@@ -369,7 +357,7 @@ class NodeParser {
     if (allocatable->has_value()) {
       if (!IsSubset(**allocatable, online_)) {
         return f.ErrorFor("allocatableCpus",
-                          absl::StrCat("allocatableCpus \"", FormatCpuList(**allocatable),
+                          absl::StrCat("\"", FormatCpuList(**allocatable),
                                        "\" are not all in the NUMA nodes of ", what_));
       }
       kubelet->set_allocatable_cpus(FormatCpuList(**allocatable));
@@ -377,15 +365,13 @@ class NodeParser {
     return absl::OkStatus();
   }
 
-  absl::Status ParseKubelet(const Fields& node) {
+  absl::Status ParseKubelet(const Map& node) {
     tv1::KubeletPolicies* kubelet = report_.mutable_kubelet();
     // The kubelet's own defaults.
     kubelet->set_cpu_manager_policy("none");
     kubelet->set_topology_manager_policy("none");
     kubelet->set_topology_manager_scope("container");
-    const Fields::Entry* entry = node.Find("kubelet");
-    if (entry == nullptr) return absl::OkStatus();
-    absl::StatusOr<Fields> f = Fields::Of(source_, entry->value, "kubelet", kKubeletKeys);
+    absl::StatusOr<Map> f = Map::Of(node.Get("kubelet"), kKubeletKeys);
     if (!f.ok()) return f.status();
     struct Policy {
       std::string_view key;
@@ -415,7 +401,7 @@ class NodeParser {
     if (reserved->has_value()) {
       if (!IsSubset(**reserved, online_)) {
         return f->ErrorFor("reservedCpus",
-                           absl::StrCat("reservedCpus \"", FormatCpuList(**reserved),
+                           absl::StrCat("\"", FormatCpuList(**reserved),
                                         "\" are not all in the NUMA nodes of ", what_));
       }
       reserved_ = **reserved;
@@ -424,21 +410,20 @@ class NodeParser {
     return ParseKubeletManagers(*f);
   }
 
-  absl::Status ParseCapabilities(const Fields& node) {
+  absl::Status ParseCapabilities(const Map& node) {
     tv1::Capabilities* caps = report_.mutable_capabilities();
     for (const CapabilityKey& key : CapabilityKeys()) {
       tv1::Capability* cap = key.get(caps);
       cap->set_available(true);
       cap->set_reason("simulated");
     }
-    const Fields::Entry* entry = node.Find("capabilities");
-    if (entry == nullptr) return absl::OkStatus();
+    if (!node.Has("capabilities")) return absl::OkStatus();
     std::vector<std::string> allowed = {"rmidsFree", "rmidsTotal"};
     for (const CapabilityKey& key : CapabilityKeys()) allowed.emplace_back(key.key);
-    absl::StatusOr<Fields> f = Fields::Of(source_, entry->value, "capabilities", allowed);
+    absl::StatusOr<Map> f = Map::Of(node.Get("capabilities"), allowed);
     if (!f.ok()) return f.status();
     for (const CapabilityKey& key : CapabilityKeys()) {
-      const Fields::Entry* value = f->Find(key.key);
+      const Map::Entry* value = f->Find(key.key);
       if (value == nullptr) continue;
       tv1::Capability* cap = key.get(caps);
       // true: available; false or a string: unavailable, the string being the reason.
@@ -446,40 +431,36 @@ class NodeParser {
       if (!text.ok()) return text.status();
       if (**text == "true") continue;
       if ((*text)->empty()) {
-        return f->ErrorFor(key.key, absl::StrCat("key \"", Av(key.key),
-                                                 "\" must be true, false or a reason string"));
+        return f->ErrorFor(key.key, "must be true, false or a reason string");
       }
       cap->set_available(false);
       cap->set_reason(**text == "false" ? "disabled in scenario" : **text);
     }
     for (std::string_view key : {"rmidsFree", "rmidsTotal"}) {
-      absl::StatusOr<std::optional<uint64_t>> v = f->Uint(key);
+      if (!f->Has(key)) continue;
+      absl::StatusOr<uint64_t> v = f->Get(key).Uint(UINT32_MAX);
       if (!v.ok()) return v.status();
-      if (!v->has_value()) continue;
-      if (**v > UINT32_MAX)
-        return f->ErrorFor(key, absl::StrCat("key \"", Av(key), "\" is too large"));
-      if (key == "rmidsFree") caps->set_rmids_free(static_cast<uint32_t>(**v));
-      if (key == "rmidsTotal") caps->set_rmids_total(static_cast<uint32_t>(**v));
+      if (key == "rmidsFree") caps->set_rmids_free(static_cast<uint32_t>(*v));
+      if (key == "rmidsTotal") caps->set_rmids_total(static_cast<uint32_t>(*v));
     }
     return absl::OkStatus();
   }
 
-  absl::Status ParsePods(const Fields& node) {
-    absl::StatusOr<std::optional<YAML::Node>> list = node.List("pods");
+  absl::Status ParsePods(const Map& node) {
+    absl::StatusOr<std::vector<Value>> list = node.Get("pods").List();
     if (!list.ok()) return list.status();
-    if (!list->has_value()) return absl::OkStatus();
-    if ((*list)->size() > kMaxPodsPerNode) {
-      return node.ErrorFor("pods", absl::StrCat(what_, " has ", (*list)->size(), " pods; at most ",
-                                                kMaxPodsPerNode));
+    if (list->size() > kMaxPodsPerNode) {
+      return node.ErrorFor(
+          "pods", absl::StrCat(what_, " has ", list->size(), " pods; at most ", kMaxPodsPerNode));
     }
-    for (const YAML::Node& item : **list) {
+    for (const Value& item : *list) {
       if (absl::Status s = ParsePod(item); !s.ok()) return s;
     }
     return absl::OkStatus();
   }
 
-  absl::Status ParsePod(const YAML::Node& item) {
-    absl::StatusOr<Fields> f = Fields::Of(source_, item, "pod", kPodKeys);
+  absl::Status ParsePod(const Value& item) {
+    absl::StatusOr<Map> f = Map::Of(item, kPodKeys);
     if (!f.ok()) return f.status();
     tv1::PodReport* pod = report_.add_pods();
     for (auto [key, setter] : std::initializer_list<
@@ -505,7 +486,7 @@ class NodeParser {
                        : *qos == "Burstable" ? tv1::QOS_CLASS_BURSTABLE
                                              : tv1::QOS_CLASS_BEST_EFFORT);
     for (std::string_view key : {"labels", "annotations"}) {
-      absl::StatusOr<std::map<std::string, std::string>> map = f->StringMap(key);
+      absl::StatusOr<std::map<std::string, std::string>> map = f->Get(key).StringMap();
       if (!map.ok()) return map.status();
       auto* out = key == "labels" ? pod->mutable_labels() : pod->mutable_annotations();
       out->insert(map->begin(), map->end());
@@ -519,12 +500,12 @@ class NodeParser {
     }
     if (cpu_request->has_value()) {
       if (**cpu_request < 0)
-        return f->ErrorFor("cpuRequestMillicores", "cpuRequestMillicores is negative");
+        return f->ErrorFor("cpuRequestMillicores", "is negative");
       pod->set_cpu_request_millicores(**cpu_request);
     }
     if (cpu_usage->has_value()) {
       if (**cpu_usage < 0)
-        return f->ErrorFor("cpuUsageMillicores", "cpuUsageMillicores is negative");
+        return f->ErrorFor("cpuUsageMillicores", "is negative");
       pod->set_cpu_usage_millicores(**cpu_usage);
     }
 
@@ -549,7 +530,7 @@ class NodeParser {
     if (pod->has_membw_local_bytes_per_second() && pod->has_membw_total_bytes_per_second() &&
         pod->membw_local_bytes_per_second() > pod->membw_total_bytes_per_second()) {
       return f->ErrorFor("membwLocalBytesPerSecond",
-                         "membwLocalBytesPerSecond is larger than membwTotalBytesPerSecond");
+                         "is larger than membwTotalBytesPerSecond");
     }
 
     // Ratios and pressure.
@@ -566,14 +547,9 @@ class NodeParser {
              DoubleField{"psiMemorySomeAvg10", &tv1::PodReport::set_psi_memory_some_avg10, 100},
              DoubleField{"psiMemoryFullAvg10", &tv1::PodReport::set_psi_memory_full_avg10, 100},
          }) {
-      absl::StatusOr<std::optional<double>> value = f->Double(field.key);
+      absl::StatusOr<std::optional<double>> value = f->Double(field.key, 0, field.max);
       if (!value.ok()) return value.status();
-      if (!value->has_value()) continue;
-      if (**value > field.max) {
-        return f->ErrorFor(field.key,
-                           absl::StrCat("key \"", Av(field.key), "\" is above ", field.max));
-      }
-      (pod->*field.set)(**value);
+      if (value->has_value()) (pod->*field.set)(**value);
     }
 
     // Exclusive cpus.
@@ -583,16 +559,16 @@ class NodeParser {
       const CpuSet& cpus = **exclusive;
       const std::string text = FormatCpuList(cpus);
       if (!IsSubset(cpus, online_)) {
-        return f->ErrorFor("exclusiveCpus", absl::StrCat("exclusiveCpus \"", text,
+        return f->ErrorFor("exclusiveCpus", absl::StrCat("\"", text,
                                                          "\" are not all cpus of ", what_));
       }
       if (IntersectionSize(cpus, reserved_) != 0) {
         return f->ErrorFor("exclusiveCpus",
-                           absl::StrCat("exclusiveCpus \"", text, "\" include reserved cpus"));
+                           absl::StrCat("\"", text, "\" include reserved cpus"));
       }
       if (IntersectionSize(cpus, exclusive_) != 0) {
         return f->ErrorFor("exclusiveCpus",
-                           absl::StrCat("exclusiveCpus \"", text,
+                           absl::StrCat("\"", text,
                                         "\" overlap another pod's exclusive cpus on ", what_));
       }
       exclusive_ = Union(exclusive_, cpus);
@@ -602,48 +578,26 @@ class NodeParser {
     return ParseMemoryByNuma(*f, pod);
   }
 
-  absl::Status ParseMemoryByNuma(const Fields& f, tv1::PodReport* pod) {
-    const Fields::Entry* entry = f.Find("memoryBytesByNuma");
-    if (entry == nullptr) return absl::OkStatus();
-    if (!entry->value.IsMap()) {
-      return f.ErrorFor("memoryBytesByNuma",
-                        absl::StrCat("key \"memoryBytesByNuma\" in pod must be a map, got ",
-                                     Av(internal::KindName(entry->value))));
-    }
-    for (const auto& kv : entry->value) {
-      const std::optional<uint32_t> id =
-          kv.first.IsScalar() ? ParseInt<uint32_t>(kv.first.Scalar()) : std::nullopt;
+  absl::Status ParseMemoryByNuma(const Map& f, tv1::PodReport* pod) {
+    absl::StatusOr<Map> by_numa = Map::OfAnyKeys(f.Get("memoryBytesByNuma"));
+    if (!by_numa.ok()) return by_numa.status();
+    for (const Map::Entry& entry : by_numa->entries()) {
+      const std::optional<uint32_t> id = ParseInt<uint32_t>(entry.key);
       if (!id || numa_ids_.count(*id) == 0) {
-        return ErrorAt(source_, kv.first.Mark(),
-                       absl::StrCat("key \"memoryBytesByNuma\": \"",
-                                    kv.first.IsScalar() ? kv.first.Scalar() : "?",
-                                    "\" is not a NUMA node id of ", what_));
+        return entry.value.Error(
+            absl::StrCat("\"", entry.key, "\" is not a NUMA node id of ", what_));
       }
-      std::optional<uint64_t> bytes;
-      if (kv.second.IsScalar()) {
-        const std::string& text = kv.second.Scalar();
-        bytes = ParseInt<uint64_t>(text);
-        if (!bytes) {
-          if (absl::StatusOr<int64_t> q = ParseByteQuantity(text); q.ok()) {
-            bytes = static_cast<uint64_t>(*q);
-          }
-        }
-      }
-      if (!bytes) {
-        return ErrorAt(source_, kv.second.Mark(),
-                       absl::StrCat("key \"memoryBytesByNuma\": the value for NUMA node ", *id,
-                                    " must be a byte count or quantity"));
-      }
-      if (!pod->mutable_memory_bytes_by_numa()->insert({*id, *bytes}).second) {
-        return ErrorAt(
-            source_, kv.first.Mark(),
-            absl::StrCat("key \"memoryBytesByNuma\": NUMA node ", *id, " is listed twice"));
+      absl::StatusOr<int64_t> bytes = entry.value.Bytes(0);
+      if (!bytes.ok()) return bytes.status();
+      if (!pod->mutable_memory_bytes_by_numa()
+               ->insert({*id, static_cast<uint64_t>(*bytes)})
+               .second) {
+        return entry.value.Error(absl::StrCat("NUMA node ", *id, " is listed twice"));
       }
     }
     return absl::OkStatus();
   }
 
-  const YamlSource& source_;
   std::set<std::string>* seen_uids_;
   std::string what_;
   tv1::NodeReport report_;
@@ -653,49 +607,46 @@ class NodeParser {
   CpuSet exclusive_;
 };
 
-absl::StatusOr<Scenario> ParseLoaded(const YamlSource& source, const YAML::Node& root) {
+absl::StatusOr<Scenario> ParseLoaded(const Value& root) {
   // Top-level keys starting with "x-" hold YAML anchors for the rest of the file
   // (as in docker-compose) and are otherwise ignored.
   std::vector<std::string> allowed = kRootKeys;
-  if (root.IsMap()) {
-    for (const auto& kv : root) {
+  if (root.node().IsMap()) {
+    for (const auto& kv : root.node()) {
       if (kv.first.IsScalar() && kv.first.Scalar().starts_with("x-")) {
         allowed.push_back(kv.first.Scalar());
       }
     }
   }
-  absl::StatusOr<Fields> f = Fields::Of(source, root, "scenario", allowed);
+  absl::StatusOr<Map> f = Map::Of(root, allowed);
   if (!f.ok()) return f.status();
   absl::StatusOr<std::string> api_version = f->RequiredString("apiVersion");
   if (!api_version.ok()) return api_version.status();
   if (*api_version != kScenarioApiVersion) {
-    return f->ErrorFor("apiVersion", absl::StrCat("apiVersion must be \"", Av(kScenarioApiVersion),
+    return f->ErrorFor("apiVersion", absl::StrCat("must be \"", Av(kScenarioApiVersion),
                                                   "\", got \"", *api_version, "\""));
   }
   absl::StatusOr<std::string> kind = f->RequiredString("kind");
   if (!kind.ok()) return kind.status();
   if (*kind != kScenarioKind) {
-    return f->ErrorFor(
-        "kind", absl::StrCat("kind must be \"", Av(kScenarioKind), "\", got \"", *kind, "\""));
+    return f->ErrorFor("kind",
+                       absl::StrCat("must be \"", Av(kScenarioKind), "\", got \"", *kind, "\""));
   }
-  absl::StatusOr<std::optional<YAML::Node>> nodes = f->List("nodes");
+  absl::StatusOr<std::vector<Value>> nodes = f->Get("nodes").List();
   if (!nodes.ok()) return nodes.status();
-  if (!nodes->has_value() || (*nodes)->size() == 0) {
-    return f->ErrorFor("nodes", "missing required key \"nodes\" in scenario (at least one node)");
-  }
-  if ((*nodes)->size() > kMaxScenarioNodes) {
-    return f->ErrorFor("nodes", absl::StrCat("scenario has ", (*nodes)->size(), " nodes; at most ",
+  if (nodes->empty()) return f->Missing("nodes", "(at least one node)");
+  if (nodes->size() > kMaxScenarioNodes) {
+    return f->ErrorFor("nodes", absl::StrCat("scenario has ", nodes->size(), " nodes; at most ",
                                              kMaxScenarioNodes));
   }
   Scenario scenario;
   std::set<std::string> uids;
   std::set<std::string> names;
-  for (const YAML::Node& item : **nodes) {
-    absl::StatusOr<tv1::NodeReport> node = NodeParser(source, &uids).Parse(item);
+  for (const Value& item : *nodes) {
+    absl::StatusOr<tv1::NodeReport> node = NodeParser(&uids).Parse(item);
     if (!node.ok()) return node.status();
     if (!names.insert(node->node_name()).second) {
-      return ErrorAt(source, item.Mark(),
-                     absl::StrCat("duplicate node name \"", node->node_name(), "\""));
+      return item.Error(absl::StrCat("duplicate node name \"", node->node_name(), "\""));
     }
     scenario.nodes.push_back(*std::move(node));
   }
@@ -705,7 +656,7 @@ absl::StatusOr<Scenario> ParseLoaded(const YamlSource& source, const YAML::Node&
 }  // namespace
 
 absl::StatusOr<Scenario> ParseScenario(std::string_view text, std::string_view source_name) {
-  const YamlSource source{std::string(source_name)};
+  const yaml::Source source{std::string(source_name)};
   if (text.size() > kMaxScenarioBytes) {
     return absl::InvalidArgumentError(
         absl::StrCat(source.name, ": file is larger than ", kMaxScenarioBytes, " bytes"));
@@ -713,14 +664,9 @@ absl::StatusOr<Scenario> ParseScenario(std::string_view text, std::string_view s
   if (Trim(text).empty()) {
     return absl::InvalidArgumentError(absl::StrCat(source.name, ": file is empty"));
   }
-  try {
-    const YAML::Node root = YAML::Load(std::string(text));
-    return ParseLoaded(source, root);
-  } catch (const YAML::Exception& e) {
-    return ErrorAt(source, e.mark, absl::StrCat("not valid YAML or JSON: ", e.msg));
-  } catch (const std::exception& e) {
-    return absl::InvalidArgumentError(absl::StrCat(source.name, ": ", e.what()));
-  }
+  absl::StatusOr<YAML::Node> root = yaml::Load(source, text);
+  if (!root.ok()) return root.status();
+  return ParseLoaded(Value(source, *root));
 }
 
 absl::StatusOr<Scenario> LoadScenarioFile(const std::string& path) {

@@ -103,41 +103,50 @@ TEST(ScenarioTest, UnknownKeyNamesKeyObjectAndLine) {
   absl::StatusOr<Scenario> s = LoadScenarioFile(Fixture("unknown-key.yaml"));
   ASSERT_FALSE(s.ok());
   EXPECT_THAT(std::string(s.status().message()),
-              HasSubstr("unknown-key.yaml:14: unknown key \"cpuRequestMilicores\" in pod"));
-  EXPECT_EQ(ErrorOf(WithPod(", colour: blue")), "t.yaml:10: unknown key \"colour\" in pod");
+              HasSubstr("unknown-key.yaml:14: unknown key \"nodes[0].pods[0].cpuRequestMilicores\" "
+                        "(known in nodes[0].pods[0]: uid, namespace, name,"));
+  EXPECT_THAT(ErrorOf(WithPod(", colour: blue")),
+              HasSubstr("t.yaml:10: unknown key \"nodes[0].pods[0].colour\""));
   EXPECT_THAT(ErrorOf("apiVersion: neighborly.io/v1alpha1\nkind: Scenario\nextra: 1\nnodes: []\n"),
-              HasSubstr("t.yaml:3: unknown key \"extra\" in scenario"));
+              HasSubstr("t.yaml:3: unknown key \"extra\" (known: apiVersion, kind, nodes)"));
 }
 
 TEST(ScenarioTest, BadCpuListNamesKeyAndLine) {
   absl::StatusOr<Scenario> s = LoadScenarioFile(Fixture("bad-cpu-list.yaml"));
   ASSERT_FALSE(s.ok());
   const std::string message(s.status().message());
-  EXPECT_THAT(message, HasSubstr("bad-cpu-list.yaml:14: key \"exclusiveCpus\" in pod"));
+  EXPECT_THAT(
+      message,
+      HasSubstr("bad-cpu-list.yaml:14: nodes[0].pods[0].exclusiveCpus: expected a cpu list"));
   EXPECT_THAT(message, HasSubstr("2-x"));
 }
 
 TEST(ScenarioTest, WrongTypesNameKeyAndLine) {
-  EXPECT_THAT(ErrorOf(WithPod(", cpuRequestMillicores: two")),
-              HasSubstr("t.yaml:10: key \"cpuRequestMillicores\" in pod must be an integer"));
+  EXPECT_THAT(
+      ErrorOf(WithPod(", cpuRequestMillicores: two")),
+      HasSubstr(
+          "t.yaml:10: nodes[0].pods[0].cpuRequestMillicores: expected an integer, got \"two\""));
   EXPECT_THAT(ErrorOf(WithPod(", labels: [a, b]")),
-              HasSubstr("t.yaml:10: key \"labels\" in pod must be a map, got a list"));
+              HasSubstr("t.yaml:10: nodes[0].pods[0].labels: expected a map, got a list"));
   EXPECT_THAT(ErrorOf(WithPod(", ipc: fast")),
-              HasSubstr("t.yaml:10: key \"ipc\" in pod must be a non-negative number"));
+              HasSubstr("t.yaml:10: nodes[0].pods[0].ipc: expected a number, got \"fast\""));
   EXPECT_THAT(ErrorOf(PodLine("uid: u1, namespace: ns, name: {a: 1}, qosClass: Burstable")),
-              HasSubstr("t.yaml:10: key \"name\" in pod must be a scalar, got a map"));
+              HasSubstr("t.yaml:10: nodes[0].pods[0].name: expected a string, got a map"));
   EXPECT_THAT(ErrorOf(WithPod(", psiCpuSomeAvg10: 140")),
-              HasSubstr("t.yaml:10: key \"psiCpuSomeAvg10\" is above 100"));
+              HasSubstr("t.yaml:10: nodes[0].pods[0].psiCpuSomeAvg10: 140 is outside 0..100"));
   EXPECT_THAT(ErrorOf("apiVersion: neighborly.io/v1alpha1\nkind: Scenario\nnodes: {a: 1}\n"),
-              HasSubstr("t.yaml:3: key \"nodes\" in scenario must be a list, got a map"));
+              HasSubstr("t.yaml:3: nodes: expected a list, got a map"));
 }
 
 TEST(ScenarioTest, BadQuantityNamesKeyAndLine) {
   const std::string message = ErrorOf(WithPod(", memoryRequestBytes: 4 GiB"));
-  EXPECT_THAT(message, HasSubstr("t.yaml:10: key \"memoryRequestBytes\" in pod: bad quantity"));
+  EXPECT_THAT(
+      message,
+      HasSubstr("t.yaml:10: nodes[0].pods[0].memoryRequestBytes: expected a byte quantity"));
   EXPECT_THAT(message, HasSubstr("4 GiB"));
-  EXPECT_THAT(ErrorOf(WithPod(", memoryBytesByNuma: {\"0\": lots}")),
-              HasSubstr("t.yaml:10: key \"memoryBytesByNuma\": the value for NUMA node 0"));
+  EXPECT_THAT(
+      ErrorOf(WithPod(", memoryBytesByNuma: {\"0\": lots}")),
+      HasSubstr("t.yaml:10: nodes[0].pods[0].memoryBytesByNuma.0: expected a byte quantity"));
 }
 
 TEST(ScenarioTest, RequiredFieldsAreEnforced) {
@@ -145,19 +154,22 @@ TEST(ScenarioTest, RequiredFieldsAreEnforced) {
                     "- name: n1\n  numaNodes:\n  - {id: 0, cpus: \"0-3\", memoryBytes: 1}\n"
                     "  l3Domains:\n  - {id: 0, cpus: \"0-3\", sizeBytes: 1}\n  pods:\n"
                     "  - {namespace: ns, name: p1, qosClass: Burstable}\n"),
-            "t.yaml:10: missing required key \"uid\" in pod");
-  EXPECT_THAT(ErrorOf("apiVersion: neighborly.io/v1alpha1\nkind: Scenario\nnodes:\n"
-                      "- name: n1\n  l3Domains:\n  - {id: 0, cpus: \"0-3\", sizeBytes: 1}\n"),
-              HasSubstr("t.yaml:4: missing required key \"numaNodes\" in node \"n1\""));
+            "t.yaml:10: missing required key \"nodes[0].pods[0].uid\"");
+  EXPECT_THAT(
+      ErrorOf("apiVersion: neighborly.io/v1alpha1\nkind: Scenario\nnodes:\n"
+              "- name: n1\n  l3Domains:\n  - {id: 0, cpus: \"0-3\", sizeBytes: 1}\n"),
+      HasSubstr("t.yaml:4: missing required key \"nodes[0].numaNodes\" (at least one NUMA node)"));
   EXPECT_THAT(ErrorOf("apiVersion: neighborly.io/v1alpha1\nkind: Scenario\nnodes:\n"
                       "- name: n1\n  numaNodes:\n  - {id: 0, memoryBytes: 1}\n"),
-              HasSubstr("t.yaml:6: missing required key \"cpus\" in numaNodes entry"));
+              HasSubstr("t.yaml:6: missing required key \"nodes[0].numaNodes[0].cpus\""));
   EXPECT_THAT(ErrorOf("kind: Scenario\nnodes: []\n"),
               HasSubstr("missing required key \"apiVersion\""));
-  EXPECT_THAT(ErrorOf("apiVersion: neighborly.io/v2\nkind: Scenario\nnodes: []\n"),
-              HasSubstr("t.yaml:1: apiVersion must be \"neighborly.io/v1alpha1\""));
+  EXPECT_THAT(
+      ErrorOf("apiVersion: neighborly.io/v2\nkind: Scenario\nnodes: []\n"),
+      HasSubstr(
+          "t.yaml:1: apiVersion: must be \"neighborly.io/v1alpha1\", got \"neighborly.io/v2\""));
   EXPECT_THAT(ErrorOf("apiVersion: neighborly.io/v1alpha1\nkind: Scenario\nnodes: []\n"),
-              HasSubstr("t.yaml:3: missing required key \"nodes\""));
+              HasSubstr("t.yaml:3: missing required key \"nodes\" (at least one node)"));
   EXPECT_THAT(ErrorOf(""), HasSubstr("t.yaml: file is empty"));
 }
 
@@ -169,8 +181,8 @@ TEST(ScenarioTest, EnumsAreChecked) {
       "  kubelet: {cpuManagerPolicy: dynamic}\n"
       "  numaNodes:\n  - {id: 0, cpus: \"0-3\", memoryBytes: 1}\n"
       "  l3Domains:\n  - {id: 0, cpus: \"0-3\", sizeBytes: 1}\n";
-  EXPECT_THAT(ErrorOf(text),
-              HasSubstr("key \"cpuManagerPolicy\" in kubelet must be one of none, static"));
+  EXPECT_THAT(ErrorOf(text), HasSubstr("t.yaml:5: nodes[0].kubelet.cpuManagerPolicy: must be one "
+                                       "of none, static, got \"dynamic\""));
 }
 
 TEST(ScenarioTest, DuplicatesAreRefused) {
@@ -178,27 +190,31 @@ TEST(ScenarioTest, DuplicatesAreRefused) {
       "- name: n1\n  numaNodes:\n  - {id: 0, cpus: \"0-3\", memoryBytes: 1}\n"
       "  l3Domains:\n  - {id: 0, cpus: \"0-3\", sizeBytes: 1}\n";
   const std::string head = "apiVersion: neighborly.io/v1alpha1\nkind: Scenario\nnodes:\n";
-  EXPECT_EQ(ErrorOf(head + node + node), "t.yaml:9: duplicate node name \"n1\"");
+  EXPECT_EQ(ErrorOf(head + node + node), "t.yaml:9: nodes[1]: duplicate node name \"n1\"");
   EXPECT_THAT(ErrorOf(WithPod("}\n  - {uid: u1, namespace: ns, name: p2, qosClass: Burstable")),
-              HasSubstr("t.yaml:11: duplicate pod uid \"u1\""));
+              HasSubstr("t.yaml:11: nodes[0].pods[1].uid: duplicate pod uid \"u1\""));
   EXPECT_THAT(ErrorOf(WithPod(", name: p2")),
-              HasSubstr("t.yaml:10: duplicate key \"name\" in pod"));
+              HasSubstr("t.yaml:10: duplicate key \"nodes[0].pods[0].name\""));
   EXPECT_THAT(
       ErrorOf(head + "- name: n1\n  numaNodes:\n  - {id: 0, cpus: \"0-3\", memoryBytes: 1}\n"
                      "  - {id: 0, cpus: \"4-7\", memoryBytes: 1}\n"),
-      HasSubstr("t.yaml:7: duplicate NUMA node id 0"));
+      HasSubstr("t.yaml:7: nodes[0].numaNodes[1].id: duplicate NUMA node id 0 in node \"n1\""));
 }
 
 TEST(ScenarioTest, CpuConsistencyIsChecked) {
-  EXPECT_THAT(ErrorOf(WithPod(", exclusiveCpus: \"2-5\"")),
-              HasSubstr("t.yaml:10: exclusiveCpus \"2-5\" are not all cpus of node \"n1\""));
+  EXPECT_THAT(
+      ErrorOf(WithPod(", exclusiveCpus: \"2-5\"")),
+      HasSubstr(
+          "t.yaml:10: nodes[0].pods[0].exclusiveCpus: \"2-5\" are not all cpus of node \"n1\""));
   EXPECT_THAT(ErrorOf(WithPod(", exclusiveCpus: \"2\"}\n  - {uid: u2, namespace: ns, name: p2, "
                               "qosClass: Guaranteed, exclusiveCpus: \"1-2\"")),
-              HasSubstr("t.yaml:11: exclusiveCpus \"1-2\" overlap another pod's exclusive cpus"));
-  EXPECT_THAT(ErrorOf(WithPod(", memoryBytesByNuma: {\"3\": 1}")),
-              HasSubstr("t.yaml:10: key \"memoryBytesByNuma\": \"3\" is not a NUMA node id"));
+              HasSubstr("t.yaml:11: nodes[0].pods[1].exclusiveCpus: \"1-2\" overlap another pod's "
+                        "exclusive cpus"));
+  EXPECT_THAT(
+      ErrorOf(WithPod(", memoryBytesByNuma: {\"3\": 1}")),
+      HasSubstr("t.yaml:10: nodes[0].pods[0].memoryBytesByNuma.3: \"3\" is not a NUMA node id"));
   EXPECT_THAT(ErrorOf(WithPod(", membwTotalBytesPerSecond: 1, membwLocalBytesPerSecond: 2")),
-              HasSubstr("membwLocalBytesPerSecond is larger than membwTotalBytesPerSecond"));
+              HasSubstr("membwLocalBytesPerSecond: is larger than membwTotalBytesPerSecond"));
 }
 
 TEST(ScenarioTest, ResourceManagerKeysAndSmtAreOptional) {
@@ -242,19 +258,19 @@ TEST(ScenarioTest, ResourceManagerKeysAndSmtAreOptional) {
   EXPECT_THAT(ErrorOf(head + "  kubelet: {memoryManagerPolicy: Dynamic}\n" + numa),
               HasSubstr("memoryManagerPolicy"));
   EXPECT_THAT(ErrorOf(head + "  kubelet: {reservedMemoryBytes: {\"7\": 1Gi}}\n" + numa),
-              HasSubstr("reservedMemoryBytes key \"7\" is not a NUMA node id"));
+              HasSubstr("nodes[0].kubelet.reservedMemoryBytes: key \"7\" is not a NUMA node id"));
   EXPECT_THAT(ErrorOf(head + "  kubelet: {reservedMemoryBytes: {\"0\": lots}}\n" + numa),
               HasSubstr("is not a byte quantity"));
   EXPECT_THAT(ErrorOf(head + "  kubelet: {allocatableCpus: \"0-9\"}\n" + numa),
-              HasSubstr("allocatableCpus \"0-9\" are not all in the NUMA nodes"));
+              HasSubstr("nodes[0].kubelet.allocatableCpus: \"0-9\" are not all in the NUMA nodes"));
 }
 
 TEST(ScenarioTest, InvalidYamlNamesLine) {
   EXPECT_THAT(ErrorOf("apiVersion: neighborly.io/v1alpha1\nkind: Scenario\nnodes: [\n"),
               HasSubstr("t.yaml:"));
-  EXPECT_THAT(ErrorOf("a: b\n c: d\n  - e\n"), HasSubstr("not valid YAML or JSON"));
+  EXPECT_THAT(ErrorOf("a: b\n c: d\n  - e\n"), HasSubstr("t.yaml:2: not valid YAML"));
   EXPECT_THAT(ErrorOf("- just\n- a list\n"),
-              HasSubstr("t.yaml:1: scenario must be a map, got a list"));
+              HasSubstr("t.yaml:1: top level: expected a map, got a list"));
 }
 
 TEST(ScenarioTest, MissingFileIsNamed) {
@@ -299,7 +315,7 @@ TEST(ScenarioTest, CapabilitiesCanBeSwitchedOff) {
                       "  capabilities: {rdt: true}\n"
                       "  numaNodes:\n  - {id: 0, cpus: \"0-3\", memoryBytes: 1}\n"
                       "  l3Domains:\n  - {id: 0, cpus: \"0-3\", sizeBytes: 1}\n"),
-              HasSubstr("t.yaml:5: unknown key \"rdt\" in capabilities"));
+              HasSubstr("t.yaml:5: unknown key \"nodes[0].capabilities.rdt\""));
 }
 
 // Merge keys through aliases: a map merging itself (found by scenario_fuzzer:
@@ -309,7 +325,7 @@ TEST(ScenarioTest, CapabilitiesCanBeSwitchedOff) {
 TEST(ScenarioTest, MergeOfItselfIsRefused) {
   EXPECT_THAT(ErrorOf("apiVersion: neighborly.io/v1alpha1\nkind: Scenario\n"
                       "nodes: [&a {name: x, <<: *a}]\n"),
-              HasSubstr("t.yaml:3: merge key \"<<\" in node refers to a map that contains it"));
+              HasSubstr("t.yaml:3: merge key \"<<\" in nodes[0] refers to a map that contains it"));
   // The same two levels down.
   EXPECT_THAT(ErrorOf("apiVersion: neighborly.io/v1alpha1\nkind: Scenario\n"
                       "nodes: [&a {name: x, <<: {<<: {<<: *a}}}]\n"),
@@ -325,7 +341,7 @@ TEST(ScenarioTest, ExponentialMergesAreRefused) {
   }
   text += "nodes: [{<<: *a9}]\n";  // 10^9 merges unbounded
   EXPECT_THAT(ErrorOf(text),
-              HasSubstr("t.yaml:13: merge keys in node expand to more than 256 maps"));
+              HasSubstr("t.yaml:13: merge keys in nodes[0] expand to more than 256 maps"));
 }
 
 TEST(ScenarioTest, DeepMergeChainsAreRefused) {
@@ -345,7 +361,7 @@ TEST(ScenarioTest, DeepMergeChainsAreRefused) {
   ASSERT_TRUE(s.ok()) << s.status();
   EXPECT_EQ(s->nodes[0].node_name(), "n1");
   EXPECT_THAT(ErrorOf(chain(16)),
-              HasSubstr("t.yaml:19: merge keys in node are nested more than 16 deep"));
+              HasSubstr("t.yaml:19: merge keys in nodes[0] are nested more than 16 deep"));
 }
 
 }  // namespace

@@ -1,0 +1,6 @@
+# Placement service (gRPC, the scheduler plugin's calls) round trip benchmark.
+if(TARGET neighborly_placement)
+  add_executable(placement_roundtrip_bench ${CMAKE_CURRENT_LIST_DIR}/placement_roundtrip_bench.cc)
+  target_link_libraries(placement_roundtrip_bench PRIVATE neighborly_placement neighborly_core
+    absl::str_format neighborly_malloc neighborly_warnings)
+endif()
