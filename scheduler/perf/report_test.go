@@ -20,7 +20,8 @@ import (
 type neighborlyStats struct {
 	Requests                  map[string]float64    // "filter/200", "placement Filter/OK" -> count
 	Durations                 map[string]*histogram // "filter", "placement Filter" -> server-side time
-	DecisionsWithoutTelemetry float64
+	DecisionsWithoutTelemetry float64               // HTTP verbs only: the placement service does not count it
+	Telemetry                 map[string]float64    // nodes by telemetry state at the end: fresh, aging, stale (nil: not exported)
 	ReportsAccepted           float64
 	ExtenderCPUSeconds        float64
 	FleetCPUSeconds           float64
@@ -94,22 +95,29 @@ func parseExtenderMetrics(text string) (*neighborlyStats, error) {
 		for _, p := range labelPair.FindAllStringSubmatch(m[2], -1) {
 			labels[p[1]] = p[2]
 		}
-		switch m[1] {
-		case "neighborly_extender_requests_total":
+		// The HTTP pair's names since issue 16 (docs/metrics.md, "Renamed"),
+		// and before it, for extenders built earlier (NEIGHBORLY_EXTENDER).
+		switch name := m[1]; name {
+		case "neighborly_extender_http_requests_total", "neighborly_extender_requests_total":
 			s.Requests[labels["verb"]+"/"+labels["code"]] += value
 			seen = true
-		case "neighborly_http_request_duration_seconds_bucket":
+		case "neighborly_extender_http_request_duration_seconds_bucket", "neighborly_http_request_duration_seconds_bucket":
 			bound, err := strconv.ParseFloat(labels["le"], 64)
 			if err != nil {
-				return nil, fmt.Errorf("neighborly_http_request_duration_seconds_bucket: le=%q", labels["le"])
+				return nil, fmt.Errorf("%s: le=%q", name, labels["le"])
 			}
 			h := hist(labels["verb"])
 			h.Bounds = append(h.Bounds, bound)
 			h.Counts = append(h.Counts, value)
-		case "neighborly_http_request_duration_seconds_sum":
+		case "neighborly_extender_http_request_duration_seconds_sum", "neighborly_http_request_duration_seconds_sum":
 			hist(labels["verb"]).Sum = value
-		case "neighborly_http_request_duration_seconds_count":
+		case "neighborly_extender_http_request_duration_seconds_count", "neighborly_http_request_duration_seconds_count":
 			hist(labels["verb"]).Count = value
+		case "neighborly_fleet_nodes":
+			if s.Telemetry == nil {
+				s.Telemetry = map[string]float64{}
+			}
+			s.Telemetry[labels["telemetry"]] = value
 		case "neighborly_placement_requests_total":
 			s.Requests["placement "+labels["method"]+"/"+labels["code"]] += value
 		case "neighborly_placement_request_duration_seconds_bucket":
@@ -133,7 +141,7 @@ func parseExtenderMetrics(text string) (*neighborlyStats, error) {
 		}
 	}
 	if !seen {
-		return nil, fmt.Errorf("no neighborly_extender_requests_total in the extender's /metrics")
+		return nil, fmt.Errorf("no neighborly_extender_http_requests_total in the extender's /metrics")
 	}
 	for verb, h := range s.Durations {
 		if !sort.Float64sAreSorted(h.Bounds) || len(h.Bounds) != len(h.Counts) {
@@ -327,8 +335,8 @@ func renderTables(runs []*workloadRun, rounds map[int][]dataItem) string {
 	}
 
 	b.WriteString("\nNeighborly's side (whole workload: init and measured pods; HTTP extender: /filter and /prioritize, plugin: the placement service's Filter, Score, Reserve):\n\n")
-	b.WriteString("| workload | mode | round | nodes streamed | filter / score calls answered | reserve calls | other answers | server-side filter mean / p99 ms | score mean / p99 ms | verdicts without telemetry | reports accepted | extender CPU s | fleet CPU s |\n")
-	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+	b.WriteString("| workload | mode | round | nodes streamed | filter / score calls answered | reserve calls | other answers | server-side filter mean / p99 ms | score mean / p99 ms | verdicts without telemetry (HTTP) | telemetry at the end: fresh / aging / stale | reports accepted | extender CPU s | fleet CPU s |\n")
+	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, w := range workloads {
 		for _, m := range []mode{modeExtender, modePlugin} {
 			filter, score, reserve, ok := "filter", "prioritize", "", "200"
@@ -350,11 +358,19 @@ func renderTables(runs []*workloadRun, rounds map[int][]dataItem) string {
 				if reserve != "" {
 					reserves = fmt.Sprintf("%.0f", s.Requests[reserve+"/"+ok])
 				}
-				fmt.Fprintf(&b, "| %s | %s | %d | %d | %.0f / %.0f | %s | %.0f | %.3f / %.3f | %.3f / %.3f | %.0f | %.0f | %.1f | %.1f |\n",
+				telemetry := "-"
+				if s.Telemetry != nil {
+					telemetry = fmt.Sprintf("%.0f / %.0f / %.0f", s.Telemetry["fresh"], s.Telemetry["aging"], s.Telemetry["stale"])
+				}
+				withoutTelemetry := "-"
+				if m == modeExtender {
+					withoutTelemetry = fmt.Sprintf("%.0f", s.DecisionsWithoutTelemetry)
+				}
+				fmt.Fprintf(&b, "| %s | %s | %d | %d | %.0f / %.0f | %s | %.0f | %.3f / %.3f | %.3f / %.3f | %s | %s | %.0f | %.1f | %.1f |\n",
 					w, m, r.round, s.FleetNodes, s.Requests[filter+"/"+ok], s.Requests[score+"/"+ok], reserves, other,
 					1e3*s.Durations[filter].mean(), 1e3*s.Durations[filter].quantile(0.99),
 					1e3*s.Durations[score].mean(), 1e3*s.Durations[score].quantile(0.99),
-					s.DecisionsWithoutTelemetry, s.ReportsAccepted, s.ExtenderCPUSeconds, s.FleetCPUSeconds)
+					withoutTelemetry, telemetry, s.ReportsAccepted, s.ExtenderCPUSeconds, s.FleetCPUSeconds)
 			}
 		}
 	}

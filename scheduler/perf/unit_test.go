@@ -160,16 +160,19 @@ func TestFleetScenarioIsReadByTheAgent(t *testing.T) {
 	}
 }
 
-const extenderMetrics = `# HELP neighborly_extender_requests_total Scheduler requests by HTTP status.
-neighborly_extender_requests_total{verb="filter",code="200"} 1500
-neighborly_extender_requests_total{verb="prioritize",code="200"} 1498
-neighborly_extender_requests_total{verb="prioritize",code="503"} 2
-neighborly_http_request_duration_seconds_bucket{verb="filter",le="0.0001"} 0
-neighborly_http_request_duration_seconds_bucket{verb="filter",le="0.0005"} 1000
-neighborly_http_request_duration_seconds_bucket{verb="filter",le="0.001"} 1500
-neighborly_http_request_duration_seconds_bucket{verb="filter",le="+Inf"} 1500
-neighborly_http_request_duration_seconds_sum{verb="filter"} 0.6
-neighborly_http_request_duration_seconds_count{verb="filter"} 1500
+const extenderMetrics = `# HELP neighborly_extender_http_requests_total Scheduler requests by HTTP status.
+neighborly_extender_http_requests_total{verb="filter",code="200"} 1500
+neighborly_extender_http_requests_total{verb="prioritize",code="200"} 1498
+neighborly_extender_http_requests_total{verb="prioritize",code="503"} 2
+neighborly_extender_http_request_duration_seconds_bucket{verb="filter",le="0.0001"} 0
+neighborly_extender_http_request_duration_seconds_bucket{verb="filter",le="0.0005"} 1000
+neighborly_extender_http_request_duration_seconds_bucket{verb="filter",le="0.001"} 1500
+neighborly_extender_http_request_duration_seconds_bucket{verb="filter",le="+Inf"} 1500
+neighborly_extender_http_request_duration_seconds_sum{verb="filter"} 0.6
+neighborly_extender_http_request_duration_seconds_count{verb="filter"} 1500
+neighborly_fleet_nodes{telemetry="aging"} 3
+neighborly_fleet_nodes{telemetry="fresh"} 4990
+neighborly_fleet_nodes{telemetry="stale"} 7
 neighborly_decisions_without_telemetry_total{verb="filter"} 3
 neighborly_decisions_without_telemetry_total{verb="prioritize"} 4
 neighborly_ingest_reports_total{result="accepted"} 90000
@@ -210,6 +213,15 @@ func TestParseExtenderMetrics(t *testing.T) {
 	// Rank 1,485: 485 of the 500 in (0.5 ms, 1 ms].
 	if got := f.quantile(0.99); math.Abs(got-(0.0005+0.0005*485/500)) > 1e-12 {
 		t.Errorf("p99 %v", got)
+	}
+	if s.Telemetry["fresh"] != 4990 || s.Telemetry["aging"] != 3 || s.Telemetry["stale"] != 7 {
+		t.Errorf("telemetry states %v", s.Telemetry)
+	}
+	// An extender from before issue 16's renames.
+	old, err := parseExtenderMetrics("neighborly_extender_requests_total{verb=\"filter\",code=\"200\"} 9\n" +
+		"neighborly_http_request_duration_seconds_count{verb=\"filter\"} 9\n")
+	if err != nil || old.Requests["filter/200"] != 9 || old.Durations["filter"].Count != 9 || old.Telemetry != nil {
+		t.Errorf("old names: %+v, %v", old, err)
 	}
 	if _, err := parseExtenderMetrics("process_threads 12\n"); err == nil {
 		t.Error("metrics without the request counter were accepted")
@@ -261,6 +273,7 @@ func TestRenderTablesRatiosAndTargets(t *testing.T) {
 		"| 5000Nodes | no extender | 1 | 200.0 | 200.0 | 200.0 | 200.0 | 100 % |",
 		"| 5000Nodes | HTTP extender | 1 | 140.0 | 140.0 | 140.0 | 140.0 | 70 % | - / - | - | 7.2 / 7.2 |",
 		"| 5000Nodes | HTTP extender | 1 | 5000 | 10 / 10 | - | 0 |",
+		"| 0 | - | 0 |",
 		"- HTTP extender >= 75 %: 70 % (140.0 vs 200.0 pods/s, 1 and 1 rounds), MISSED by 5 points",
 		"| 5000Nodes | framework plugin | 1 | not run: no placement port |",
 		"- framework plugin >= 90 %: not measured in this run (no placement port)",
