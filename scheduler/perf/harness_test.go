@@ -255,8 +255,8 @@ func (h *benchHarness) extenderHasPlacementPort() bool {
 
 // nodesCreated runs after scheduler_perf created the workload's Nodes: the
 // simulated fleet then streams telemetry for each of them by the name the API
-// server gave it (node-0-xxxxx: scheduler_perf's generateName), and the workload goes on once the
-// extender holds telemetry for every node.
+// server gave it (node-0-xxxxx, from scheduler_perf's generateName), and the
+// workload goes on once the extender holds telemetry for every node.
 func (h *benchHarness) nodesCreated(tCtx ktesting.TContext, _ *scheduler.Scheduler, _ *benchmark.Workload, nodes *v1.NodeList) error {
 	run := h.current
 	if run == nil || run.extender == nil {
