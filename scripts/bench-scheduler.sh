@@ -2,12 +2,12 @@
 # SPDX-License-Identifier: Apache-2.0
 # make bench-scheduler: kube-scheduler's own throughput benchmark
 # (scheduler_perf of the release pinned in scheduler/go.mod) on its
-# SchedulingBasic workload at 500 and 5,000 nodes, without Neighborly and with
-# it (the chart's HTTP extender entry; the framework plugin once it exists),
-# in one run; prints the table docs/performance.md records ("What it costs
-# the real scheduler"). Takes 20-30 minutes on a 2-core VM.
+# SchedulingBasic workload at 500 and 5,000 nodes, without Neighborly, with
+# the chart's HTTP extender entry and with the Neighborly framework plugin, in
+# one run; prints the table docs/performance.md records ("What it costs the
+# real scheduler"; docs/scheduler-perf.md). About 22 minutes on a 2-core VM.
 # Usage: scripts/bench-scheduler.sh [BUILD_DIR [-- extra test flags]]
-#   BENCH_FILTER=smoke  five nodes per mode, for checking the harness (a minute)
+#   BENCH_FILTER=smoke  five nodes per mode, for checking the harness (half a minute)
 #   BENCH_ROUNDS=N      run every mode N times, round by round (default 3); the
 #                       ratios compare modes within a round, the targets the
 #                       means over the rounds
