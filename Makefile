@@ -5,7 +5,7 @@ PRESET ?= default
 JOBS ?= $(shell nproc)
 
 .PHONY: all setup configure build test demo asan bench chart-test format clean fuzz fuzz-smoke \
-        image image-test scheduler-image e2e
+        image image-test scheduler-image e2e bench-scheduler
 
 all: build
 
@@ -57,6 +57,13 @@ demo: build
 # real extender and agent of this build; then the faults (docs/e2e.md).
 e2e: build
 	@scripts/e2e.sh build/$(PRESET)
+
+# kube-scheduler's own throughput benchmark (scheduler_perf) at 500 and 5,000
+# nodes without Neighborly, with the chart's HTTP extender entry and with the
+# framework plugin, in one run (docs/performance.md; 20-30 minutes). Not part
+# of test or e2e. BENCH_FILTER=smoke: five nodes per mode.
+bench-scheduler: build
+	@scripts/bench-scheduler.sh build/$(PRESET)
 
 # Same tests under AddressSanitizer + UndefinedBehaviorSanitizer.
 asan:

@@ -1,0 +1,402 @@
+package perf
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// neighborlyStats are the extender's own figures for one workload (all of it:
+// init pods and measured pods), read from its /metrics once the scheduler
+// stopped, plus the CPU time of the extender and of the simulated fleet.
+type neighborlyStats struct {
+	Requests                  map[string]float64    // "filter/200", "placement Filter/OK" -> count
+	Durations                 map[string]*histogram // "filter", "placement Filter" -> server-side time
+	DecisionsWithoutTelemetry float64               // HTTP verbs only: the placement service does not count it
+	Telemetry                 map[string]float64    // nodes by telemetry state at the end: fresh, aging, stale (nil: not exported)
+	ReportsAccepted           float64
+	ExtenderCPUSeconds        float64
+	FleetCPUSeconds           float64
+	FleetNodes                int
+}
+
+// histogram is one Prometheus histogram: cumulative counts by upper bound.
+type histogram struct {
+	Bounds []float64 // ascending, +Inf last
+	Counts []float64 // cumulative
+	Sum    float64
+	Count  float64
+}
+
+// quantile interpolates linearly within the bucket holding q, as
+// Prometheus's histogram_quantile does; the +Inf bucket answers with the
+// largest finite bound.
+func (h *histogram) quantile(q float64) float64 {
+	if h == nil || h.Count == 0 || len(h.Bounds) == 0 {
+		return math.NaN()
+	}
+	rank := q * h.Count
+	lower, below := 0.0, 0.0
+	for i, bound := range h.Bounds {
+		if h.Counts[i] >= rank {
+			if math.IsInf(bound, 1) {
+				return lower
+			}
+			inBucket := h.Counts[i] - below
+			if inBucket == 0 {
+				return bound
+			}
+			return lower + (bound-lower)*(rank-below)/inBucket
+		}
+		lower, below = bound, h.Counts[i]
+	}
+	return lower
+}
+
+func (h *histogram) mean() float64 {
+	if h == nil || h.Count == 0 {
+		return math.NaN()
+	}
+	return h.Sum / h.Count
+}
+
+var sample = regexp.MustCompile(`^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)$`)
+var labelPair = regexp.MustCompile(`([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"`)
+
+// parseExtenderMetrics reads the families the report uses from the
+// extender's Prometheus text exposition.
+func parseExtenderMetrics(text string) (*neighborlyStats, error) {
+	s := &neighborlyStats{Requests: map[string]float64{}, Durations: map[string]*histogram{}}
+	hist := func(verb string) *histogram {
+		if s.Durations[verb] == nil {
+			s.Durations[verb] = &histogram{}
+		}
+		return s.Durations[verb]
+	}
+	seen := false
+	for _, line := range strings.Split(text, "\n") {
+		m := sample.FindStringSubmatch(strings.TrimSpace(line))
+		if m == nil {
+			continue
+		}
+		value, err := strconv.ParseFloat(m[3], 64)
+		if err != nil {
+			continue
+		}
+		labels := map[string]string{}
+		for _, p := range labelPair.FindAllStringSubmatch(m[2], -1) {
+			labels[p[1]] = p[2]
+		}
+		// The HTTP pair's names since issue 16 (docs/metrics.md, "Renamed"),
+		// and before it, for extenders built earlier (NEIGHBORLY_EXTENDER).
+		switch name := m[1]; name {
+		case "neighborly_extender_http_requests_total", "neighborly_extender_requests_total":
+			s.Requests[labels["verb"]+"/"+labels["code"]] += value
+			seen = true
+		case "neighborly_extender_http_request_duration_seconds_bucket", "neighborly_http_request_duration_seconds_bucket":
+			bound, err := strconv.ParseFloat(labels["le"], 64)
+			if err != nil {
+				return nil, fmt.Errorf("%s: le=%q", name, labels["le"])
+			}
+			h := hist(labels["verb"])
+			h.Bounds = append(h.Bounds, bound)
+			h.Counts = append(h.Counts, value)
+		case "neighborly_extender_http_request_duration_seconds_sum", "neighborly_http_request_duration_seconds_sum":
+			hist(labels["verb"]).Sum = value
+		case "neighborly_extender_http_request_duration_seconds_count", "neighborly_http_request_duration_seconds_count":
+			hist(labels["verb"]).Count = value
+		case "neighborly_fleet_nodes":
+			if s.Telemetry == nil {
+				s.Telemetry = map[string]float64{}
+			}
+			s.Telemetry[labels["telemetry"]] = value
+		case "neighborly_placement_requests_total":
+			s.Requests["placement "+labels["method"]+"/"+labels["code"]] += value
+		case "neighborly_placement_request_duration_seconds_bucket":
+			bound, err := strconv.ParseFloat(labels["le"], 64)
+			if err != nil {
+				return nil, fmt.Errorf("neighborly_placement_request_duration_seconds_bucket: le=%q", labels["le"])
+			}
+			h := hist("placement " + labels["method"])
+			h.Bounds = append(h.Bounds, bound)
+			h.Counts = append(h.Counts, value)
+		case "neighborly_placement_request_duration_seconds_sum":
+			hist("placement " + labels["method"]).Sum = value
+		case "neighborly_placement_request_duration_seconds_count":
+			hist("placement " + labels["method"]).Count = value
+		case "neighborly_decisions_without_telemetry_total":
+			s.DecisionsWithoutTelemetry += value
+		case "neighborly_ingest_reports_total":
+			if labels["result"] == "accepted" {
+				s.ReportsAccepted += value
+			}
+		}
+	}
+	if !seen {
+		return nil, fmt.Errorf("no neighborly_extender_http_requests_total in the extender's /metrics")
+	}
+	for verb, h := range s.Durations {
+		if !sort.Float64sAreSorted(h.Bounds) || len(h.Bounds) != len(h.Counts) {
+			return nil, fmt.Errorf("neighborly_http_request_duration_seconds{verb=%q}: buckets out of order", verb)
+		}
+	}
+	return s, nil
+}
+
+// dataItem is one entry of scheduler_perf's result file
+// (BenchmarkPerfScheduling_benchmark_<topic>_<time>.json).
+type dataItem struct {
+	Data   map[string]float64 `json:"data"`
+	Unit   string             `json:"unit"`
+	Labels map[string]string  `json:"labels"`
+}
+
+var resultFile = regexp.MustCompile(`^BenchmarkPerfScheduling_round([1-9][0-9]*)_benchmark_neighborly_.*\.json$`)
+
+// readRounds reads scheduler_perf's result files in dir, one per round
+// (BenchmarkPerfScheduling_round<N>_benchmark_neighborly_<time>.json), by
+// round number; for a round with several files (an earlier run in the same
+// directory), the newest.
+func readRounds(dir string) (map[int][]dataItem, []string, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	newest := map[int]string{}
+	for _, e := range entries {
+		m := resultFile.FindStringSubmatch(e.Name())
+		if m == nil {
+			continue
+		}
+		round, _ := strconv.Atoi(m[1])
+		if e.Name() > newest[round] { // the names end in an RFC 3339 time
+			newest[round] = e.Name()
+		}
+	}
+	if len(newest) == 0 {
+		return nil, nil, fmt.Errorf("no scheduler_perf result file (BenchmarkPerfScheduling_round<N>_benchmark_neighborly_*.json) in %s", dir)
+	}
+	rounds := map[int][]dataItem{}
+	var files []string
+	for round, name := range newest {
+		path := filepath.Join(dir, name)
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return nil, nil, err
+		}
+		var file struct {
+			DataItems []dataItem `json:"dataItems"`
+		}
+		if err := json.Unmarshal(data, &file); err != nil {
+			return nil, nil, fmt.Errorf("%s: %w", path, err)
+		}
+		rounds[round] = file.DataItems
+		files = append(files, path)
+	}
+	sort.Strings(files)
+	return rounds, files, nil
+}
+
+// find returns the data item of metric for the workload, whose items are
+// named "…/<test case>/<workload>/…", with the extra labels.
+func find(items []dataItem, testCase, workload, metric string, labels map[string]string) *dataItem {
+	for i := range items {
+		it := &items[i]
+		if it.Labels["Metric"] != metric || !strings.Contains(it.Labels["Name"]+"/", "/"+testCase+"/"+workload+"/") {
+			continue
+		}
+		match := true
+		for k, v := range labels {
+			if it.Labels[k] != v {
+				match = false
+			}
+		}
+		if match {
+			return it
+		}
+	}
+	return nil
+}
+
+// report prints the comparison of the modes per workload (and writes it to
+// results.md in the output directory).
+func (h *benchHarness) report(out io.Writer) error {
+	dir := h.outDir
+	if f := flag.Lookup("data-items-dir"); f != nil && f.Value.String() != "" {
+		dir = f.Value.String()
+	}
+	rounds, files, err := readRounds(dir)
+	if err != nil {
+		return err
+	}
+	table := renderTables(h.workloads, rounds)
+	fmt.Fprintf(out, "\nscheduler_perf results (%s):\n\n%s", strings.Join(files, ", "), table)
+	return os.WriteFile(filepath.Join(h.outDir, "results.md"), []byte(table), 0o644)
+}
+
+// renderTables prints the throughput and latency table (one row per workload,
+// mode and round, with the ratio to the no-extender row of the same workload
+// and round), the extender's own figures, and the targets at 5,000 nodes
+// (the ratio of the mean averages over the rounds). rounds[n] holds round n's
+// data items.
+func renderTables(runs []*workloadRun, rounds map[int][]dataItem) string {
+	var b strings.Builder
+	type key struct {
+		workload string
+		mode     mode
+	}
+	byKey := map[key][]*workloadRun{}
+	var workloads []string
+	for _, r := range runs {
+		k := key{r.workload, r.mode}
+		if len(byKey[key{r.workload, modeNone}])+len(byKey[key{r.workload, modeExtender}])+len(byKey[key{r.workload, modePlugin}]) == 0 {
+			workloads = append(workloads, r.workload)
+		}
+		byKey[k] = append(byKey[k], r)
+	}
+	get := func(r *workloadRun, metric string, labels map[string]string) *dataItem {
+		if r == nil {
+			return nil
+		}
+		return find(rounds[r.round], r.testCase, r.workload, metric, labels)
+	}
+	// sameRound is the run of mode m of r's workload in r's round.
+	sameRound := func(r *workloadRun, m mode) *workloadRun {
+		for _, o := range byKey[key{r.workload, m}] {
+			if o.round == r.round {
+				return o
+			}
+		}
+		return nil
+	}
+	throughput := func(r *workloadRun) *dataItem { return get(r, "SchedulingThroughput", nil) }
+	ms := func(it *dataItem, key string) string {
+		if it == nil {
+			return "-"
+		}
+		return fmt.Sprintf("%.1f", it.Data[key])
+	}
+	// meanAverage is the mean over the rounds of a mode's average pods/s.
+	meanAverage := func(w string, m mode) (float64, int) {
+		sum, n := 0.0, 0
+		for _, r := range byKey[key{w, m}] {
+			if tp := throughput(r); tp != nil {
+				sum += tp.Data["Average"]
+				n++
+			}
+		}
+		if n == 0 {
+			return 0, 0
+		}
+		return sum / float64(n), n
+	}
+
+	b.WriteString("| workload | mode | round | pods/s avg | p50 | p90 | p99 | avg vs no extender | algorithm mean / p99 ms | plugin RPC Filter / Score / Reserve mean ms | attempt (scheduled) p50 / p99 ms | pod SLI p50 / p99 ms |\n")
+	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+	for _, w := range workloads {
+		for _, m := range modes {
+			for _, r := range byKey[key{w, m}] {
+				if r.skipped != "" {
+					fmt.Fprintf(&b, "| %s | %s | %d | not run: %s | | | | | | | | |\n", w, m, r.round, r.skipped)
+					continue
+				}
+				tp := throughput(r)
+				ratio := "-"
+				if base := throughput(sameRound(r, modeNone)); tp != nil && base != nil && base.Data["Average"] > 0 {
+					ratio = fmt.Sprintf("%.0f %%", 100*tp.Data["Average"]/base.Data["Average"])
+				}
+				attempt := get(r, "scheduler_scheduling_attempt_duration_seconds", map[string]string{"result": "scheduled"})
+				sli := get(r, "scheduler_pod_scheduling_sli_duration_seconds", nil)
+				algorithm := get(r, "scheduler_scheduling_algorithm_duration_seconds", nil)
+				rpc := "-"
+				if m == modePlugin {
+					rpc = ""
+					for i, method := range []string{"Filter", "Score", "Reserve"} {
+						if i > 0 {
+							rpc += " / "
+						}
+						rpc += ms(get(r, "neighborly_plugin_rpc_duration_seconds", map[string]string{"method": method}), "Average")
+					}
+				}
+				fmt.Fprintf(&b, "| %s | %s | %d | %s | %s | %s | %s | %s | %s / %s | %s | %s / %s | %s / %s |\n", w, m, r.round,
+					ms(tp, "Average"), ms(tp, "Perc50"), ms(tp, "Perc90"), ms(tp, "Perc99"), ratio,
+					ms(algorithm, "Average"), ms(algorithm, "Perc99"), rpc,
+					ms(attempt, "Perc50"), ms(attempt, "Perc99"), ms(sli, "Perc50"), ms(sli, "Perc99"))
+			}
+		}
+	}
+
+	b.WriteString("\nNeighborly's side (whole workload: init and measured pods; HTTP extender: /filter and /prioritize, plugin: the placement service's Filter, Score, Reserve):\n\n")
+	b.WriteString("| workload | mode | round | nodes streamed | filter / score calls answered | reserve calls | other answers | server-side filter mean / p99 ms | score mean / p99 ms | verdicts without telemetry (HTTP) | telemetry at the end: fresh / aging / stale | reports accepted | extender CPU s | fleet CPU s |\n")
+	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+	for _, w := range workloads {
+		for _, m := range []mode{modeExtender, modePlugin} {
+			filter, score, reserve, ok := "filter", "prioritize", "", "200"
+			if m == modePlugin {
+				filter, score, reserve, ok = "placement Filter", "placement Score", "placement Reserve", "OK"
+			}
+			for _, r := range byKey[key{w, m}] {
+				if r.stats == nil {
+					continue
+				}
+				s := r.stats
+				other := 0.0
+				for k, v := range s.Requests {
+					if !strings.HasSuffix(k, "/"+ok) {
+						other += v
+					}
+				}
+				reserves := "-"
+				if reserve != "" {
+					reserves = fmt.Sprintf("%.0f", s.Requests[reserve+"/"+ok])
+				}
+				telemetry := "-"
+				if s.Telemetry != nil {
+					telemetry = fmt.Sprintf("%.0f / %.0f / %.0f", s.Telemetry["fresh"], s.Telemetry["aging"], s.Telemetry["stale"])
+				}
+				withoutTelemetry := "-"
+				if m == modeExtender {
+					withoutTelemetry = fmt.Sprintf("%.0f", s.DecisionsWithoutTelemetry)
+				}
+				fmt.Fprintf(&b, "| %s | %s | %d | %d | %.0f / %.0f | %s | %.0f | %.3f / %.3f | %.3f / %.3f | %s | %s | %.0f | %.1f | %.1f |\n",
+					w, m, r.round, s.FleetNodes, s.Requests[filter+"/"+ok], s.Requests[score+"/"+ok], reserves, other,
+					1e3*s.Durations[filter].mean(), 1e3*s.Durations[filter].quantile(0.99),
+					1e3*s.Durations[score].mean(), 1e3*s.Durations[score].quantile(0.99),
+					withoutTelemetry, telemetry, s.ReportsAccepted, s.ExtenderCPUSeconds, s.FleetCPUSeconds)
+			}
+		}
+	}
+
+	b.WriteString("\nTargets (average pods/s at 5,000 nodes as a share of no extender; the mean of each mode's rounds):\n\n")
+	for _, t := range []struct {
+		m      mode
+		target float64
+	}{{modePlugin, 90}, {modeExtender, 75}} {
+		got, n := meanAverage("5000Nodes", t.m)
+		base, nBase := meanAverage("5000Nodes", modeNone)
+		if n == 0 || nBase == 0 || base == 0 {
+			why := ""
+			if rs := byKey[key{"5000Nodes", t.m}]; len(rs) > 0 && rs[0].skipped != "" {
+				why = " (" + rs[0].skipped + ")"
+			}
+			fmt.Fprintf(&b, "- %s >= %.0f %%: not measured in this run%s\n", t.m, t.target, why)
+			continue
+		}
+		ratio := 100 * got / base
+		verdict := "met"
+		if ratio < t.target {
+			verdict = fmt.Sprintf("MISSED by %.0f points", t.target-ratio)
+		}
+		fmt.Fprintf(&b, "- %s >= %.0f %%: %.0f %% (%.1f vs %.1f pods/s, %d and %d rounds), %s\n",
+			t.m, t.target, ratio, got, base, n, nBase, verdict)
+	}
+	return b.String()
+}

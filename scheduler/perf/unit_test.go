@@ -1,0 +1,315 @@
+package perf
+
+import (
+	"encoding/json"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"sigs.k8s.io/yaml"
+)
+
+func TestParseWorkloadName(t *testing.T) {
+	for name, want := range map[string]workloadName{
+		"BenchmarkPerfScheduling/round1/SchedulingBasic/500Nodes":                     {1, "SchedulingBasic", "500Nodes", modeNone},
+		"BenchmarkPerfScheduling/round2/SchedulingBasic_NeighborlyExtender/5000Nodes": {2, "SchedulingBasic_NeighborlyExtender", "5000Nodes", modeExtender},
+		"BenchmarkPerfScheduling/round12/SchedulingBasic_NeighborlyPlugin/5Nodes":     {12, "SchedulingBasic_NeighborlyPlugin", "5Nodes", modePlugin},
+	} {
+		if got, err := parseWorkloadName(name); err != nil || got != want {
+			t.Errorf("parseWorkloadName(%q) = %+v, %v; want %+v", name, got, err, want)
+		}
+	}
+	for _, bad := range []string{"BenchmarkPerfScheduling", "BenchmarkPerfScheduling/SchedulingBasic/5Nodes",
+		"BenchmarkPerfScheduling/round0/SchedulingBasic/5Nodes", "BenchmarkPerfScheduling/round1/SchedulingBasic_Other/5Nodes"} {
+		if _, err := parseWorkloadName(bad); err == nil {
+			t.Errorf("parseWorkloadName(%q) accepted", bad)
+		}
+	}
+}
+
+// The scheduler configuration comes from the chart as rendered by helm: its
+// extenders entry verbatim (TLS files moved), one default-scheduler profile.
+func TestSchedulerConfigFromTheChart(t *testing.T) {
+	helm := os.Getenv("NEIGHBORLY_HELM")
+	if helm == "" {
+		t.Skip("NEIGHBORLY_HELM is not set (scripts/helm.sh prints one)")
+	}
+	render := func(extra ...string) []byte {
+		args := append([]string{"template", "neighborly", "../../charts/neighborly", "--namespace", "neighborly",
+			"--show-only", "templates/scheduler-configmap.yaml", "--set", "schedulerExtender.urlPrefix=https://127.0.0.1:4321"}, extra...)
+		out, err := exec.Command(helm, args...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("helm: %v\n%s", err, out)
+		}
+		return out
+	}
+	data, err := schedulerConfigFromChart(render(), "/tmp/tls", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var config struct {
+		Kind     string `json:"kind"`
+		Profiles []struct {
+			SchedulerName string `json:"schedulerName"`
+		} `json:"profiles"`
+		Extenders []map[string]any `json:"extenders"`
+	}
+	if err := yaml.Unmarshal(data, &config); err != nil {
+		t.Fatal(err)
+	}
+	if config.Kind != "KubeSchedulerConfiguration" || len(config.Profiles) != 1 || config.Profiles[0].SchedulerName != "default-scheduler" {
+		t.Errorf("not one default-scheduler profile:\n%s", data)
+	}
+	if len(config.Extenders) != 1 {
+		t.Fatalf("extenders:\n%s", data)
+	}
+	e := config.Extenders[0]
+	for key, want := range map[string]any{"urlPrefix": "https://127.0.0.1:4321", "filterVerb": "filter",
+		"prioritizeVerb": "prioritize", "nodeCacheCapable": true, "ignorable": true, "enableHTTPS": true} {
+		if e[key] != want {
+			t.Errorf("extender %s = %v, want %v", key, e[key], want)
+		}
+	}
+	if tls, _ := e["tlsConfig"].(map[string]any); tls["caFile"] != "/tmp/tls/ca.crt" || tls["certFile"] != "/tmp/tls/tls.crt" {
+		t.Errorf("tlsConfig not moved to /tmp/tls: %v", e["tlsConfig"])
+	}
+	if _, err := schedulerConfigFromChart([]byte("kind: ConfigMap\ndata: {}\n"), "/x", ""); err == nil {
+		t.Error("a ConfigMap without scheduler-config.yaml was accepted")
+	}
+
+	// The plugin mode: the chart's Neighborly plugin entry and args, the
+	// address pointed at the placement port, no extenders.
+	k8s, err := pinnedKubeVersion()
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err = schedulerConfigFromChart(render("--set", "scheduler.integration=plugin", "--kube-version", k8s), "/tmp/tls", "127.0.0.1:5555")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var plugin struct {
+		Profiles []struct {
+			SchedulerName string `json:"schedulerName"`
+			Plugins       struct {
+				MultiPoint struct {
+					Enabled []struct {
+						Name   string `json:"name"`
+						Weight int    `json:"weight"`
+					} `json:"enabled"`
+				} `json:"multiPoint"`
+			} `json:"plugins"`
+			PluginConfig []struct {
+				Name string         `json:"name"`
+				Args map[string]any `json:"args"`
+			} `json:"pluginConfig"`
+		} `json:"profiles"`
+		Extenders []any `json:"extenders"`
+	}
+	if err := yaml.Unmarshal(data, &plugin); err != nil {
+		t.Fatal(err)
+	}
+	if len(plugin.Profiles) != 1 || plugin.Profiles[0].SchedulerName != "default-scheduler" || len(plugin.Extenders) != 0 {
+		t.Fatalf("plugin mode config:\n%s", data)
+	}
+	pr := plugin.Profiles[0]
+	if len(pr.Plugins.MultiPoint.Enabled) != 1 || pr.Plugins.MultiPoint.Enabled[0].Name != "Neighborly" || pr.Plugins.MultiPoint.Enabled[0].Weight != 5 {
+		t.Errorf("plugins: %+v", pr.Plugins)
+	}
+	if len(pr.PluginConfig) != 1 || pr.PluginConfig[0].Args["address"] != "127.0.0.1:5555" || pr.PluginConfig[0].Args["caFile"] != "/tmp/tls/ca.crt" {
+		t.Errorf("pluginConfig: %+v", pr.PluginConfig)
+	}
+}
+
+// The generated fleet is a valid scenario for the real agent, with one
+// report per node name, in order.
+func TestFleetScenarioIsReadByTheAgent(t *testing.T) {
+	agent := filepath.Join(envOr("NEIGHBORLY_BUILD_DIR", "../../build/default"), "node-agent/neighborly-agent")
+	if _, err := os.Stat(agent); err != nil {
+		t.Skipf("no agent binary (make build): %v", err)
+	}
+	names := []string{"scheduler-perf-a1b2c", "scheduler-perf-x", "scheduler-perf-y", "scheduler-perf-z", "scheduler-perf-q"}
+	path := filepath.Join(t.TempDir(), "fleet.yaml")
+	if err := writeFleetScenario(path, names); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(agent, "--simulate", path, "--once", "--output", "json").CombinedOutput()
+	if err != nil {
+		t.Fatalf("agent refused the scenario: %v\n%s", err, out)
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	if len(lines) != len(names) {
+		t.Fatalf("%d reports for %d nodes:\n%s", len(lines), len(names), out)
+	}
+	for i, line := range lines {
+		var report struct {
+			NodeName string           `json:"nodeName"`
+			Pods     []map[string]any `json:"pods"`
+		}
+		if err := json.Unmarshal([]byte(line), &report); err != nil {
+			t.Fatal(err)
+		}
+		if report.NodeName != names[i] {
+			t.Errorf("report %d is for %q, want %q", i, report.NodeName, names[i])
+		}
+		if wantPods := map[bool]int{true: 0, false: 1}[i%4 == 0]; len(report.Pods) != wantPods {
+			t.Errorf("%s: %d pods, want %d", names[i], len(report.Pods), wantPods)
+		}
+	}
+}
+
+const extenderMetrics = `# HELP neighborly_extender_http_requests_total Scheduler requests by HTTP status.
+neighborly_extender_http_requests_total{verb="filter",code="200"} 1500
+neighborly_extender_http_requests_total{verb="prioritize",code="200"} 1498
+neighborly_extender_http_requests_total{verb="prioritize",code="503"} 2
+neighborly_extender_http_request_duration_seconds_bucket{verb="filter",le="0.0001"} 0
+neighborly_extender_http_request_duration_seconds_bucket{verb="filter",le="0.0005"} 1000
+neighborly_extender_http_request_duration_seconds_bucket{verb="filter",le="0.001"} 1500
+neighborly_extender_http_request_duration_seconds_bucket{verb="filter",le="+Inf"} 1500
+neighborly_extender_http_request_duration_seconds_sum{verb="filter"} 0.6
+neighborly_extender_http_request_duration_seconds_count{verb="filter"} 1500
+neighborly_fleet_nodes{telemetry="aging"} 3
+neighborly_fleet_nodes{telemetry="fresh"} 4990
+neighborly_fleet_nodes{telemetry="stale"} 7
+neighborly_decisions_without_telemetry_total{verb="filter"} 3
+neighborly_decisions_without_telemetry_total{verb="prioritize"} 4
+neighborly_ingest_reports_total{result="accepted"} 90000
+neighborly_ingest_reports_total{result="rejected"} 7
+neighborly_placement_requests_total{method="Filter",code="OK"} 20
+neighborly_placement_requests_total{method="Reserve",code="DEADLINE_EXCEEDED"} 1
+neighborly_placement_request_duration_seconds_bucket{method="Filter",le="0.001"} 20
+neighborly_placement_request_duration_seconds_bucket{method="Filter",le="+Inf"} 20
+neighborly_placement_request_duration_seconds_sum{method="Filter"} 0.01
+neighborly_placement_request_duration_seconds_count{method="Filter"} 20
+`
+
+func TestParseExtenderMetrics(t *testing.T) {
+	s, err := parseExtenderMetrics(extenderMetrics)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Requests["filter/200"] != 1500 || s.Requests["prioritize/200"] != 1498 || s.Requests["prioritize/503"] != 2 {
+		t.Errorf("requests %v", s.Requests)
+	}
+	if s.Requests["placement Filter/OK"] != 20 || s.Requests["placement Reserve/DEADLINE_EXCEEDED"] != 1 {
+		t.Errorf("placement requests %v", s.Requests)
+	}
+	if got := s.Durations["placement Filter"].mean(); math.Abs(got-0.0005) > 1e-12 {
+		t.Errorf("placement Filter mean %v", got)
+	}
+	if s.DecisionsWithoutTelemetry != 7 || s.ReportsAccepted != 90000 {
+		t.Errorf("without telemetry %v, accepted %v", s.DecisionsWithoutTelemetry, s.ReportsAccepted)
+	}
+	f := s.Durations["filter"]
+	if got := f.mean(); math.Abs(got-0.0004) > 1e-12 {
+		t.Errorf("mean %v", got)
+	}
+	// Rank 750 of 1,500 lies 3/4 into the (0.1 ms, 0.5 ms] bucket.
+	if got := f.quantile(0.5); math.Abs(got-0.0004) > 1e-12 {
+		t.Errorf("p50 %v, want 0.0004", got)
+	}
+	// Rank 1,485: 485 of the 500 in (0.5 ms, 1 ms].
+	if got := f.quantile(0.99); math.Abs(got-(0.0005+0.0005*485/500)) > 1e-12 {
+		t.Errorf("p99 %v", got)
+	}
+	if s.Telemetry["fresh"] != 4990 || s.Telemetry["aging"] != 3 || s.Telemetry["stale"] != 7 {
+		t.Errorf("telemetry states %v", s.Telemetry)
+	}
+	// An extender from before issue 16's renames.
+	old, err := parseExtenderMetrics("neighborly_extender_requests_total{verb=\"filter\",code=\"200\"} 9\n" +
+		"neighborly_http_request_duration_seconds_count{verb=\"filter\"} 9\n")
+	if err != nil || old.Requests["filter/200"] != 9 || old.Durations["filter"].Count != 9 || old.Telemetry != nil {
+		t.Errorf("old names: %+v, %v", old, err)
+	}
+	if _, err := parseExtenderMetrics("process_threads 12\n"); err == nil {
+		t.Error("metrics without the request counter were accepted")
+	}
+}
+
+func TestQuantileInTheInfBucketIsTheLargestBound(t *testing.T) {
+	h := &histogram{Bounds: []float64{0.001, math.Inf(1)}, Counts: []float64{1, 10}, Count: 10}
+	if got := h.quantile(0.99); got != 0.001 {
+		t.Errorf("p99 %v, want 0.001", got)
+	}
+	if got := (&histogram{}).quantile(0.5); !math.IsNaN(got) {
+		t.Errorf("empty histogram p50 %v, want NaN", got)
+	}
+}
+
+func TestCPUSecondsFromStat(t *testing.T) {
+	// pid (comm with spaces) state ppid ... utime=250 stime=50 (fields 14, 15).
+	stat := "4242 (neighborly ext) S 1 4242 4242 0 -1 4194304 100 0 0 0 250 50 0 0 20 0 9 0 12345 1000 200"
+	if got := cpuSecondsFromStat(stat); got != 3 {
+		t.Errorf("cpu seconds %v, want 3", got)
+	}
+	if got := cpuSecondsFromStat("garbage"); got != -1 {
+		t.Errorf("garbage gave %v", got)
+	}
+}
+
+func TestRenderTablesRatiosAndTargets(t *testing.T) {
+	runs := []*workloadRun{
+		{testCase: "SchedulingBasic", workload: "5000Nodes", mode: modeNone, round: 1},
+		{testCase: "SchedulingBasic_NeighborlyExtender", workload: "5000Nodes", mode: modeExtender, round: 1,
+			stats: &neighborlyStats{Requests: map[string]float64{"filter/200": 10, "prioritize/200": 10}, FleetNodes: 5000}},
+		{testCase: "SchedulingBasic_NeighborlyPlugin", workload: "5000Nodes", mode: modePlugin, round: 1, skipped: "no placement port"},
+	}
+	item := func(tc, metric string, avg float64, labels ...string) dataItem {
+		l := map[string]string{"Metric": metric, "Name": "BenchmarkPerfScheduling/" + tc + "/5000Nodes/"}
+		for i := 0; i+1 < len(labels); i += 2 {
+			l[labels[i]] = labels[i+1]
+		}
+		return dataItem{Labels: l, Data: map[string]float64{"Average": avg, "Perc50": avg, "Perc90": avg, "Perc99": avg}}
+	}
+	items := []dataItem{
+		item("SchedulingBasic", "SchedulingThroughput", 200),
+		item("SchedulingBasic_NeighborlyExtender", "SchedulingThroughput", 140),
+		item("SchedulingBasic_NeighborlyExtender", "scheduler_scheduling_attempt_duration_seconds", 7.25, "result", "scheduled"),
+	}
+	out := renderTables(runs, map[int][]dataItem{1: items})
+	for _, want := range []string{
+		"| 5000Nodes | no extender | 1 | 200.0 | 200.0 | 200.0 | 200.0 | 100 % |",
+		"| 5000Nodes | HTTP extender | 1 | 140.0 | 140.0 | 140.0 | 140.0 | 70 % | - / - | - | 7.2 / 7.2 |",
+		"| 5000Nodes | HTTP extender | 1 | 5000 | 10 / 10 | - | 0 |",
+		"| 0 | - | 0 |",
+		"- HTTP extender >= 75 %: 70 % (140.0 vs 200.0 pods/s, 1 and 1 rounds), MISSED by 5 points",
+		"| 5000Nodes | framework plugin | 1 | not run: no placement port |",
+		"- framework plugin >= 90 %: not measured in this run (no placement port)",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("missing %q in:\n%s", want, out)
+		}
+	}
+}
+
+// With two rounds each row is compared with the same round's no-extender
+// row, and the targets with the mean of the rounds.
+func TestRenderTablesTwoRounds(t *testing.T) {
+	var runs []*workloadRun
+	for round := 1; round <= 2; round++ {
+		runs = append(runs,
+			&workloadRun{testCase: "SchedulingBasic", workload: "5000Nodes", mode: modeNone, round: round},
+			&workloadRun{testCase: "SchedulingBasic_NeighborlyExtender", workload: "5000Nodes", mode: modeExtender, round: round})
+	}
+	tp := func(tc string, avg float64) dataItem {
+		return dataItem{Labels: map[string]string{"Metric": "SchedulingThroughput", "Name": "BenchmarkPerfScheduling/" + tc + "/5000Nodes/"},
+			Data: map[string]float64{"Average": avg}}
+	}
+	rounds := map[int][]dataItem{
+		1: {tp("SchedulingBasic", 200), tp("SchedulingBasic_NeighborlyExtender", 160)},
+		2: {tp("SchedulingBasic", 100), tp("SchedulingBasic_NeighborlyExtender", 90)},
+	}
+	out := renderTables(runs, rounds)
+	for _, want := range []string{
+		"| 5000Nodes | HTTP extender | 1 | 160.0 |",
+		"| 5000Nodes | HTTP extender | 2 | 90.0 |",
+		" | 80 % |", " | 90 % |",
+		"- HTTP extender >= 75 %: 83 % (125.0 vs 150.0 pods/s, 2 and 2 rounds), met",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("missing %q in:\n%s", want, out)
+		}
+	}
+}
