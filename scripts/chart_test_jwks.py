@@ -240,7 +240,10 @@ def register(t):
                 args = patch.splitlines()
                 eq(args[:6], ["patch", "configmap", cm, "-n", NAMESPACE, "--type"], f"{kind} patch arguments")
                 eq(args[6:8], ["merge", "-p"], f"{kind} patch type")
-                body = json.loads("\n".join(args[8:]))
+                try:
+                    body = json.loads("\n".join(args[8:]))
+                except json.JSONDecodeError as e:
+                    raise AssertionError(f"{kind}: the patch is not JSON ({e}): {args[8:]}") from e
                 eq(body, {"data": {key: served.rstrip("\n")}}, f"{kind} patch body")
                 eq(calls[0], "get --raw /openid/v1/jwks", f"{kind}: first call")
                 expect(f"get configmap {cm} -n {NAMESPACE}" in calls[1], f"{kind}: reads its ConfigMap: {calls}")
