@@ -12,6 +12,8 @@ the patch), so its JSON escaping and its refusals are exercised, not read.
 
 import json
 import os
+import re
+import shutil
 import stat
 import subprocess
 import tempfile
@@ -82,6 +84,9 @@ def register(t):
         kinds = sorted(d["kind"] for d in sync_objects(objs))
         eq(kinds, ["ClusterRoleBinding", "CronJob", "Job", "Role", "RoleBinding", "ServiceAccount"],
            "jwks-sync objects")
+        cron = objs.get("CronJob", name("jwks-sync"))
+        eq(cron["spec"]["jobTemplate"]["metadata"]["labels"].get("app.kubernetes.io/component"), "jwks-sync",
+           "the CronJob's Jobs carry the component label (kubectl get jobs -l ...)")
         # With sync and no cluster to look up (helm template), no data: the
         # kubelet holds the extender until the Job wrote the key.
         cm, key = extender_jwks(objs)
@@ -256,3 +261,38 @@ def register(t):
                 out, patch, calls = run_script(pod, served, JWKS)
                 expect(out.returncode != 0 and patch is None, f"{kind}: accepted {served!r}: {calls}")
                 expect("not a JWKS with keys" in out.stderr, f"{kind}: names the problem: {out.stderr}")
+
+    def render_notes(*sets):
+        """NOTES.txt as `helm install` prints it (helm template skips it), rendered
+        through a named template as chart_test_operator does."""
+        with tempfile.TemporaryDirectory() as tmp:
+            chart = os.path.join(tmp, "neighborly")
+            shutil.copytree(t.CHART, chart)
+            notes = os.path.join(chart, "templates", "NOTES.txt")
+            with open(notes, encoding="utf-8") as f:
+                text = f.read()
+            os.remove(notes)
+            with open(os.path.join(chart, "templates", "_notes_under_test.tpl"), "w", encoding="utf-8") as f:
+                f.write('{{- define "notes.under.test" -}}\n' + text + "\n{{- end -}}\n")
+            with open(os.path.join(chart, "templates", "notes-under-test.yaml"), "w", encoding="utf-8") as f:
+                f.write('kind: Notes\nmetadata: {name: notes}\ntext: {{ include "notes.under.test" . | toJson }}\n')
+            args = ["template", t.RELEASE, chart, "--namespace", NAMESPACE,
+                    "--show-only", "templates/notes-under-test.yaml"]
+            for s in sets:
+                args += ["--set", s]
+            out = t.helm(*args)
+            expect(out.returncode == 0, f"rendering NOTES.txt: {out.stderr.strip()}")
+            return yaml.safe_load(out.stdout)["text"]
+
+    @check
+    def jwks_sync_notes_name_the_rendered_job():
+        expect("jwksSync" not in render_notes(), "NOTES.txt mentions the sync when it is off")
+        notes = render_notes(*SYNC)
+        objs = render(*SYNC)
+        refs = re.findall(r"kubectl -n (\S+) (?:logs|get) (job|cronjob)/(\S+)", notes)
+        eq(sorted(kind for _, kind, _ in refs), ["cronjob", "job"], f"NOTES.txt commands:\n{notes}")
+        for ns, kind, obj in refs:
+            eq(ns, NAMESPACE, f"NOTES.txt {kind} namespace")
+            expect(objs.has({"job": "Job", "cronjob": "CronJob"}[kind], obj), f"NOTES.txt names {kind}/{obj}, not rendered")
+        cm, _ = extender_jwks(objs)
+        expect(cm in notes, f"NOTES.txt names the ConfigMap {cm}")
