@@ -232,3 +232,105 @@ failOpen: {{ .Values.scheduler.plugin.failOpen }}
 {{- $img := .Values.scheduler.plugin.image -}}
 {{- printf "%s/%s:%s" $img.registry $img.repository (default .Chart.AppVersion $img.tag) -}}
 {{- end -}}
+
+{{/* The identity ConfigMap (key jwks.json) the extender mounts at /etc/neighborly-identity. */}}
+{{- define "neighborly.identityConfigMap" -}}
+{{- include "neighborly.componentName" (dict "root" . "component" "identity") -}}
+{{- end -}}
+
+{{/*
+The kubectl image of extender.identity.jwksSync: its tag, or the cluster's
+minor version's Kubernetes release from scheduler.image.tagByMinor (kubectl is
+released with the same versions). registry.k8s.io/kubectl exists from v1.28 on.
+*/}}
+{{- define "neighborly.kubectlImage" -}}
+{{- $img := .Values.extender.identity.jwksSync.image -}}
+{{- $cluster := regexFind "^v?[0-9]+\\.[0-9]+" .Capabilities.KubeVersion.Version | trimPrefix "v" -}}
+{{- $tag := $img.tag -}}
+{{- if not $tag -}}
+{{- $parts := splitList "." $cluster -}}
+{{- if and (eq (int (index $parts 0)) 1) (lt (int (index $parts 1)) 28) -}}
+{{- fail (printf "[ERROR] extender.identity.jwksSync.image: registry.k8s.io/kubectl is published from Kubernetes 1.28, the cluster is %s; set extender.identity.jwksSync.image.tag (and registry/repository) to a kubectl image with bash and jq" .Capabilities.KubeVersion.Version) -}}
+{{- end -}}
+{{- $tag = get .Values.scheduler.image.tagByMinor $cluster -}}
+{{- if not $tag -}}
+{{- fail (printf "[ERROR] extender.identity.jwksSync.image: no Kubernetes release pinned for %s in scheduler.image.tagByMinor; set extender.identity.jwksSync.image.tag to a kubectl v%s.x" $cluster $cluster) -}}
+{{- end -}}
+{{- end -}}
+{{- printf "%s/%s:%s" $img.registry $img.repository $tag -}}
+{{- end -}}
+
+{{/*
+The pod of the JWKS sync Job and CronJob; call with (dict "root" $ "name"
+account "configMap" name). The script needs bash and kubectl only: it checks
+that the answer is a JWKS with keys, leaves the ConfigMap alone when it holds
+that text already, else merge-patches data.jwks.json (JSON-escaped in bash).
+*/}}
+{{- define "neighborly.jwksSyncPod" -}}
+{{- $sync := .root.Values.extender.identity.jwksSync -}}
+metadata:
+  labels:
+    {{- include "neighborly.selectorLabels" (dict "root" .root "component" "jwks-sync") | nindent 4 }}
+spec:
+  serviceAccountName: {{ .name }}
+  automountServiceAccountToken: true
+  restartPolicy: OnFailure
+  securityContext:
+    runAsNonRoot: true
+    runAsUser: 65534
+    runAsGroup: 65534
+    seccompProfile:
+      type: RuntimeDefault
+  containers:
+    - name: jwks-sync
+      image: {{ include "neighborly.kubectlImage" .root }}
+      imagePullPolicy: {{ $sync.image.pullPolicy }}
+      command: ["/bin/bash", "-c"]
+      args:
+        - |
+          set -euo pipefail
+          jwks="$(kubectl get --raw /openid/v1/jwks)"
+          if [[ "${jwks}" != \{*\"keys\"*\"kty\"* ]]; then
+            echo "jwks-sync: /openid/v1/jwks is not a JWKS with keys: ${jwks:0:200}" >&2
+            exit 1
+          fi
+          current="$(kubectl get configmap "${JWKS_CONFIGMAP}" -n "${JWKS_NAMESPACE}" -o 'jsonpath={.data.jwks\.json}')"
+          if [[ "${current}" == "${jwks}" ]]; then
+            echo "jwks-sync: ${JWKS_NAMESPACE}/${JWKS_CONFIGMAP} ${JWKS_KEY} is up to date"
+            exit 0
+          fi
+          esc="${jwks//\\/\\\\}"
+          esc="${esc//\"/\\\"}"
+          esc="${esc//$'\n'/\\n}"
+          esc="${esc//$'\r'/\\r}"
+          esc="${esc//$'\t'/\\t}"
+          kubectl patch configmap "${JWKS_CONFIGMAP}" -n "${JWKS_NAMESPACE}" --type merge \
+            -p "{\"data\":{\"${JWKS_KEY}\":\"${esc}\"}}"
+          echo "jwks-sync: wrote ${JWKS_NAMESPACE}/${JWKS_CONFIGMAP} ${JWKS_KEY} (${#jwks} bytes)"
+      env:
+        - name: JWKS_CONFIGMAP
+          value: {{ .configMap | quote }}
+        - name: JWKS_KEY
+          value: jwks.json
+        - name: JWKS_NAMESPACE
+          value: {{ .root.Release.Namespace | quote }}
+        # kubectl's discovery cache goes under $HOME; the root file system is read-only.
+        - name: HOME
+          value: /tmp
+      securityContext:
+        allowPrivilegeEscalation: false
+        readOnlyRootFilesystem: true
+        capabilities:
+          drop: ["ALL"]
+      {{- with $sync.resources }}
+      resources:
+        {{- toYaml . | nindent 8 }}
+      {{- end }}
+      volumeMounts:
+        - name: tmp
+          mountPath: /tmp
+  volumes:
+    - name: tmp
+      emptyDir:
+        sizeLimit: 16Mi
+{{- end -}}
