@@ -25,6 +25,10 @@ func TestChartInstallsIntoRealAPIServer(t *testing.T) {
 		{"neighborly", "neighborly", nil, []string{"neighborly-extender", "neighborly-scheduler"}},
 		{"neighborly-extender-only", "neighborly-extender-only", []string{"mode=extender-only"}, []string{"neighborly-extender-only-extender"}},
 		{"neighborly-plugin", "neighborly-plugin", []string{"scheduler.integration=plugin"}, []string{"neighborly-plugin-extender", "neighborly-plugin-scheduler"}},
+		// Node identity with the in-cluster JWKS sync: its Job, CronJob and RBAC
+		// (a binding to the built-in issuer-discovery ClusterRole) must be accepted.
+		{"neighborly-jwks", "neighborly-jwks", []string{"extender.identity.issuer=https://kubernetes.default.svc.cluster.local",
+			"extender.identity.jwksSync.enabled=true"}, []string{"neighborly-jwks-extender", "neighborly-jwks-scheduler"}},
 	} {
 		t.Run(mode.release, func(t *testing.T) {
 			args := []string{"install", mode.release, filepath.Join(p.root, "charts/neighborly"),
@@ -57,6 +61,13 @@ func TestChartInstallsIntoRealAPIServer(t *testing.T) {
 			daemonSets, err := cp.client.AppsV1().DaemonSets(mode.namespace).List(context.Background(), metav1.ListOptions{})
 			if err != nil || len(daemonSets.Items) != 2 {
 				t.Errorf("after helm install (%v): %d DaemonSets (err %v), want the agent's two (RDT and -nordt)", mode.sets, len(daemonSets.Items), err)
+			}
+			if mode.release == "neighborly-jwks" {
+				cronJobs, err := cp.client.BatchV1().CronJobs(mode.namespace).List(context.Background(), metav1.ListOptions{})
+				jobs, err2 := cp.client.BatchV1().Jobs(mode.namespace).List(context.Background(), metav1.ListOptions{})
+				if err != nil || err2 != nil || len(cronJobs.Items) != 1 || len(jobs.Items) != 1 {
+					t.Errorf("JWKS sync: %d CronJobs (err %v), %d Jobs (err %v), want one each", len(cronJobs.Items), err, len(jobs.Items), err2)
+				}
 			}
 			t.Logf("helm install %s (%v): accepted; Deployments %v", mode.release, mode.sets, names)
 		})
