@@ -2,10 +2,12 @@
 
 #include <malloc.h>
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <vector>
@@ -371,9 +373,18 @@ absl::StatusOr<int> HttpServer::Start() {
   }
   port_ = port;
   started_ = true;
-  thread_ = std::thread([this] {
+  auto returned = std::make_shared<std::atomic<bool>>(false);
+  thread_ = std::thread([this, returned] {
     if (!server_->listen_after_bind()) spdlog::error("HTTP server stopped with an error");
+    returned->store(true);
   });
+  // httplib's stop() does nothing until listen_after_bind() has marked the
+  // server running: a Stop() right after Start() (SIGTERM just after the
+  // "listening" line) then left the listen loop, and the process, running
+  // for good. Return only once it runs (microseconds).
+  while (!server_->is_running() && !returned->load()) {
+    std::this_thread::sleep_for(std::chrono::microseconds(50));
+  }
   return port_;
 }
 

@@ -68,6 +68,22 @@ class HttpServerTest : public ::testing::Test {
   int port_ = 0;
 };
 
+// A Stop() right after Start() used to be lost when the listen thread had not
+// yet marked the server running (httplib's stop() is a no-op then), and the
+// extender hung on a SIGTERM that came just after its "listening" line.
+TEST(HttpServerStopTest, StopRightAfterStartReturns) {
+  FakeDecider decider;
+  ExtenderMetrics metrics;
+  HttpServerOptions options;
+  options.host = "127.0.0.1";
+  options.port = 0;
+  for (int i = 0; i < 50; ++i) {
+    HttpServer server(options, decider, metrics);
+    ASSERT_TRUE(server.Start().ok());
+    server.Stop();  // a lost stop() leaves this join waiting for ever (ctest's timeout)
+  }
+}
+
 TEST_F(HttpServerTest, FilterWithNodeNames) {
   Start();
   decider_.Reject("worker-2", "membw 84% > 80% on NUMA node 1");
@@ -246,8 +262,10 @@ TEST_F(HttpServerTest, MetricsCountRequestsAndDecisions) {
   ASSERT_TRUE(Post("/filter", "{"));
   std::string text;
   metrics_.AppendPrometheus(text);
-  EXPECT_THAT(text, HasSubstr(R"(neighborly_extender_http_requests_total{verb="filter",code="200"} 1)"));
-  EXPECT_THAT(text, HasSubstr(R"(neighborly_extender_http_requests_total{verb="filter",code="400"} 1)"));
+  EXPECT_THAT(text,
+              HasSubstr(R"(neighborly_extender_http_requests_total{verb="filter",code="200"} 1)"));
+  EXPECT_THAT(text,
+              HasSubstr(R"(neighborly_extender_http_requests_total{verb="filter",code="400"} 1)"));
   EXPECT_THAT(text, HasSubstr(R"(neighborly_decisions_total{verb="filter",outcome="accepted",)"
                               R"(reason="none"} 1)"));
   EXPECT_THAT(text, HasSubstr(R"(neighborly_decisions_total{verb="filter",outcome="rejected",)"
@@ -259,8 +277,9 @@ TEST_F(HttpServerTest, MetricsCountRequestsAndDecisions) {
                               R"(reason="none"} 1)"));
   EXPECT_THAT(text, HasSubstr(R"(neighborly_decisions_total{verb="prioritize",outcome="scored",)"
                               R"(reason="none"} 0)"));
-  EXPECT_THAT(text,
-              HasSubstr(R"(neighborly_extender_http_request_duration_seconds_count{verb="filter"} 2)"));
+  EXPECT_THAT(
+      text,
+      HasSubstr(R"(neighborly_extender_http_request_duration_seconds_count{verb="filter"} 2)"));
 }
 
 // A TLS client on a raw socket, to see the certificate the server presents
