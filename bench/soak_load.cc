@@ -12,6 +12,12 @@
 //
 //   soak_load --extender build/x/extender/neighborly-extender --duration 600s
 //   soak_load --duration 20s          # short mode (scripts)
+//
+// The tail under ingest (issue 15, finding 7; docs/performance.md): 500 nodes,
+// a client at 375 pods/s (750 requests/s), the fleet paused every other 10 s,
+// and the round trips of the two phases reported apart:
+//   soak_load --extender BIN --nodes 500 --pods-per-second 375 --candidates 500
+//             --pause-fleet-every 10s --duration 60s
 #include <fcntl.h>
 #include <httplib.h>
 #include <signal.h>
@@ -24,6 +30,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <mutex>
@@ -73,6 +80,10 @@ struct Options {
   bool fleet_idle = true;
   absl::Duration duration = absl::Seconds(20);
   absl::Duration print_every = absl::Seconds(10);
+  // Non-zero: the fleet sends nothing in every other period of this length,
+  // and the scheduler's round trips are summed per phase (fleet running or
+  // paused), to tell the ingest's share of the tail from the machine's.
+  absl::Duration pause_fleet_every = absl::ZeroDuration();
 };
 
 // --fleet-nice and --fleet-no-idle, read by the fleet's gRPC callbacks and pacing thread.
@@ -121,7 +132,7 @@ Options ParseFlags(int argc, char** argv) {
           "                 [--nodes 5000] [--pods-per-node 50] [--report-hz 1]\n"
           "                 [--pods-per-second 200] [--candidates 500] [--channels 8]\n"
           "                 [--duration 20s] [--print-every 10s] [--undeclared-pods]\n"
-          "                 [--fleet-nice 19] [--fleet-no-idle]\n");
+          "                 [--fleet-nice 19] [--fleet-no-idle] [--pause-fleet-every 10s]\n");
       std::exit(0);
     } else if (flag == "--undeclared-pods") {
       o.declared_pods = false;
@@ -159,6 +170,8 @@ Options ParseFlags(int argc, char** argv) {
       o.duration = ParseDurationFlag(flag, value);
     } else if (flag == "--print-every") {
       o.print_every = ParseDurationFlag(flag, value);
+    } else if (flag == "--pause-fleet-every") {
+      o.pause_fleet_every = ParseDurationFlag(flag, value);
     } else {
       Die(absl::StrCat("unknown flag ", flag, " (see --help)"));
     }
@@ -233,6 +246,28 @@ double RssMiB(pid_t pid) {
     in.ignore(1 << 16, '\n');
   }
   return 0;
+}
+
+// Time the calling thread has spent waiting on a run queue (runnable, not
+// running), in microseconds: /proc/thread-self/schedstat's second field.
+double ThreadRunDelayUs() {
+  std::ifstream in("/proc/thread-self/schedstat");
+  unsigned long long on_cpu = 0, waiting = 0;
+  in >> on_cpu >> waiting;
+  return static_cast<double>(waiting) / 1e3;
+}
+
+// The same summed over every thread of a process.
+double ProcessRunDelaySeconds(pid_t pid) {
+  double total = 0;
+  std::error_code ec;
+  for (const auto& task :
+       std::filesystem::directory_iterator(absl::StrCat("/proc/", pid, "/task"), ec)) {
+    std::ifstream in(task.path() / "schedstat");
+    unsigned long long on_cpu = 0, waiting = 0;
+    if (in >> on_cpu >> waiting) total += static_cast<double>(waiting) / 1e9;
+  }
+  return total;
 }
 
 // utime + stime of a process, in seconds.
@@ -481,6 +516,11 @@ int Run(int argc, char** argv) {
   std::atomic<bool> stop{false};
   const absl::Time start = absl::Now();
   const absl::Time end = start + o.duration;
+  // Whether the fleet is paused now (--pause-fleet-every: every other period).
+  auto fleet_paused = [&] {
+    if (o.pause_fleet_every <= absl::ZeroDuration()) return false;
+    return static_cast<int64_t>((absl::Now() - start) / o.pause_fleet_every) % 2 == 1;
+  };
 
   // One pacing thread: node n reports at n/nodes of every period.
   std::thread pacer([&] {
@@ -490,6 +530,7 @@ int Run(int argc, char** argv) {
     while (!stop.load()) {
       const double elapsed = absl::ToDoubleSeconds(absl::Now() - start);
       const auto due = static_cast<uint64_t>(elapsed * per_second);
+      if (fleet_paused()) ticked = due;  // the paused period's reports are never sent
       for (; ticked < due; ++ticked) {
         const size_t n = ticked % static_cast<size_t>(o.nodes);
         if (streams[n]->done()) {  // reopen an ended stream (extender restart, error)
@@ -506,6 +547,14 @@ int Run(int argc, char** argv) {
   // The scheduler: open loop at pods_per_second; a pod whose time has come
   // while the previous one is still in flight is sent late (counted).
   Latencies filter, prioritize;
+  Latencies phase[2];  // both verbs, fleet running / paused (--pause-fleet-every)
+  // Per request: the round trip and how long the client's own thread waited
+  // for a CPU during it (per phase), to tell the machine's share of the tail.
+  struct Sample {
+    double us;
+    double client_wait_us;
+  };
+  std::vector<Sample> samples[2];
   std::atomic<uint64_t> late{0};
   std::thread scheduler([&] {
     if (o.pods_per_second <= 0) return;
@@ -525,6 +574,8 @@ int Run(int argc, char** argv) {
       }
       const std::string body = PodBody(k, o.nodes, o.candidates, o.declared_pods, random);
       for (Latencies* verb : {&filter, &prioritize}) {
+        const bool paused = fleet_paused();
+        const double wait0 = ThreadRunDelayUs();
         const auto t0 = std::chrono::steady_clock::now();
         httplib::Result r =
             client.Post(verb == &filter ? "/filter" : "/prioritize", body, "application/json");
@@ -536,6 +587,12 @@ int Run(int argc, char** argv) {
           ++verb->errors;
         } else {
           verb->Add(us);
+          if (o.pause_fleet_every > absl::ZeroDuration()) {
+            const double waited = ThreadRunDelayUs() - wait0;
+            std::lock_guard<std::mutex> lock(phase[paused].mu);
+            phase[paused].all_us.push_back(us);
+            samples[paused].push_back({us, waited});
+          }
         }
       }
     }
@@ -548,6 +605,7 @@ int Run(int argc, char** argv) {
   };
   std::vector<RssPoint> curve;
   double last_cpu = CpuSeconds(pid), last_self = SelfCpuSeconds();
+  double last_delay = ProcessRunDelaySeconds(pid);
   uint64_t last_written = 0, last_acked = 0;
   absl::Time last = start;
   while (absl::Now() < end) {
@@ -566,23 +624,26 @@ int Run(int argc, char** argv) {
     }
     const uint64_t written = counters.written.load(), acked = counters.acked.load();
     const double cpu = CpuSeconds(pid), self = SelfCpuSeconds();
+    const double delay = ProcessRunDelaySeconds(pid);
     const double rss = RssMiB(pid);
     const double t = absl::ToDoubleSeconds(now - start);
     curve.push_back({t, rss});
     std::printf(
         "t=%6.1fs filter %s | prioritize %s | http errors %d late %d | reports %.0f/s acked "
-        "%.0f/s skipped %d streams %d failed %d | extender rss %.1f MiB cpu %.0f%% | "
-        "generator cpu %.0f%%\n",
+        "%.0f/s skipped %d streams %d failed %d | extender rss %.1f MiB cpu %.0f%% "
+        "run-queue wait %.0f ms/s | generator cpu %.0f%%\n",
         t, Summary(std::move(f)).c_str(), Summary(std::move(p)).c_str(), static_cast<int>(errors),
         static_cast<int>(late.load()), static_cast<double>(written - last_written) / dt,
         static_cast<double>(acked - last_acked) / dt, static_cast<int>(counters.skipped.load()),
         static_cast<int>(counters.open.load()), static_cast<int>(counters.failed.load()), rss,
-        100 * (cpu - last_cpu) / dt, 100 * (self - last_self) / dt);
+        100 * (cpu - last_cpu) / dt, 1e3 * (delay - last_delay) / dt,
+        100 * (self - last_self) / dt);
     std::fflush(stdout);
     last_written = written;
     last_acked = acked;
     last_cpu = cpu;
     last_self = self;
+    last_delay = delay;
   }
   stop = true;
   scheduler.join();
@@ -590,6 +651,34 @@ int Run(int argc, char** argv) {
 
   std::printf("total filter     %s\n", Summary(filter.all_us).c_str());
   std::printf("total prioritize %s\n", Summary(prioritize.all_us).c_str());
+  if (o.pause_fleet_every > absl::ZeroDuration()) {
+    for (int paused = 0; paused < 2; ++paused) {
+      std::lock_guard<std::mutex> lock(phase[paused].mu);
+      std::printf("fleet %s both verbs %s\n",
+                  paused ? "paused: " : "running:", Summary(phase[paused].all_us).c_str());
+      // Where the slowest 1% lost their time: the client thread's own wait
+      // for a CPU inside the round trip, beside the round trip itself.
+      std::vector<Sample>& v = samples[paused];
+      std::sort(v.begin(), v.end(), [](const Sample& a, const Sample& b) { return a.us < b.us; });
+      double tail_us = 0, tail_wait = 0, all_wait = 0;
+      const size_t tail_from = v.size() * 99 / 100;
+      for (size_t i = 0; i < v.size(); ++i) {
+        all_wait += v[i].client_wait_us;
+        if (i >= tail_from) {
+          tail_us += v[i].us;
+          tail_wait += v[i].client_wait_us;
+        }
+      }
+      const double tail_n = static_cast<double>(v.size() - tail_from);
+      if (tail_n > 0) {
+        std::printf(
+            "  slowest 1%%: mean round trip %.3f ms, of which the client thread waited for a "
+            "CPU %.3f ms; all requests: mean client wait %.1f us\n",
+            tail_us / tail_n / 1e3, tail_wait / tail_n / 1e3,
+            all_wait / static_cast<double>(v.size()));
+      }
+    }
+  }
   std::printf("total reports written %d acked %d skipped %d failed streams %d\n",
               static_cast<int>(counters.written.load()), static_cast<int>(counters.acked.load()),
               static_cast<int>(counters.skipped.load()), static_cast<int>(counters.failed.load()));

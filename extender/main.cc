@@ -7,6 +7,7 @@
 // stderr, exit 2.
 #include <malloc.h>
 #include <signal.h>
+#include <sys/resource.h>
 
 #include <algorithm>
 #include <atomic>
@@ -177,6 +178,13 @@ int Run(int argc, char** argv) {
   // a free, which put the next large request in the heap for good (issue 15:
   // +600 MB of RSS stayed after one 54 MiB request).
   mallopt(M_MMAP_THRESHOLD, 1 << 20);
+  // Every connection is a descriptor (http.maxConnections on each port, as
+  // many again being answered 503, gRPC streams): the soft limit is raised to
+  // the hard one, as Go programs do, instead of failing at a container's 1024.
+  if (rlimit files{}; getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_cur < files.rlim_max) {
+    files.rlim_cur = files.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &files);
+  }
   sigset_t signals;
   sigemptyset(&signals);
   sigaddset(&signals, SIGTERM);
@@ -259,13 +267,13 @@ int Run(int argc, char** argv) {
                              AppendProcessMetrics(ReadSelfProcess(), page);
                            }};
   auto register_operator_routes = [&source, &metrics, &stopping,
-                                   &metrics_page](httplib::Server& server) {
+                                   &metrics_page](HttpRoutes& server) {
     RegisterOperatorApi(
         server, source, metrics,
         [&stopping]() -> std::string { return stopping.load() ? "shutting down" : ""; },
         metrics_page);
   };
-  register_operator_routes(http.server());
+  register_operator_routes(http.routes());
 
   // The operator port (docs/security.md): the same routes without the
   // scheduler's client certificate and without the scheduler verbs; /v1 behind
@@ -298,7 +306,7 @@ int Run(int argc, char** argv) {
         [auth = operator_auth.get()](const httplib::Request& req, httplib::Response& res) {
           return auth->Refuse(req, res);
         });
-    register_operator_routes(operator_http->server());
+    register_operator_routes(operator_http->routes());
     if (config->operator_token_file.empty()) {
       spdlog::warn("operator port without operator.tokenFile: /v1 is refused there");
     }

@@ -218,7 +218,8 @@ TEST(AgentCliTest, ScenarioErrorsExitTwoNamingFileLineAndKey) {
   Result r = RunAgent({"--simulate", Scenario("unknown-key.yaml"), "--once"});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_EQ(Lines(r.err).size(), 1u) << r.err;
-  EXPECT_THAT(r.err, HasSubstr("unknown-key.yaml:14: unknown key \"cpuRequestMilicores\" in pod"));
+  EXPECT_THAT(r.err, HasSubstr("unknown-key.yaml:14: unknown key "
+                               "\"nodes[0].pods[0].cpuRequestMilicores\""));
   Result missing = RunAgent({"--simulate", "/nonexistent.yaml", "--once"});
   EXPECT_EQ(missing.exit_code, 2);
   EXPECT_THAT(missing.err, HasSubstr("/nonexistent.yaml: cannot open scenario file"));

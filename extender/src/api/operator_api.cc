@@ -283,7 +283,7 @@ std::string RenderMetrics(const OperatorSource& source, const ExtenderMetrics& m
   return page.Render();
 }
 
-void RegisterOperatorApi(httplib::Server& server, const OperatorSource& source,
+void RegisterOperatorApi(HttpRoutes& server, const OperatorSource& source,
                          const ExtenderMetrics& metrics, ReadinessCheck ready,
                          MetricsPage metrics_page) {
   server.Get("/healthz", [](const httplib::Request&, httplib::Response& res) {

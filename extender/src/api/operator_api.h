@@ -4,7 +4,7 @@
 // nlohmann::json.
 //
 //   CoreOperatorSource source(core, [&] { return ingest.Stats(); });
-//   RegisterOperatorApi(http.server(), source, metrics, [&] { return ready_reason(); });
+//   RegisterOperatorApi(http.routes(), source, metrics, [&] { return ready_reason(); });
 #ifndef NEIGHBORLY_EXTENDER_SRC_API_OPERATOR_API_H_
 #define NEIGHBORLY_EXTENDER_SRC_API_OPERATOR_API_H_
 
@@ -19,6 +19,7 @@
 
 #include "extender/src/core/extender_core.h"
 #include "extender/src/http/extender_metrics.h"
+#include "extender/src/http/http_server.h"
 
 namespace neighborly::extender {
 
@@ -58,7 +59,7 @@ struct MetricsPage {
 };
 
 // Registers the GET routes. `source`, `metrics` and `ready` must outlive the server.
-void RegisterOperatorApi(httplib::Server& server, const OperatorSource& source,
+void RegisterOperatorApi(HttpRoutes& server, const OperatorSource& source,
                          const ExtenderMetrics& metrics, ReadinessCheck ready,
                          MetricsPage metrics_page = {});
 

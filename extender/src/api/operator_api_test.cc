@@ -117,7 +117,7 @@ class OperatorApiTest : public ::testing::Test {
     options.host = "127.0.0.1";
     options.port = 0;
     server_ = std::make_unique<HttpServer>(options, decider_, metrics_);
-    RegisterOperatorApi(server_->server(), source_, metrics_, [this] { return not_ready_; });
+    RegisterOperatorApi(server_->routes(), source_, metrics_, [this] { return not_ready_; });
     absl::StatusOr<int> port = server_->Start();
     ASSERT_TRUE(port.ok());
     client_ = std::make_unique<httplib::Client>("127.0.0.1", *port);

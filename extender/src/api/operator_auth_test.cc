@@ -83,7 +83,7 @@ class OperatorPortTest : public ::testing::Test {
     server_->SetRequestFilter([this](const httplib::Request& req, httplib::Response& res) {
       return auth_->Refuse(req, res);
     });
-    RegisterOperatorApi(server_->server(), source_, metrics_, [] { return std::string(); });
+    RegisterOperatorApi(server_->routes(), source_, metrics_, [] { return std::string(); });
     absl::StatusOr<int> port = server_->Start();
     ASSERT_TRUE(port.ok()) << port.status();
     client_ = std::make_unique<httplib::Client>("127.0.0.1", *port);

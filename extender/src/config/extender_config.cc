@@ -2,15 +2,12 @@
 
 #include <fstream>
 #include <functional>
-#include <set>
 #include <sstream>
 #include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
 #include "common/host_port.h"
-#include "common/quantity.h"
 #include "common/strings.h"
 #include "common/yaml_fields.h"
 

@@ -24,7 +24,7 @@ TEST(ExtenderConfigTest, EmptyFileGivesDefaults) {
   EXPECT_EQ(c->grpc_address, "0.0.0.0:9090");
   EXPECT_EQ(c->http.body_limit_bytes, 64 << 20);
   EXPECT_EQ(c->http.worker_threads, 64);
-  EXPECT_EQ(c->http.max_connections, 64);
+  EXPECT_EQ(c->http.max_connections, 1024);
   EXPECT_EQ(c->http.read_timeout, absl::Seconds(5));
   EXPECT_EQ(c->state_file, "");
   EXPECT_EQ(c->state_max_pods, 200'000);

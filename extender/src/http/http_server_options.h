@@ -17,12 +17,22 @@ struct HttpServerOptions {
   // Candidate nodes one /filter or /prioritize may name (the extender tracks
   // at most 50,000 nodes).
   int64_t max_names_per_request = 50'000;
+  // Deadlines (docs/http.md, "Slow and hostile clients"): the TLS handshake
+  // and a request's head within read_timeout (of the connection, of the
+  // head's first byte); head and body within request_timeout of the first
+  // byte (408); a queued reply written within write_timeout; an idle
+  // keep-alive connection closed after keep_alive_timeout.
   absl::Duration read_timeout = absl::Seconds(5);
   absl::Duration write_timeout = absl::Seconds(5);
   absl::Duration keep_alive_timeout = absl::Seconds(5);
   absl::Duration request_timeout = absl::Seconds(10);
+  // Threads that read and handle requests (an event loop each, on one epoll
+  // set); a connection holds one only while a complete request is handled.
   int worker_threads = 64;
-  int max_connections = 64;
+  // Connections open at once (idle, trickling and handshaking ones count);
+  // one beyond gets 503 at once. A connection costs a descriptor and its
+  // buffers, not a thread.
+  int max_connections = 1024;
   // HTTPS when both are set (PEM files, read at construction); with
   // tls_client_ca_file, clients must present a certificate signed by that CA.
   std::string tls_cert_file;

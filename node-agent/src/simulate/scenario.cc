@@ -10,7 +10,6 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "common/cpu_list.h"
-#include "common/quantity.h"
 #include "common/strings.h"
 #include "common/yaml_fields.h"
 #include "node-agent/src/simulate/node_report.h"
@@ -243,8 +242,7 @@ class NodeParser {
       if (!numa.ok()) return numa.status();
       if (numa->has_value()) {
         if (**numa > UINT32_MAX || numa_ids_.count(static_cast<uint32_t>(**numa)) == 0) {
-          return f->ErrorFor("numaNode",
-                             absl::StrCat(**numa, " is not a NUMA node of ", what_));
+          return f->ErrorFor("numaNode", absl::StrCat(**numa, " is not a NUMA node of ", what_));
         }
         l3->set_numa_node(static_cast<uint32_t>(**numa));
       } else {
@@ -260,8 +258,7 @@ class NodeParser {
       if (total->has_value()) l3->set_membw_total_bytes_per_second(**total);
       if (local->has_value()) l3->set_membw_local_bytes_per_second(**local);
       if (total->has_value() && local->has_value() && **local > **total) {
-        return f->ErrorFor("membwLocalBytesPerSecond",
-                           "is larger than membwTotalBytesPerSecond");
+        return f->ErrorFor("membwLocalBytesPerSecond", "is larger than membwTotalBytesPerSecond");
       }
     }
     return absl::OkStatus();
@@ -334,22 +331,16 @@ class NodeParser {
                       : kubelet->mutable_topology_manager_policy_options();
       out->insert(options->begin(), options->end());
     }
-    absl::StatusOr<std::map<std::string, std::string>> reserved =
-        f.Get("reservedMemoryBytes").StringMap();
+    absl::StatusOr<Map> reserved = Map::OfAnyKeys(f.Get("reservedMemoryBytes"));
     if (!reserved.ok()) return reserved.status();
-    for (const auto& [numa, quantity] : *reserved) {
-      std::optional<uint32_t> id = ParseInt<uint32_t>(numa);
+    for (const Map::Entry& entry : reserved->entries()) {
+      std::optional<uint32_t> id = ParseInt<uint32_t>(entry.key);
       if (!id || numa_ids_.count(*id) == 0) {
         return f.ErrorFor("reservedMemoryBytes",
-                          absl::StrCat("key \"", numa,
-                                       "\" is not a NUMA node id of ", what_));
+                          absl::StrCat("key \"", entry.key, "\" is not a NUMA node id of ", what_));
       }
-      absl::StatusOr<int64_t> bytes = ParseByteQuantity(quantity);
-      if (!bytes.ok() || *bytes < 0) {
-        return f.ErrorFor("reservedMemoryBytes",
-                          absl::StrCat("NUMA node ", numa, ": \"", quantity,
-                                       "\" is not a byte quantity"));
-      }
+      absl::StatusOr<int64_t> bytes = entry.value.Bytes(0);
+      if (!bytes.ok()) return bytes.status();
       (*kubelet->mutable_reserved_memory_bytes_by_numa())[*id] = static_cast<uint64_t>(*bytes);
     }
     absl::StatusOr<std::optional<CpuSet>> allocatable = f.Cpus("allocatableCpus");
@@ -499,13 +490,11 @@ class NodeParser {
       if (!s->ok()) return s->status();
     }
     if (cpu_request->has_value()) {
-      if (**cpu_request < 0)
-        return f->ErrorFor("cpuRequestMillicores", "is negative");
+      if (**cpu_request < 0) return f->ErrorFor("cpuRequestMillicores", "is negative");
       pod->set_cpu_request_millicores(**cpu_request);
     }
     if (cpu_usage->has_value()) {
-      if (**cpu_usage < 0)
-        return f->ErrorFor("cpuUsageMillicores", "is negative");
+      if (**cpu_usage < 0) return f->ErrorFor("cpuUsageMillicores", "is negative");
       pod->set_cpu_usage_millicores(**cpu_usage);
     }
 
@@ -529,8 +518,7 @@ class NodeParser {
     }
     if (pod->has_membw_local_bytes_per_second() && pod->has_membw_total_bytes_per_second() &&
         pod->membw_local_bytes_per_second() > pod->membw_total_bytes_per_second()) {
-      return f->ErrorFor("membwLocalBytesPerSecond",
-                         "is larger than membwTotalBytesPerSecond");
+      return f->ErrorFor("membwLocalBytesPerSecond", "is larger than membwTotalBytesPerSecond");
     }
 
     // Ratios and pressure.
@@ -559,17 +547,16 @@ class NodeParser {
       const CpuSet& cpus = **exclusive;
       const std::string text = FormatCpuList(cpus);
       if (!IsSubset(cpus, online_)) {
-        return f->ErrorFor("exclusiveCpus", absl::StrCat("\"", text,
-                                                         "\" are not all cpus of ", what_));
+        return f->ErrorFor("exclusiveCpus",
+                           absl::StrCat("\"", text, "\" are not all cpus of ", what_));
       }
       if (IntersectionSize(cpus, reserved_) != 0) {
-        return f->ErrorFor("exclusiveCpus",
-                           absl::StrCat("\"", text, "\" include reserved cpus"));
+        return f->ErrorFor("exclusiveCpus", absl::StrCat("\"", text, "\" include reserved cpus"));
       }
       if (IntersectionSize(cpus, exclusive_) != 0) {
-        return f->ErrorFor("exclusiveCpus",
-                           absl::StrCat("\"", text,
-                                        "\" overlap another pod's exclusive cpus on ", what_));
+        return f->ErrorFor(
+            "exclusiveCpus",
+            absl::StrCat("\"", text, "\" overlap another pod's exclusive cpus on ", what_));
       }
       exclusive_ = Union(exclusive_, cpus);
       pod->set_exclusive_cpus(text);

@@ -260,7 +260,8 @@ TEST(ScenarioTest, ResourceManagerKeysAndSmtAreOptional) {
   EXPECT_THAT(ErrorOf(head + "  kubelet: {reservedMemoryBytes: {\"7\": 1Gi}}\n" + numa),
               HasSubstr("nodes[0].kubelet.reservedMemoryBytes: key \"7\" is not a NUMA node id"));
   EXPECT_THAT(ErrorOf(head + "  kubelet: {reservedMemoryBytes: {\"0\": lots}}\n" + numa),
-              HasSubstr("is not a byte quantity"));
+              HasSubstr("nodes[0].kubelet.reservedMemoryBytes.0: expected a byte quantity like "
+                        "64Mi, got \"lots\""));
   EXPECT_THAT(ErrorOf(head + "  kubelet: {allocatableCpus: \"0-9\"}\n" + numa),
               HasSubstr("nodes[0].kubelet.allocatableCpus: \"0-9\" are not all in the NUMA nodes"));
 }
