@@ -26,4 +26,9 @@ absl::StatusOr<HostPort> ParseHostPort(std::string_view text) {
   return out;
 }
 
+std::string JoinHostPort(std::string_view host, int port) {
+  return host.find(':') != std::string_view::npos ? absl::StrCat("[", Av(host), "]:", port)
+                                                  : absl::StrCat(Av(host), ":", port);
+}
+
 }  // namespace neighborly

@@ -17,6 +17,9 @@ struct HostPort {
 
 absl::StatusOr<HostPort> ParseHostPort(std::string_view text);
 
+// The inverse: "host:port", with brackets around an IPv6 host ("[::1]:9090").
+std::string JoinHostPort(std::string_view host, int port);
+
 }  // namespace neighborly
 
 #endif  // NEIGHBORLY_COMMON_HOST_PORT_H_

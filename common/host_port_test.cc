@@ -20,5 +20,15 @@ TEST(HostPortTest, Rejects) {
   EXPECT_FALSE(ParseHostPort(":80").ok());
 }
 
+TEST(HostPortTest, JoinsAndRoundTrips) {
+  EXPECT_EQ(JoinHostPort("127.0.0.1", 9090), "127.0.0.1:9090");
+  EXPECT_EQ(JoinHostPort("::1", 0), "[::1]:0");
+  for (const char* text : {"0.0.0.0:8888", "[::1]:9091", "extender.ns.svc:443"}) {
+    absl::StatusOr<HostPort> hp = ParseHostPort(text);
+    ASSERT_TRUE(hp.ok()) << text;
+    EXPECT_EQ(JoinHostPort(hp->host, hp->port), text);
+  }
+}
+
 }  // namespace
 }  // namespace neighborly

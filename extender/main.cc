@@ -48,11 +48,6 @@ int Fail(int code, std::string_view message) {
   return code;
 }
 
-std::string JoinHostPort(const std::string& host, int port) {
-  return host.find(':') != std::string::npos ? absl::StrCat("[", host, "]:", port)
-                                             : absl::StrCat(host, ":", port);
-}
-
 // neighborly_state_save_failures_total (the NeighborlyStateSaveFailing alert).
 std::atomic<uint64_t> state_save_failures{0};
 

@@ -254,9 +254,7 @@ absl::StatusOr<std::unique_ptr<PlacementServer>> PlacementServer::Start(Extender
                                                " (address in use, not local, or not permitted)"));
   }
   server->port_ = selected_port;
-  const bool ipv6 = hp->host.find(':') != std::string::npos;
-  server->address_ = ipv6 ? absl::StrCat("[", hp->host, "]:", selected_port)
-                          : absl::StrCat(hp->host, ":", selected_port);
+  server->address_ = JoinHostPort(hp->host, selected_port);
   return server;
 }
 
