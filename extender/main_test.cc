@@ -19,6 +19,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "extender/src/http/testing/raw_client.h"
 #include "test/support/subprocess.h"
 #include "test/support/test_pki.h"
 
@@ -334,32 +335,10 @@ int64_t ResidentBytes(int pid) {
 // Sends `request` on a fresh connection and reads until the server closes it
 // (or 60 s pass); returns what came back.
 std::string Exchange(int port, const std::string& request) {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
-    close(fd);
-    return "";
-  }
-  timeval tv{60, 0};
-  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-  std::string_view rest = request;
-  while (!rest.empty()) {
-    const ssize_t n = send(fd, rest.data(), rest.size(), MSG_NOSIGNAL);
-    if (n <= 0) break;
-    rest.remove_prefix(static_cast<size_t>(n));
-  }
-  std::string out;
-  char buf[65536];
-  for (;;) {
-    const ssize_t n = recv(fd, buf, sizeof(buf), 0);
-    if (n <= 0) break;
-    out.append(buf, static_cast<size_t>(n));
-  }
-  close(fd);
-  return out;
+  ::neighborly::extender::testing::RawClient client(port, 60);
+  client.Send(request);  // the server may refuse early and close
+  bool closed = false;
+  return client.ReadUntilClosed(closed);
 }
 
 // Issue 15, finding 2: a 54 MiB /filter of repeated names raised RSS from 67 to

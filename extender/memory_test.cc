@@ -21,6 +21,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "extender/src/http/testing/raw_client.h"
 #include "test/support/subprocess.h"
 
 namespace neighborly {
@@ -55,34 +56,12 @@ double Mb(int64_t bytes) { return static_cast<double>(bytes) / 1e6; }
 // a fresh connection and reads until the server closes it or 120 s pass;
 // returns the first bytes of the reply.
 std::string Exchange(int port, const std::string& head, const std::string& body = "") {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
-    close(fd);
-    return "";
-  }
-  timeval tv{120, 0};
-  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-  setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-  for (std::string_view rest : {std::string_view(head), std::string_view(body)}) {
-    while (!rest.empty()) {
-      const ssize_t n = send(fd, rest.data(), rest.size(), MSG_NOSIGNAL);
-      if (n <= 0) break;  // the server may refuse early and close
-      rest.remove_prefix(static_cast<size_t>(n));
-    }
-  }
-  std::string out;
-  char buf[65536];
-  for (;;) {
-    const ssize_t n = recv(fd, buf, sizeof(buf), 0);
-    if (n <= 0) break;
-    if (out.size() < 4096) out.append(buf, static_cast<size_t>(n));
-  }
-  close(fd);
-  return out;
+  ::neighborly::extender::testing::RawClient client(port, 120);
+  if (!client.connected()) return "";
+  // The server may refuse early and close: the reply is read either way.
+  if (client.Send(head)) client.Send(body);
+  bool closed = false;
+  return client.ReadUntilClosed(closed, 4096);
 }
 
 std::string PostHead(const std::string& path, size_t length) {

@@ -14,6 +14,7 @@
 #include <sys/time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdint>
 #include <string>
@@ -23,15 +24,17 @@ namespace neighborly::extender::testing {
 
 class RawClient {
  public:
-  explicit RawClient(int port) {
+  // Sends and reads give up after `timeout_seconds`.
+  explicit RawClient(int port, int timeout_seconds = 20) {
     fd_ = socket(AF_INET, SOCK_STREAM, 0);
     sockaddr_in addr{};
     addr.sin_family = AF_INET;
     addr.sin_port = htons(static_cast<uint16_t>(port));
     addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     connected_ = connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
-    timeval tv{20, 0};
+    timeval tv{timeout_seconds, 0};
     setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    setsockopt(fd_, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
   }
   ~RawClient() { close(fd_); }
   bool connected() const { return connected_; }
@@ -65,11 +68,12 @@ class RawClient {
     }
   }
 
-  // Everything the server sends until it closes; `closed` says whether it did
-  // (false: the 20 s receive timeout expired with the connection open).
-  std::string ReadUntilClosed(bool& closed) {
+  // Everything the server sends until it closes, of which the first `keep`
+  // bytes are returned; `closed` says whether it closed (false: the receive
+  // timeout expired with the connection open).
+  std::string ReadUntilClosed(bool& closed, size_t keep = std::string::npos) {
     std::string in;
-    char buf[4096];
+    char buf[65536];
     for (;;) {
       const ssize_t n = recv(fd_, buf, sizeof(buf), 0);
       if (n == 0 || (n < 0 && errno == ECONNRESET)) {
@@ -80,7 +84,7 @@ class RawClient {
         closed = false;
         return in;
       }
-      in.append(buf, static_cast<size_t>(n));
+      if (in.size() < keep) in.append(buf, std::min(static_cast<size_t>(n), keep - in.size()));
     }
   }
 
