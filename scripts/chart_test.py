@@ -55,10 +55,13 @@ def helm(*args):
     return subprocess.run([HELM, *args], capture_output=True, text=True, timeout=120)
 
 
-def render(*sets, release=RELEASE, namespace=NAMESPACE):
+def render(*sets, release=RELEASE, namespace=NAMESPACE, kube_version=None):
     """Renders the chart; `sets` are `key=value` strings for --set, or
-    `json:key=value` for --set-json (Helm's --set makes 0.7 a string)."""
+    `json:key=value` for --set-json (Helm's --set makes 0.7 a string);
+    `kube_version` the cluster's (helm template's own default otherwise)."""
     args = ["template", release, CHART, "--namespace", namespace]
+    if kube_version:
+        args += ["--kube-version", kube_version]
     for s in sets:
         if s.startswith("json:"):
             args += ["--set-json", s[len("json:"):]]
@@ -69,6 +72,29 @@ def render(*sets, release=RELEASE, namespace=NAMESPACE):
         raise RenderError(f"helm template {' '.join(args[3:])} failed: {out.stderr.strip()}")
     docs = [d for d in yaml.safe_load_all(out.stdout) if d]
     return Objects(docs)
+
+
+def render_notes(*sets):
+    """NOTES.txt as `helm install` prints it (helm template skips it): the chart
+    copied with NOTES.txt turned into a named template rendered into an object."""
+    with tempfile.TemporaryDirectory() as tmp:
+        chart = os.path.join(tmp, "neighborly")
+        shutil.copytree(CHART, chart)
+        notes = os.path.join(chart, "templates", "NOTES.txt")
+        with open(notes, encoding="utf-8") as f:
+            text = f.read()
+        os.remove(notes)
+        with open(os.path.join(chart, "templates", "_notes_under_test.tpl"), "w", encoding="utf-8") as f:
+            f.write('{{- define "notes.under.test" -}}\n' + text + "\n{{- end -}}\n")
+        with open(os.path.join(chart, "templates", "notes-under-test.yaml"), "w", encoding="utf-8") as f:
+            f.write('kind: Notes\nmetadata: {name: notes}\ntext: {{ include "notes.under.test" . | toJson }}\n')
+        args = ["template", RELEASE, chart, "--namespace", NAMESPACE,
+                "--show-only", "templates/notes-under-test.yaml"]
+        for s in sets:
+            args += ["--set", s]
+        out = helm(*args)
+        expect(out.returncode == 0, f"rendering NOTES.txt: {out.stderr.strip()}")
+        return yaml.safe_load(out.stdout)["text"]
 
 
 class Objects:

@@ -13,7 +13,6 @@ the patch), so its JSON escaping and its refusals are exercised, not read.
 import json
 import os
 import re
-import shutil
 import stat
 import subprocess
 import tempfile
@@ -262,32 +261,10 @@ def register(t):
                 expect(out.returncode != 0 and patch is None, f"{kind}: accepted {served!r}: {calls}")
                 expect("not a JWKS with keys" in out.stderr, f"{kind}: names the problem: {out.stderr}")
 
-    def render_notes(*sets):
-        """NOTES.txt as `helm install` prints it (helm template skips it), rendered
-        through a named template as chart_test_operator does."""
-        with tempfile.TemporaryDirectory() as tmp:
-            chart = os.path.join(tmp, "neighborly")
-            shutil.copytree(t.CHART, chart)
-            notes = os.path.join(chart, "templates", "NOTES.txt")
-            with open(notes, encoding="utf-8") as f:
-                text = f.read()
-            os.remove(notes)
-            with open(os.path.join(chart, "templates", "_notes_under_test.tpl"), "w", encoding="utf-8") as f:
-                f.write('{{- define "notes.under.test" -}}\n' + text + "\n{{- end -}}\n")
-            with open(os.path.join(chart, "templates", "notes-under-test.yaml"), "w", encoding="utf-8") as f:
-                f.write('kind: Notes\nmetadata: {name: notes}\ntext: {{ include "notes.under.test" . | toJson }}\n')
-            args = ["template", t.RELEASE, chart, "--namespace", NAMESPACE,
-                    "--show-only", "templates/notes-under-test.yaml"]
-            for s in sets:
-                args += ["--set", s]
-            out = t.helm(*args)
-            expect(out.returncode == 0, f"rendering NOTES.txt: {out.stderr.strip()}")
-            return yaml.safe_load(out.stdout)["text"]
-
     @check
     def jwks_sync_notes_name_the_rendered_job():
-        expect("jwksSync" not in render_notes(), "NOTES.txt mentions the sync when it is off")
-        notes = render_notes(*SYNC)
+        expect("jwksSync" not in t.render_notes(), "NOTES.txt mentions the sync when it is off")
+        notes = t.render_notes(*SYNC)
         objs = render(*SYNC)
         refs = re.findall(r"kubectl -n (\S+) (?:logs|get) (job|cronjob)/(\S+)", notes)
         eq(sorted(kind for _, kind, _ in refs), ["cronjob", "job"], f"NOTES.txt commands:\n{notes}")

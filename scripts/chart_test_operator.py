@@ -16,8 +16,6 @@ component would fail:
 
 import os
 import re
-import shutil
-import subprocess
 import tempfile
 
 import yaml
@@ -26,6 +24,10 @@ import yaml
 def register(t):
     """Adds the checks to chart_test's list; `t` is the chart_test module."""
     check, render, name, container, expect, eq = t.check, t.render, t.name, t.container, t.expect, t.eq
+    render_notes = t.render_notes
+
+    def render_kube(version, *sets):
+        return render(*sets, kube_version=version)
     NAMESPACE = t.NAMESPACE
 
     def extender_config(objs):
@@ -135,28 +137,6 @@ def register(t):
         mounts = t.mounts_of(objs.get("Deployment", name("extender")), "extender")
         eq(mounts[token_dir]["secret"]["secretName"], "ops-tokens", "operator token Secret")
 
-    def render_notes(*sets):
-        """NOTES.txt as `helm install` prints it (helm template skips it): the chart
-        copied with NOTES.txt turned into a named template rendered into a ConfigMap."""
-        with tempfile.TemporaryDirectory() as tmp:
-            chart = os.path.join(tmp, "neighborly")
-            shutil.copytree(t.CHART, chart)
-            notes = os.path.join(chart, "templates", "NOTES.txt")
-            with open(notes, encoding="utf-8") as f:
-                text = f.read()
-            os.remove(notes)
-            with open(os.path.join(chart, "templates", "_notes_under_test.tpl"), "w", encoding="utf-8") as f:
-                f.write('{{- define "notes.under.test" -}}\n' + text + "\n{{- end -}}\n")
-            with open(os.path.join(chart, "templates", "notes-under-test.yaml"), "w", encoding="utf-8") as f:
-                f.write('kind: Notes\nmetadata: {name: notes}\ntext: {{ include "notes.under.test" . | toJson }}\n')
-            args = ["template", t.RELEASE, chart, "--namespace", NAMESPACE,
-                    "--show-only", "templates/notes-under-test.yaml"]
-            for s in sets:
-                args += ["--set", s]
-            out = t.helm(*args)
-            expect(out.returncode == 0, f"rendering NOTES.txt: {out.stderr.strip()}")
-            return yaml.safe_load(out.stdout)["text"]
-
     @check
     def notes_commands_work_under_default_tls():
         for sets in ([], ["tls.scheduler=false"]):
@@ -217,15 +197,6 @@ def register(t):
         objs = render_kube("1.29.2", "scheduler.image.tag=v1.28.4")
         eq(container(objs.get("Deployment", name("scheduler")), "kube-scheduler")["image"],
            "registry.k8s.io/kube-scheduler:v1.28.4", "an older pinned tag")
-
-    def render_kube(version, *sets):
-        args = ["template", t.RELEASE, t.CHART, "--namespace", NAMESPACE, "--kube-version", version]
-        for s in sets:
-            args += ["--set", s]
-        out = t.helm(*args)
-        if out.returncode != 0:
-            raise t.RenderError(out.stderr.strip())
-        return t.Objects([d for d in yaml.safe_load_all(out.stdout) if d])
 
     def required_terms(ds):
         aff = ds["spec"]["template"]["spec"].get("affinity", {}).get("nodeAffinity", {})

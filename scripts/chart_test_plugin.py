@@ -12,7 +12,6 @@ Secret the other side trusts.
 
 import os
 import re
-import subprocess
 
 import yaml
 
@@ -25,13 +24,7 @@ def register(t):
     NAMESPACE = t.NAMESPACE
 
     def render(*sets, kube_version=KUBE_VERSION):
-        args = ["template", t.RELEASE, t.CHART, "--namespace", NAMESPACE, "--kube-version", kube_version]
-        for s in sets:
-            args += ["--set", s]
-        out = t.helm(*args)
-        if out.returncode != 0:
-            raise t.RenderError(f"helm template {' '.join(args[3:])} failed: {out.stderr.strip()}")
-        return t.Objects([d for d in yaml.safe_load_all(out.stdout) if d])
+        return t.render(*sets, kube_version=kube_version)
 
     def plugin_args_fields():
         """The JSON field names neighborly-scheduler's Args accepts (strict decoding)."""
