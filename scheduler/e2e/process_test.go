@@ -4,52 +4,33 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"neighborly.dev/scheduler/internal/subprocess"
 )
 
 // process is one subprocess of the test (extender, agent, kube-scheduler)
 // with its stdout and stderr in one log file; the log's tail is printed when
 // the test fails.
-type process struct {
-	name    string
-	cmd     *exec.Cmd
-	logPath string
-	done    chan struct{}
-	err     error
-}
+type process struct{ *subprocess.Process }
 
 func startProcess(t *testing.T, name, bin string, args ...string) *process {
 	t.Helper()
-	if _, err := os.Stat(bin); err != nil {
-		t.Fatalf("%s: binary %s: %v (build it first: make build, make e2e)", name, bin, err)
-	}
 	logPath := filepath.Join(logDir(t), fmt.Sprintf("%s-%d.log", name, time.Now().UnixNano()))
-	logFile, err := os.Create(logPath)
+	sp, err := subprocess.Start(name, logPath, bin, args...)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("%v (build it first: make build, make e2e)", err)
 	}
-	cmd := exec.Command(bin, args...)
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL} // never outlive the test
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("starting %s: %v", name, err)
-	}
-	p := &process{name: name, cmd: cmd, logPath: logPath, done: make(chan struct{})}
-	go func() {
-		p.err = cmd.Wait()
-		logFile.Close()
-		close(p.done)
-	}()
+	p := &process{sp}
 	t.Cleanup(func() {
 		p.stop(t)
 		if t.Failed() {
-			t.Logf("--- %s log (%s), last lines:\n%s", name, logPath, tail(logPath, 40))
+			t.Logf("--- %s log (%s), last lines:\n%s", name, logPath, subprocess.Tail(logPath, 40))
 		}
 	})
 	return p
@@ -58,19 +39,8 @@ func startProcess(t *testing.T, name, bin string, args ...string) *process {
 // stop sends SIGTERM (SIGCONT first, in case it was paused) and waits up to
 // 10 s before SIGKILL. Idempotent.
 func (p *process) stop(t *testing.T) {
-	select {
-	case <-p.done:
-		return
-	default:
-	}
-	_ = p.cmd.Process.Signal(syscall.SIGCONT)
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-p.done:
-	case <-time.After(10 * time.Second):
-		t.Logf("%s ignored SIGTERM for 10 s; killing it", p.name)
-		_ = p.cmd.Process.Kill()
-		<-p.done
+	if p.Stop(10 * time.Second) {
+		t.Logf("%s ignored SIGTERM for 10 s; killed it", p.Name)
 	}
 }
 
@@ -79,16 +49,16 @@ func (p *process) stop(t *testing.T) {
 // the signal came can still answer a request afterwards.
 func (p *process) signal(t *testing.T, s syscall.Signal) {
 	t.Helper()
-	if err := p.cmd.Process.Signal(s); err != nil {
-		t.Fatalf("%s: signal %v: %v", p.name, s, err)
+	if err := p.Cmd.Process.Signal(s); err != nil {
+		t.Fatalf("%s: signal %v: %v", p.Name, s, err)
 	}
 	if s != syscall.SIGSTOP {
 		return
 	}
 	deadline := time.Now().Add(10 * time.Second)
-	for !allThreadsStopped(p.cmd.Process.Pid) {
+	for !allThreadsStopped(p.Cmd.Process.Pid) {
 		if time.Now().After(deadline) {
-			t.Fatalf("%s: not every thread stopped 10 s after SIGSTOP", p.name)
+			t.Fatalf("%s: not every thread stopped 10 s after SIGSTOP", p.Name)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
@@ -117,34 +87,11 @@ func allThreadsStopped(pid int) bool {
 // the test if the process exits first or timeout passes.
 func (p *process) waitForLog(t *testing.T, re *regexp.Regexp, timeout time.Duration) []string {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		data, _ := os.ReadFile(p.logPath)
-		if m := re.FindStringSubmatch(string(data)); m != nil {
-			return m
-		}
-		select {
-		case <-p.done:
-			t.Fatalf("%s exited (%v) before logging %q:\n%s", p.name, p.err, re, tail(p.logPath, 40))
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s did not log %q within %v:\n%s", p.name, re, timeout, tail(p.logPath, 40))
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}
-
-func tail(path string, lines int) string {
-	data, err := os.ReadFile(path)
+	m, err := p.WaitForLog(re, timeout)
 	if err != nil {
-		return err.Error()
+		t.Fatal(err)
 	}
-	all := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
-	if len(all) > lines {
-		all = all[len(all)-lines:]
-	}
-	return strings.Join(all, "\n")
+	return m
 }
 
 // logDir keeps subprocess logs: $E2E_ARTIFACTS if set (CI), else a temp dir.

@@ -523,7 +523,7 @@ func (e *extender) waitForFleet(n int, timeout time.Duration) error {
 			return fmt.Errorf("the extender holds telemetry for %d of %d nodes after %v (last error: %v)", len(nodes), n, timeout, err)
 		}
 		if e.proc.exited() {
-			return fmt.Errorf("the extender exited: %s", tail(e.proc.logPath, 20))
+			return fmt.Errorf("the extender exited: %s", tail(e.proc.LogPath, 20))
 		}
 		time.Sleep(500 * time.Millisecond)
 	}
