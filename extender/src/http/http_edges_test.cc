@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "extender/src/http/http_server.h"
 #include "extender/src/http/testing/fake_decider.h"
+#include "extender/src/http/testing/loopback_server_test.h"
 #include "extender/src/http/testing/raw_client.h"
 
 namespace neighborly::extender {
@@ -36,28 +37,15 @@ std::string FilterRequest(const std::string& extra_headers = "") {
                       extra_headers, "Content-Length: ", body.size(), "\r\n\r\n", body);
 }
 
-class HttpEdgesTest : public ::testing::Test {
+class HttpEdgesTest : public LoopbackServerTest {
  protected:
   void Start(HttpServerOptions options = {}) {
-    options.host = "127.0.0.1";
-    options.port = 0;
     // Long enough that a server waiting for more bytes is told apart from one
     // that closed: the client gives up after 20 s.
     options.read_timeout = absl::Seconds(60);
     options.keep_alive_timeout = absl::Seconds(60);
-    server_ = std::make_unique<HttpServer>(options, decider_, metrics_);
-    absl::StatusOr<int> port = server_->Start();
-    ASSERT_TRUE(port.ok()) << port.status();
-    port_ = *port;
+    StartServer(options);
   }
-  void TearDown() override {
-    if (server_) server_->Stop();
-  }
-
-  FakeDecider decider_;
-  ExtenderMetrics metrics_;
-  std::unique_ptr<HttpServer> server_;
-  int port_ = 0;
 };
 
 // The finding: after a 413 with "Connection: close" the unread body, itself a

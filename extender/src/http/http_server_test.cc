@@ -17,6 +17,7 @@
 #include <sstream>
 
 #include "extender/src/http/testing/fake_decider.h"
+#include "extender/src/http/testing/loopback_server_test.h"
 #include "extender/src/http/testing/raw_client.h"
 #include "extender/src/http/testing/tls_client.h"
 #include "test/support/test_pki.h"
@@ -42,32 +43,22 @@ std::string PostRequest(std::string_view path, std::string_view body) {
          std::to_string(body.size()) + "\r\n\r\n" + std::string(body);
 }
 
-class HttpServerTest : public ::testing::Test {
+class HttpServerTest : public LoopbackServerTest {
  protected:
   void Start(HttpServerOptions options = {}) {
-    options.host = "127.0.0.1";
-    options.port = 0;
-    server_ = std::make_unique<HttpServer>(options, decider_, metrics_);
-    absl::StatusOr<int> port = server_->Start();
-    ASSERT_TRUE(port.ok()) << port.status();
-    ASSERT_GT(*port, 0);
-    port_ = *port;
+    StartServer(options);
     client_ = std::make_unique<httplib::Client>("127.0.0.1", port_);
     client_->set_read_timeout(20, 0);
   }
   void TearDown() override {
     client_.reset();
-    if (server_) server_->Stop();
+    LoopbackServerTest::TearDown();
   }
   httplib::Result Post(const std::string& path, const std::string& body) {
     return client_->Post(path.c_str(), body, "application/json");
   }
 
-  FakeDecider decider_;
-  ExtenderMetrics metrics_;
-  std::unique_ptr<HttpServer> server_;
   std::unique_ptr<httplib::Client> client_;
-  int port_ = 0;
 };
 
 // A Stop() right after Start() returns: with the cpp-httplib server it was

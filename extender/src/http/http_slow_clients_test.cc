@@ -22,6 +22,7 @@
 #include "absl/strings/str_cat.h"
 #include "extender/src/http/http_server.h"
 #include "extender/src/http/testing/fake_decider.h"
+#include "extender/src/http/testing/loopback_server_test.h"
 #include "extender/src/http/testing/raw_client.h"
 #include "extender/src/http/testing/tls_client.h"
 #include "test/support/test_pki.h"
@@ -75,7 +76,7 @@ class Tricklers {
   std::thread thread_;
 };
 
-class HttpSlowClientsTest : public ::testing::Test {
+class HttpSlowClientsTest : public LoopbackServerTest {
  protected:
   // Long per-stage timeouts unless a test shortens them: only the event loop
   // lets the requests below through in time.
@@ -86,22 +87,7 @@ class HttpSlowClientsTest : public ::testing::Test {
     options.keep_alive_timeout = absl::Seconds(60);
     return options;
   }
-  void Start(HttpServerOptions options) {
-    options.host = "127.0.0.1";
-    options.port = 0;
-    server_ = std::make_unique<HttpServer>(options, decider_, metrics_);
-    absl::StatusOr<int> port = server_->Start();
-    ASSERT_TRUE(port.ok()) << port.status();
-    port_ = *port;
-  }
-  void TearDown() override {
-    if (server_) server_->Stop();
-  }
-
-  FakeDecider decider_;
-  ExtenderMetrics metrics_;
-  std::unique_ptr<HttpServer> server_;
-  int port_ = 0;
+  void Start(HttpServerOptions options) { StartServer(options); }
 };
 
 TEST_F(HttpSlowClientsTest, TricklingConnectionsDoNotHoldTheWorkers) {
