@@ -141,6 +141,8 @@ absl::StatusOr<ExtenderConfig> ParseExtenderConfig(std::string_view text,
              v,
              {{"address", p.String(config.http_address)},
               {"bodyLimitBytes", p.Bytes(config.http.body_limit_bytes, 1024)},
+              {"maxInFlightBytes", p.Bytes(config.http.max_in_flight_bytes, 0)},
+              {"serverTiming", p.Bool(config.http.server_timing)},
               {"maxNamesPerRequest", p.Integer(config.http.max_names_per_request, 1, 10'000'000)},
               {"readTimeout", p.Duration(config.http.read_timeout, absl::Milliseconds(1))},
               {"writeTimeout", p.Duration(config.http.write_timeout, absl::Milliseconds(1))},
@@ -395,6 +397,14 @@ absl::Status ValidateExtenderConfig(const ExtenderConfig& config) {
   }
   if (!config.http.tls_client_ca_file.empty() && config.http.tls_cert_file.empty()) {
     return absl::InvalidArgumentError("http.tls.clientCaFile needs http.tls.certFile and keyFile");
+  }
+  if (config.http.max_in_flight_bytes != 0 &&
+      config.http.max_in_flight_bytes < config.http.body_limit_bytes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("http.maxInFlightBytes (", config.http.max_in_flight_bytes,
+                     ") must be 0 (twice http.bodyLimitBytes) or at least http.bodyLimitBytes (",
+                     config.http.body_limit_bytes,
+                     "): a request of the largest allowed size could never be read"));
   }
   if (config.http.max_connections < config.http.worker_threads) {
     return absl::InvalidArgumentError(

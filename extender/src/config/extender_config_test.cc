@@ -25,6 +25,8 @@ TEST(ExtenderConfigTest, EmptyFileGivesDefaults) {
   EXPECT_EQ(c->http.body_limit_bytes, 64 << 20);
   EXPECT_EQ(c->http.worker_threads, 64);
   EXPECT_EQ(c->http.max_connections, 1024);
+  EXPECT_EQ(c->http.max_in_flight_bytes, 0);  // twice bodyLimitBytes
+  EXPECT_FALSE(c->http.server_timing);
   EXPECT_EQ(c->http.read_timeout, absl::Seconds(5));
   EXPECT_EQ(c->state_file, "");
   EXPECT_EQ(c->state_max_pods, 200'000);
@@ -49,6 +51,8 @@ http:
   workerThreads: 16
   evaluationThreads: 2
   maxConnections: 32
+  maxInFlightBytes: 24Mi
+  serverTiming: true
 grpc:
   address: "[::1]:0"
 state:
@@ -89,6 +93,8 @@ model:
   ASSERT_TRUE(c.ok()) << c.status();
   EXPECT_EQ(c->http_address, "127.0.0.1:0");
   EXPECT_EQ(c->http.body_limit_bytes, 8 << 20);
+  EXPECT_EQ(c->http.max_in_flight_bytes, 24 << 20);
+  EXPECT_TRUE(c->http.server_timing);
   EXPECT_EQ(c->http.read_timeout, absl::Seconds(2));
   EXPECT_EQ(c->http.write_timeout, absl::Seconds(3));
   EXPECT_EQ(c->http.keep_alive_timeout, absl::Seconds(4));
@@ -418,6 +424,8 @@ TEST(ExtenderConfigTest, InconsistentSecuritySettingsAreNamed) {
       {"grpc:\n  identity:\n    issuer: https://k8s\n", "needs jwksFile or publicKeyFiles"},
       {"http:\n  tls:\n    keyFile: /b\n", "http.tls: certFile and keyFile"},
       {"http:\n  tls:\n    clientCaFile: /c\n", "clientCaFile needs"},
+      {"http:\n  bodyLimitBytes: 64Mi\n  maxInFlightBytes: 32Mi\n",
+       "http.maxInFlightBytes (33554432) must be 0 (twice http.bodyLimitBytes) or at least"},
       {"placement:\n  address: 0.0.0.0:9091\n  tls:\n    certFile: /a\n    keyFile: /b\n",
        "placement.tls needs certFile, keyFile and caFile"},
       {"placement:\n  insecurePlaintext: true\n  tls:\n    caFile: /c\n    certFile: /a\n"

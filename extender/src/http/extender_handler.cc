@@ -1,11 +1,10 @@
 #include "extender/src/http/extender_handler.h"
 
-#include <malloc.h>
-
 #include <algorithm>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "common/memory_release.h"
 #include "common/strings.h"
 
 namespace neighborly::extender {
@@ -43,7 +42,7 @@ void ScratchPool::Release(std::unique_ptr<ExtenderScratch> scratch) {
   // pages back to the system (glibc keeps them in its heaps otherwise: a
   // 54 MiB request left +600 MB of RSS behind, issue 15).
   scratch.reset();
-  if (large) ::malloc_trim(0);
+  if (large) ReleaseFreeMemory();
 }
 
 int ExtenderHandler::Handle(Verb verb, ExtenderScratch& scratch) {

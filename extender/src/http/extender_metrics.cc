@@ -40,6 +40,21 @@ std::string_view ReasonName(Outcome outcome) {
   }
 }
 
+std::string_view StageName(Stage stage) {
+  switch (stage) {
+    case Stage::kWake:
+      return "wake";
+    case Stage::kReceive:
+      return "receive";
+    case Stage::kHandle:
+      return "handle";
+    case Stage::kSend:
+    case Stage::kCount:
+      break;
+  }
+  return "send";
+}
+
 Outcome ClassifyRejection(std::string_view reason) {
   if (reason.starts_with("isolation")) return Outcome::kRejectIsolation;
   if (reason.starts_with("membw")) return Outcome::kRejectMembw;
@@ -62,6 +77,16 @@ void ExtenderMetrics::RecordRequest(Verb verb, int http_status, absl::Duration l
   }
   v.codes[code].fetch_add(1, std::memory_order_relaxed);
   if (http_status != 200) v.errors.fetch_add(1, std::memory_order_relaxed);
+}
+
+void ExtenderMetrics::RecordStage(Stage stage, int64_t duration_ns) {
+  if (duration_ns < 0) duration_ns = 0;  // the realtime clock stepped back (wake)
+  PerStage& s = stages_[static_cast<size_t>(stage)];
+  const double seconds = static_cast<double>(duration_ns) / 1e9;
+  size_t bucket = 0;
+  while (bucket < kStageBucketsSeconds.size() && seconds > kStageBucketsSeconds[bucket]) ++bucket;
+  s.buckets[bucket].fetch_add(1, std::memory_order_relaxed);
+  s.sum_ns.fetch_add(static_cast<uint64_t>(duration_ns), std::memory_order_relaxed);
 }
 
 void ExtenderMetrics::RecordDecisions(Verb verb, std::span<const NodeDecision> decisions) {
@@ -128,9 +153,32 @@ void ExtenderMetrics::AppendTo(PrometheusWriter& page) const {
                  {{"verb", verb_name}},
                  static_cast<double>(v.no_telemetry.load(std::memory_order_relaxed)));
   }
+  for (size_t si = 0; si < stages_.size(); ++si) {
+    const PerStage& st = stages_[si];
+    std::array<uint64_t, kStageBucketsSeconds.size() + 1> buckets;
+    for (size_t b = 0; b < buckets.size(); ++b) {
+      buckets[b] = st.buckets[b].load(std::memory_order_relaxed);
+    }
+    page.Histogram(
+        "neighborly_extender_http_stage_duration_seconds",
+        "Where scheduler requests spend their time in the server, by stage: wake (the kernel "
+        "received the request's last bytes until a worker read them; plain HTTP only), receive "
+        "(first to last byte read), handle (complete request to queued reply), send (queued "
+        "reply to its last byte written).",
+        {{"stage", std::string(StageName(static_cast<Stage>(si)))}}, kStageBucketsSeconds, buckets,
+        static_cast<double>(st.sum_ns.load(std::memory_order_relaxed)) / 1e9);
+  }
   page.Counter("neighborly_extender_rejected_connections_total",
                "Connections refused because max_connections was reached.", {},
                static_cast<double>(rejected_connections_.load(std::memory_order_relaxed)));
+  page.Counter("neighborly_extender_http_over_budget_requests_total",
+               "Requests answered 503 because the request bytes held across connections would "
+               "have passed http.maxInFlightBytes.",
+               {}, static_cast<double>(over_budget_.load(std::memory_order_relaxed)));
+  page.Gauge("neighborly_extender_http_in_flight_bytes",
+             "Request bytes held now against http.maxInFlightBytes (beyond each connection's "
+             "first 128 KiB).",
+             {}, static_cast<double>(in_flight_bytes_.load(std::memory_order_relaxed)));
   for (TlsListener listener : {TlsListener::kHttp, TlsListener::kGrpc}) {
     const TlsReloads& r = tls_[static_cast<size_t>(listener)];
     const std::string name = listener == TlsListener::kHttp ? "http" : "grpc";

@@ -43,19 +43,47 @@ Outcome ClassifyRejection(std::string_view reason);
 // HTTPS port and the agents' gRPC port.
 enum class TlsListener : uint8_t { kHttp, kGrpc };
 
+// Where a scheduler request's time goes inside the server (per-stage
+// timestamps, docs/http.md "Where the time goes"), counted in
+// neighborly_extender_http_stage_duration_seconds{stage}.
+enum class Stage : uint8_t {
+  kWake = 0,  // the kernel received the request's last bytes -> a worker read them
+              // (epoll wake-up and run-queue wait; plain HTTP only: TLS reads
+              // through OpenSSL, which drops the kernel's receive timestamp)
+  kReceive,   // the request's first byte read -> its last byte read
+  kHandle,    // request complete -> reply encoded and queued
+  kSend,      // reply queued -> its last byte handed to the kernel
+  kCount
+};
+std::string_view StageName(Stage stage);  // "wake" | "receive" | "handle" | "send"
+
 class ExtenderMetrics {
  public:
   // Upper bounds of the latency histogram buckets, in seconds (+Inf implied).
   static constexpr std::array<double, 14> kBucketsSeconds = {
       0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005,
       0.01,    0.025,  0.05,    0.1,    0.25,  0.5,    1.0};
+  // The same for the stages, finer at the low end (a wake-up takes tens of
+  // microseconds on an idle machine).
+  static constexpr std::array<double, 15> kStageBucketsSeconds = {
+      0.00001, 0.000025, 0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025,
+      0.005,   0.01,     0.025,   0.05,   0.1,     0.25,   1.0};
   // HTTP status codes counted individually; anything else counts as "other".
   static constexpr std::array<int, 8> kCodes = {200, 400, 404, 408, 411, 413, 500, 503};
 
   void RecordRequest(Verb verb, int http_status, absl::Duration latency);
   void RecordDecisions(Verb verb, std::span<const NodeDecision> decisions);
+  void RecordStage(Stage stage, int64_t duration_ns);
   // Connections refused because max_connections was reached.
   void RecordRejectedConnection() { rejected_connections_.fetch_add(1, std::memory_order_relaxed); }
+  // A request answered 503 because the input held across connections would
+  // have passed http.maxInFlightBytes.
+  void RecordOverBudget() { over_budget_.fetch_add(1, std::memory_order_relaxed); }
+  // Change of the request bytes held against that budget (every HTTP server
+  // of the process together).
+  void AddInFlightBytes(int64_t delta) {
+    in_flight_bytes_.fetch_add(delta, std::memory_order_relaxed);
+  }
   // A reload of a listener's certificate, key or CA after the files changed:
   // done (ok) or refused, the previous material kept (tls_reloader.h).
   void RecordTlsReload(TlsListener listener, bool ok) {
@@ -73,7 +101,10 @@ class ExtenderMetrics {
   // neighborly_decisions_total{verb,outcome,reason} (a request answered with
   // an error counts once as outcome="error"),
   // neighborly_decisions_without_telemetry_total{verb},
+  // neighborly_extender_http_stage_duration_seconds{stage},
   // neighborly_extender_rejected_connections_total,
+  // neighborly_extender_http_over_budget_requests_total,
+  // neighborly_extender_http_in_flight_bytes,
   // neighborly_tls_reloads_total{listener="http"|"grpc"},
   // neighborly_tls_reload_failures_total{listener="http"|"grpc"},
   // neighborly_identity_key_reloads_total,
@@ -98,7 +129,14 @@ class ExtenderMetrics {
     std::atomic<uint64_t> no_telemetry{0};  // nodes answered neutrally (no usable telemetry)
   };
   std::array<PerVerb, kVerbs> verbs_{};
+  struct PerStage {
+    std::array<std::atomic<uint64_t>, kStageBucketsSeconds.size() + 1> buckets{};
+    std::atomic<uint64_t> sum_ns{0};
+  };
+  std::array<PerStage, static_cast<size_t>(Stage::kCount)> stages_{};
   std::atomic<uint64_t> rejected_connections_{0};
+  std::atomic<uint64_t> over_budget_{0};
+  std::atomic<int64_t> in_flight_bytes_{0};
   struct TlsReloads {
     std::atomic<uint64_t> reloads{0};
     std::atomic<uint64_t> failures{0};

@@ -1,7 +1,6 @@
 #include "extender/src/http/http_server.h"
 
 #include <fcntl.h>
-#include <malloc.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -21,6 +20,7 @@
 #include <optional>
 
 #include "absl/strings/str_cat.h"
+#include "common/memory_release.h"
 #include "common/strings.h"
 #include "extender/src/http/extender_codec.h"
 #include "extender/src/http/http_server_internal.h"
@@ -79,7 +79,10 @@ HttpServer::HttpServer(HttpServerOptions options, Decider& decider, ExtenderMetr
       limits_{},
       metrics_(metrics),
       handler_(decider, &metrics,
-               static_cast<size_t>(std::max<int64_t>(1, options_.max_names_per_request))) {
+               static_cast<size_t>(std::max<int64_t>(1, options_.max_names_per_request))),
+      max_in_flight_bytes_(options_.max_in_flight_bytes > 0
+                               ? std::max(options_.max_in_flight_bytes, options_.body_limit_bytes)
+                               : 2 * options_.body_limit_bytes) {
   if (options_.tls_cert_file.empty()) return;
   absl::StatusOr<std::unique_ptr<TlsReloader>> tls = TlsReloader::Create(
       {.cert_file = options_.tls_cert_file,
@@ -301,6 +304,9 @@ void HttpServer::Accept() {
     }
     const int one = 1;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    // The kernel's receive time of what each read returns (recvmsg), for the
+    // wake stage; OpenSSL reads without ancillary data, so plain HTTP only.
+    if (ssl_ctx_ == nullptr) setsockopt(fd, SOL_SOCKET, SO_TIMESTAMPNS, &one, sizeof(one));
     bool overflow = false;
     if (open_.load() >= max_connections) {
       metrics_.RecordRejectedConnection();
@@ -369,10 +375,32 @@ void HttpServer::Close(Connection* c) {
   if (c->ssl != nullptr) SSL_free(c->ssl);
   close(c->fd);
   (c->overflow ? overflow_ : open_).fetch_sub(1);
+  c->reserved = 0;
+  Charge(*c, 0);
   const bool trim = c->trim || c->in.capacity() > kRetainInputBytes;
   delete c;
   ERR_clear_error();
-  if (trim) ::malloc_trim(0);
+  if (trim) ReleaseFreeMemory();
+}
+
+bool HttpServer::Charge(Connection& c, size_t held) {
+  held = std::max(held, c.reserved);
+  const size_t want = held > http_internal::kFreeInputBytesPerConnection
+                          ? held - http_internal::kFreeInputBytesPerConnection
+                          : 0;
+  if (want == c.charged) return true;
+  const int64_t delta = static_cast<int64_t>(want) - static_cast<int64_t>(c.charged);
+  if (delta > 0) {
+    int64_t now = in_flight_bytes_.load(std::memory_order_relaxed);
+    do {
+      if (now + delta > max_in_flight_bytes_) return false;
+    } while (!in_flight_bytes_.compare_exchange_weak(now, now + delta, std::memory_order_relaxed));
+  } else {
+    in_flight_bytes_.fetch_add(delta, std::memory_order_relaxed);
+  }
+  metrics_.AddInFlightBytes(delta);
+  c.charged = want;
+  return true;
 }
 
 }  // namespace neighborly::extender

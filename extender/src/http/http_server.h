@@ -113,6 +113,9 @@ class HttpServer {
   int listen_backlog() const { return backlog_; }
   // Connections open now (within max_connections), for tests and benchmarks.
   size_t open_connections() const { return open_.load(std::memory_order_relaxed); }
+  // Request bytes held against http.maxInFlightBytes now, and the limit.
+  int64_t in_flight_bytes() const { return in_flight_bytes_.load(std::memory_order_relaxed); }
+  int64_t max_in_flight_bytes() const { return max_in_flight_bytes_; }
 
   struct Connection;  // http_server.cc
 
@@ -145,6 +148,11 @@ class HttpServer {
   bool Linger(Connection& c);
   void Rearm(Connection& c);
   void Close(Connection* c);
+  // Sets c's share of the in-flight budget for `held` bytes of input (the
+  // first kFreeInputBytesPerConnection free); false, with nothing changed,
+  // when growing it would pass the limit.
+  bool Charge(Connection& c, size_t held);
+  std::string OverBudgetMessage() const;
   void SetDeadline(Connection& c, absl::Duration from_now);
   void SetDeadlineAt(Connection& c, int64_t deadline_ns);
 
@@ -172,6 +180,8 @@ class HttpServer {
   std::atomic<bool> stopping_{false};
   std::atomic<size_t> open_{0};      // connections within max_connections
   std::atomic<size_t> overflow_{0};  // connections being answered 503
+  const int64_t max_in_flight_bytes_;
+  std::atomic<int64_t> in_flight_bytes_{0};
   std::vector<std::thread> threads_;
   std::thread reaper_;
   std::mutex reaper_mu_;

@@ -1,5 +1,4 @@
 #include <fcntl.h>
-#include <malloc.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -19,6 +18,8 @@
 #include <optional>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "common/memory_release.h"
 #include "common/strings.h"
 #include "extender/src/http/extender_codec.h"
 #include "extender/src/http/http_server.h"
@@ -80,6 +81,11 @@ void HttpServer::OnEvent(Connection& c) {
   for (;;) {
     bool more = false;
     if (c.pending_output() == 0 && !c.close_after_write) more = ServeBuffered(c);
+    if (c.over_budget && !more && !c.close_after_write) {
+      if (c.verb) metrics_.RecordRequest(*c.verb, 503, absl::ZeroDuration());
+      metrics_.RecordOverBudget();
+      QueueError(c, 503, OverBudgetMessage(), /*close=*/true);
+    }
     if (!Flush(c)) {
       Close(&c);
       return;
@@ -147,7 +153,24 @@ bool HttpServer::ReadAvailable(Connection& c) {
       }
       n = static_cast<size_t>(r);
     } else {
-      const ssize_t r = recv(c.fd, buf, kReadChunk, 0);
+      iovec iov{buf, kReadChunk};
+      alignas(cmsghdr) char control[CMSG_SPACE(sizeof(timespec))];
+      msghdr msg{};
+      msg.msg_iov = &iov;
+      msg.msg_iovlen = 1;
+      msg.msg_control = control;
+      msg.msg_controllen = sizeof(control);
+      const ssize_t r = recvmsg(c.fd, &msg, 0);
+      if (r > 0) {
+        for (cmsghdr* cm = CMSG_FIRSTHDR(&msg); cm != nullptr; cm = CMSG_NXTHDR(&msg, cm)) {
+          if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_TIMESTAMPNS) {
+            timespec received{};
+            std::memcpy(&received, CMSG_DATA(cm), sizeof(received));
+            c.wake_ns = http_internal::RealtimeNs() -
+                        (static_cast<int64_t>(received.tv_sec) * 1'000'000'000 + received.tv_nsec);
+          }
+        }
+      }
       if (r == 0) {
         c.eof = true;
         return true;
@@ -168,6 +191,12 @@ bool HttpServer::ReadAvailable(Connection& c) {
           (c.framing.length <= kReserveAhead || received >= kReserveAhead)) {
         c.in.reserve(whole);
       }
+    }
+    if (!Charge(c, c.held_input() + n)) {
+      // These bytes are dropped: the request they belong to is answered 503
+      // and the connection closed (OnEvent), the requests before it served.
+      c.over_budget = true;
+      return true;
     }
     c.in.append(buf, n);
     total += n;
@@ -260,7 +289,7 @@ bool HttpServer::ServeBuffered(Connection& c) {
     if (c.in_pos == c.in.size()) {
       if (c.in.capacity() > kRetainInputBytes) {
         std::string().swap(c.in);
-        ::malloc_trim(0);
+        ReleaseFreeMemory();
       } else {
         c.in.clear();
       }
@@ -269,6 +298,8 @@ bool HttpServer::ServeBuffered(Connection& c) {
       c.in.erase(0, c.in_pos);  // a pipelined request follows
       c.in_pos = 0;
     }
+    c.reserved = 0;
+    Charge(c, c.held_input());  // smaller now: never refused
   }
 }
 
@@ -303,6 +334,18 @@ HttpServer::HeadVerdict HttpServer::CheckHead(Connection& c) {
                   absl::StrCat("request body of ", c.framing.length, " bytes exceeds the limit of ",
                                options_.body_limit_bytes, " bytes (http.bodyLimitBytes)"));
   }
+  if (c.framing.kind == BodyFraming::kLength) {
+    // Admitted whole or not at all: a request that would pass the budget is
+    // refused before any of its body is read, and one admitted can always be
+    // read to its end (charging as bytes arrive let many large requests each
+    // take a share and none complete). A chunked body is charged as it comes.
+    c.reserved = c.head_bytes + static_cast<size_t>(c.framing.length);
+    if (!Charge(c, c.held_input())) {
+      c.reserved = 0;
+      metrics_.RecordOverBudget();
+      return refuse(503, OverBudgetMessage());
+    }
+  }
   if (c.framing.kind == BodyFraming::kChunked) {
     c.chunked = std::make_unique<ChunkedDecoder>(static_cast<size_t>(options_.body_limit_bytes));
     c.chunked_body.clear();
@@ -315,6 +358,11 @@ HttpServer::HeadVerdict HttpServer::CheckHead(Connection& c) {
     if (expect == "100-continue") c.out += "HTTP/1.1 100 Continue\r\n\r\n";
   }
   return HeadVerdict::kProceed;
+}
+
+std::string HttpServer::OverBudgetMessage() const {
+  return absl::StrCat("the server holds too many request bytes at once (", max_in_flight_bytes_,
+                      " bytes, http.maxInFlightBytes); retry later");
 }
 
 void HttpServer::Handle(Connection& c, std::string_view body, bool close) {
@@ -334,8 +382,13 @@ void HttpServer::Handle(Connection& c, std::string_view body, bool close) {
 }
 
 void HttpServer::HandleScheduler(Connection& c, Verb verb, std::string_view body, bool close) {
-  const auto start = std::chrono::steady_clock::now();
+  const int64_t start_ns = NowNs();
+  const int64_t receive_ns = start_ns - c.request_start_ns;
+  const int64_t wake_ns = c.wake_ns;
+  metrics_.RecordStage(Stage::kReceive, receive_ns);
+  if (wake_ns >= 0) metrics_.RecordStage(Stage::kWake, wake_ns);
   int status;
+  int64_t handled_ns;
   {
     ScratchPool::Lease scratch = handler_.scratch().Acquire();
     scratch->body.Clear();
@@ -343,9 +396,22 @@ void HttpServer::HandleScheduler(Connection& c, Verb verb, std::string_view body
     scratch->body.Append(body.data(), body.size());
     scratch->body.Seal();
     status = handler_.Handle(verb, *scratch);
-    QueueReply(c, status, "application/json", scratch->reply, nullptr, close);
+    handled_ns = NowNs();
+    if (options_.server_timing) {
+      auto ms = [](int64_t ns) { return absl::StrFormat("%.3f", static_cast<double>(ns) / 1e6); };
+      httplib::Headers timing;
+      timing.emplace(
+          "Server-Timing",
+          absl::StrCat(wake_ns >= 0 ? absl::StrCat("wake;dur=", ms(wake_ns), ", ") : "",
+                       "receive;dur=", ms(receive_ns), ", handle;dur=", ms(handled_ns - start_ns)));
+      QueueReply(c, status, "application/json", scratch->reply, &timing, close);
+    } else {
+      QueueReply(c, status, "application/json", scratch->reply, nullptr, close);
+    }
   }
-  metrics_.RecordRequest(verb, status, absl::FromChrono(std::chrono::steady_clock::now() - start));
+  metrics_.RecordStage(Stage::kHandle, handled_ns - start_ns);
+  c.replied_ns = NowNs();
+  metrics_.RecordRequest(verb, status, absl::Nanoseconds(c.replied_ns - start_ns));
 }
 
 void HttpServer::QueueReply(Connection& c, int status, std::string_view content_type,
@@ -397,6 +463,10 @@ bool HttpServer::Flush(Connection& c) {
     if (w < 0 && errno == EINTR) continue;
     return w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
   }
+  if (c.replied_ns != 0) {
+    metrics_.RecordStage(Stage::kSend, NowNs() - c.replied_ns);
+    c.replied_ns = 0;
+  }
   if (c.out.capacity() > kRetainInputBytes) {
     std::string().swap(c.out);
   } else {
@@ -415,9 +485,14 @@ void HttpServer::StartLinger(Connection& c) {
     SSL_shutdown(c.ssl);  // close_notify, best effort
   }
   shutdown(c.fd, SHUT_WR);
-  if (c.in.capacity() > kRetainInputBytes) c.trim = true;
+  if (c.in.capacity() > kRetainInputBytes || c.chunked_body.capacity() > kRetainInputBytes) {
+    c.trim = true;
+  }
   std::string().swap(c.in);
+  std::string().swap(c.chunked_body);
   c.in_pos = 0;
+  c.reserved = 0;
+  Charge(c, 0);
 }
 
 bool HttpServer::Linger(Connection& c) {

@@ -5,6 +5,7 @@
 #define NEIGHBORLY_EXTENDER_SRC_HTTP_HTTP_SERVER_INTERNAL_H_
 
 #include <openssl/ssl.h>
+#include <time.h>
 
 #include <algorithm>
 #include <atomic>
@@ -41,10 +42,23 @@ constexpr size_t kRetainInputBytes = 1 << 20;
 // the client sends.
 constexpr size_t kReserveAhead = 1 << 20;
 
+// Request bytes a connection may hold without drawing on the server's
+// in-flight budget (http.maxInFlightBytes): a request head (at most 64 KiB)
+// and a kube-scheduler request of a few thousand node names are never
+// refused for the budget. Connections x this is the input held outside it.
+constexpr size_t kFreeInputBytesPerConnection = 128 << 10;
+
 inline int64_t NowNs() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(
              std::chrono::steady_clock::now().time_since_epoch())
       .count();
+}
+
+// CLOCK_REALTIME, the clock of the kernel's receive timestamps.
+inline int64_t RealtimeNs() {
+  timespec ts{};
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
 }
 
 inline int64_t Ns(absl::Duration d) { return absl::ToInt64Nanoseconds(d); }
@@ -79,6 +93,14 @@ struct HttpServer::Connection {
   bool eof = false;         // the client sent FIN
   bool close_after_write = false;
   bool trim = false;  // a large buffer was freed: trim the heap when closing
+  // Bytes of the in-flight budget this connection holds, and whether a read
+  // found the budget exhausted (the request is then answered 503).
+  size_t charged = 0;
+  bool over_budget = false;
+  // The current request's head and declared body, reserved in the budget
+  // once its head has arrived (0: nothing reserved), so that an admitted
+  // request can always be read to its end.
+  size_t reserved = 0;
 
   // Received bytes; in[in_pos..] are not consumed yet.
   std::string in;
@@ -97,6 +119,12 @@ struct HttpServer::Connection {
   std::string chunked_body;
   size_t chunked_consumed = 0;  // bytes after the head fed to the decoder
 
+  // Stage timestamps (docs/http.md, "Where the time goes"): the latest read's
+  // delay from the kernel's receive timestamp (-1: none, e.g. TLS), and when
+  // a scheduler reply was queued (0: none waiting to be written).
+  int64_t wake_ns = -1;
+  int64_t replied_ns = 0;
+
   // Replies queued; out[out_pos..] are not written yet.
   std::string out;
   size_t out_pos = 0;
@@ -111,6 +139,8 @@ struct HttpServer::Connection {
   std::atomic<bool> drain_shut{false};
 
   size_t pending_output() const { return out.size() - out_pos; }
+  // Request bytes held: unconsumed input and a decoded chunked body.
+  size_t held_input() const { return in.size() - in_pos + chunked_body.size(); }
   std::string_view input() const { return std::string_view(in).substr(in_pos); }
 };
 

@@ -14,6 +14,13 @@ struct HttpServerOptions {
   std::string host = "0.0.0.0";
   int port = 8888;  // 0: any free port
   int64_t body_limit_bytes = 64 << 20;
+  // Request bytes (heads and bodies) buffered at once across all connections
+  // beyond the first kFreeInputBytesPerConnection of each (docs/http.md,
+  // "Memory"): a request that would need more is answered 503 and its
+  // connection closed. A request needs about 5x its body while it is handled,
+  // so this bounds the peak that many large requests at once can cause.
+  // 0: twice body_limit_bytes. Otherwise at least body_limit_bytes.
+  int64_t max_in_flight_bytes = 0;
   // Candidate nodes one /filter or /prioritize may name (the extender tracks
   // at most 50,000 nodes).
   int64_t max_names_per_request = 50'000;
@@ -42,6 +49,11 @@ struct HttpServerOptions {
   // files are loaded for new connections (tls_reloader.h). Zero: at every
   // handshake (tests; the config's minimum is 1 s).
   absl::Duration tls_reload_interval = absl::Seconds(10);
+  // A Server-Timing header on /filter and /prioritize replies with the
+  // request's wake, receive and handle stages in milliseconds (docs/http.md,
+  // "Where the time goes"), for benchmarks and for tracing a slow client's
+  // tail; the stages are always counted in /metrics.
+  bool server_timing = false;
   // POST /filter and /prioritize. Off on the operator port (operator.address),
   // which serves only what the operator API registers.
   bool scheduler_verbs = true;

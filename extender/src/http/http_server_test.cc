@@ -12,10 +12,14 @@
 #include <sys/time.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <regex>
 #include <sstream>
+#include <thread>
 
+#include "absl/strings/str_cat.h"
 #include "extender/src/http/testing/fake_decider.h"
 #include "extender/src/http/testing/loopback_server_test.h"
 #include "extender/src/http/testing/raw_client.h"
@@ -427,6 +431,69 @@ TEST_F(HttpServerTest, StopFinishesAndRefusesNewConnections) {
   server_->Stop();
   RawClient late(port_);
   EXPECT_FALSE(late.connected());
+}
+
+}  // namespace
+}  // namespace neighborly::extender
+
+namespace neighborly::extender {
+namespace {
+
+// Per-stage timestamps (issue 15, finding 7): each scheduler request's wake,
+// receive, handle and send stages are counted in /metrics, and with
+// http.serverTiming the first three come back in a Server-Timing header.
+TEST_F(HttpServerTest, StagesAreTimedAndReportedInServerTiming) {
+  HttpServerOptions options;
+  options.server_timing = true;
+  Start(options);
+  const std::string request = PostRequest("/filter", R"({"Pod":{},"NodeNames":["a","b"]})");
+  // The body arrives 150 ms after the head: the receive stage holds that.
+  RawClient c(port_);
+  ASSERT_TRUE(c.Send(std::string_view(request).substr(0, request.size() - 5)));
+  std::this_thread::sleep_for(std::chrono::milliseconds(150));
+  ASSERT_TRUE(c.Send(std::string_view(request).substr(request.size() - 5)));
+  const std::string reply = c.ReadResponse();
+  ASSERT_THAT(reply, HasSubstr("HTTP/1.1 200"));
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(
+      reply, m,
+      std::regex(R"(Server-Timing: wake;dur=(\d+\.\d{3}), receive;dur=(\d+\.\d{3}), )"
+                 R"(handle;dur=(\d+\.\d{3})\r\n)")))
+      << reply;
+  const double wake_ms = std::stod(m[1]);
+  const double receive_ms = std::stod(m[2]);
+  EXPECT_GE(receive_ms, 140.0);
+  EXPECT_LT(receive_ms, 5000.0);
+  EXPECT_GE(wake_ms, 0.0);
+  EXPECT_LT(wake_ms, receive_ms);
+
+  auto stage_count = [&](std::string_view stage) {
+    std::string text;
+    metrics_.AppendPrometheus(text);
+    std::smatch n;
+    const std::regex count(
+        absl::StrCat(R"(neighborly_extender_http_stage_duration_seconds_count\{stage=")",
+                     std::string(stage), R"("\} (\d+))"));
+    return std::regex_search(text, n, count) ? std::stoi(n[1]) : -1;
+  };
+  for (int i = 0; i < 200 && stage_count("send") < 1; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));  // recorded once written
+  }
+  for (std::string_view stage : {"wake", "receive", "handle", "send"}) {
+    EXPECT_EQ(stage_count(stage), 1) << stage;
+  }
+  std::string text;
+  metrics_.AppendPrometheus(text);
+  EXPECT_THAT(text, HasSubstr(R"(neighborly_extender_http_stage_duration_seconds_bucket{)"
+                              R"(stage="receive",le="0.1"} 0)"));
+}
+
+TEST_F(HttpServerTest, NoServerTimingHeaderUnlessAskedFor) {
+  Start();
+  httplib::Result r = Post("/filter", R"({"Pod":{},"NodeNames":["a"]})");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200);
+  EXPECT_FALSE(r->has_header("Server-Timing"));
 }
 
 }  // namespace

@@ -263,3 +263,110 @@ TEST_F(HttpSlowClientsTest, OversizedHeadsAndRequestLinesAreRefused) {
 
 }  // namespace
 }  // namespace neighborly::extender
+
+namespace neighborly::extender {
+namespace {
+
+// Issue 15, "bounded memory in total": request bytes held across connections
+// are bounded by http.maxInFlightBytes. A request that would pass it is
+// answered 503 at once (not queued), small requests are never refused for
+// it, and the bytes are given back when a request is answered.
+TEST_F(HttpSlowClientsTest, LargeRequestsShareABoundedBudget) {
+  HttpServerOptions options = LongTimeouts();
+  options.body_limit_bytes = 2 << 20;
+  options.max_in_flight_bytes = 2 << 20;
+  Start(options);
+  ASSERT_EQ(server_->max_in_flight_bytes(), 2 << 20);
+  const std::string big_body = R"({"Pod":{},"NodeNames":["a"]})" + std::string((2 << 20) - 64, ' ');
+  const std::string big = Post("/filter", big_body);
+  const size_t head_bytes = big.size() - big_body.size();
+
+  // A holds 1.5 MiB of its 2 MiB request, and waits.
+  RawClient a(port_);
+  ASSERT_TRUE(a.Send(std::string_view(big).substr(0, head_bytes + (3 << 19))));
+  const auto a_charged = [&] { return server_->in_flight_bytes() > (1 << 20); };
+  for (int i = 0; i < 200 && !a_charged(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_TRUE(a_charged()) << server_->in_flight_bytes();
+
+  // B's whole request does not fit beside it: 503 at once, naming the key,
+  // and B's connection closes.
+  RawClient b(port_);
+  b.Send(big);
+  bool closed = false;
+  const std::string b_reply = b.ReadUntilClosed(closed);
+  EXPECT_THAT(b_reply, HasSubstr("HTTP/1.1 503"));
+  EXPECT_THAT(b_reply, HasSubstr("http.maxInFlightBytes"));
+  EXPECT_TRUE(closed);
+
+  // A kube-scheduler-sized request goes through meanwhile.
+  RawClient small(port_);
+  ASSERT_TRUE(small.Send(kFilterA));
+  EXPECT_THAT(small.ReadResponse(), HasSubstr("HTTP/1.1 200"));
+
+  // A completes and is served; its bytes are given back.
+  ASSERT_TRUE(a.Send(std::string_view(big).substr(head_bytes + (3 << 19))));
+  EXPECT_THAT(a.ReadResponse(), HasSubstr("HTTP/1.1 200"));
+  for (int i = 0; i < 200 && server_->in_flight_bytes() != 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_EQ(server_->in_flight_bytes(), 0);
+  // Now B's request fits.
+  RawClient b_again(port_);
+  ASSERT_TRUE(b_again.Send(big));
+  EXPECT_THAT(b_again.ReadResponse(), HasSubstr("HTTP/1.1 200"));
+  EXPECT_EQ(decider_.filter_calls.load(), 3);
+
+  std::string text;
+  metrics_.AppendPrometheus(text);
+  EXPECT_THAT(text, HasSubstr("neighborly_extender_http_over_budget_requests_total 1"));
+  EXPECT_THAT(text,
+              HasSubstr(R"(neighborly_extender_http_requests_total{verb="filter",code="503"} 1)"));
+}
+
+// Many connections at once, each sending a near-limit body: the bytes held
+// never pass the budget, whatever the interleaving; those beyond it are 503.
+TEST_F(HttpSlowClientsTest, ConcurrentLargeRequestsStayWithinTheBudget) {
+  HttpServerOptions options = LongTimeouts();
+  options.body_limit_bytes = 4 << 20;
+  options.max_in_flight_bytes = 6 << 20;
+  options.worker_threads = 4;
+  Start(options);
+  const std::string body = R"({"Pod":{},"NodeNames":["a"]})" + std::string((4 << 20) - 64, ' ');
+  const std::string request = Post("/filter", body, "Connection: close\r\n");
+  std::atomic<int64_t> peak{0};
+  std::atomic<bool> done{false};
+  std::thread watch([&] {
+    while (!done) {
+      const int64_t now = server_->in_flight_bytes();
+      int64_t seen = peak.load();
+      while (now > seen && !peak.compare_exchange_weak(seen, now)) {
+      }
+      std::this_thread::yield();
+    }
+  });
+  std::atomic<int> served{0};
+  std::atomic<int> refused{0};
+  std::vector<std::thread> clients;
+  for (int i = 0; i < 8; ++i) {
+    clients.emplace_back([&] {
+      RawClient c(port_);
+      c.Send(request);
+      bool closed = false;
+      const std::string reply = c.ReadUntilClosed(closed, 256);
+      if (reply.find("HTTP/1.1 200") != std::string::npos) ++served;
+      if (reply.find("HTTP/1.1 503") != std::string::npos) ++refused;
+    });
+  }
+  for (std::thread& t : clients) t.join();
+  done = true;
+  watch.join();
+  EXPECT_EQ(served + refused, 8);
+  EXPECT_GE(served.load(), 1);
+  EXPECT_LE(peak.load(), 6 << 20);
+  EXPECT_EQ(server_->in_flight_bytes(), 0);
+}
+
+}  // namespace
+}  // namespace neighborly::extender

@@ -1,7 +1,5 @@
 #include "extender/src/ingest/telemetry_server.h"
 
-#include <malloc.h>
-
 #include <algorithm>
 #include <chrono>
 #include <climits>
@@ -12,6 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/host_port.h"
+#include "common/memory_release.h"
 #include "common/strings.h"
 #include "common/thread_priority.h"
 #include "extender/src/ingest/protobuf_log.h"
@@ -331,7 +330,7 @@ void TelemetryService::NoteStreamClosed() {
     return;
   }
   closed_since_trim_.store(0, std::memory_order_relaxed);
-  ::malloc_trim(0);
+  ReleaseFreeMemory();
 }
 
 void AppendIngestRefusals(const IngestCounters& c, PrometheusWriter& page) {
