@@ -384,7 +384,7 @@ void ExtenderCore::Impl::Decide(std::string_view verb, const IncomingPod& pod,
             any_bookings && entries[j] != nullptr ? entries[j]->bookings.load() : nullptr;
         EvaluateNode(req, snapshots[j] != nullptr ? &snapshots[j]->profile : nullptr,
                      booked ? std::span<const Booking>(*booked) : std::span<const Booking>(), now,
-                     config, out[base + j]);
+                     config, out[base + j], booked ? &booked->fold : nullptr);
       }
     }
   };
@@ -415,7 +415,7 @@ void ExtenderCore::Impl::Decide(std::string_view verb, const IncomingPod& pod,
       const BookingList* booked = entry->bookings.load();
       EvaluateNodeLeastHarm(req, &snapshot->profile,
                             booked ? std::span<const Booking>(*booked) : std::span<const Booking>(),
-                            now, config, trial);
+                            now, config, trial, booked ? &booked->fold : nullptr);
       if (trial.feasible && (best == nodes.size() || trial.cost < chosen.cost)) {
         best = i;
         std::swap(chosen, trial);

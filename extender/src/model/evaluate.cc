@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "extender/src/model/booking_fold.h"
 
 namespace neighborly::extender {
 namespace {
@@ -51,13 +52,55 @@ template <typename CostFn>
 // bookings; the accessors answer 0 otherwise, so the common path touches no arrays.
 class InFlight {
  public:
+  // Folds each live booking in turn.
   InFlight(const NodeProfile& p, std::span<const Booking> bookings, absl::Time now,
            const ModelConfig& config)
-      : config_(&config) {
+      : config_(&config), bookings_(bookings), now_(now) {
     for (const Booking& b : bookings) {
       if (b.expires_at <= now) continue;
       if (!any_) Init(p);
       Add(p, b);
+    }
+  }
+  // The same from the bookings' fold (booking_fold.h), valid at `now`: the
+  // same sums, in another order.
+  InFlight(const NodeProfile& p, std::span<const Booking> bookings, const BookingFold& fold,
+           absl::Time now, const ModelConfig& config)
+      : config_(&config), bookings_(bookings), now_(now) {
+    if (!fold.any) return;
+    Init(p);
+    for (const BookingFold::Pinned& g : fold.pinned) {
+      const bool batch = g.batch.Blocks(config);
+      has_latency_critical_ = has_latency_critical_ || g.latency_critical;
+      has_batch_ = has_batch_ || batch;
+      int numa = -1;
+      for (size_t n = 0; n < p.numa.size(); ++n) {
+        if (p.numa[n].id == static_cast<uint32_t>(g.numa_id)) numa = static_cast<int>(n);
+      }
+      if (numa < 0) {  // no such NUMA node here: the shared pool's, as each booking would be
+        double llc = 0;
+        for (const BookingFold::L3Share& share : g.l3) llc += share.llc_bytes;
+        AddShared(p, g.latency_critical, batch, g.membw_bytes_per_second,
+                  static_cast<double>(g.memory_bytes), llc, g.sensitivity);
+        continue;
+      }
+      numa_lc_[numa] = numa_lc_[numa] || g.latency_critical;
+      numa_batch_[numa] = numa_batch_[numa] || batch;
+      numa_membw_[numa] += g.membw_bytes_per_second;
+      numa_cpus_[numa] += g.exclusive_cpus;
+      numa_memory_[numa] += g.memory_bytes;
+      numa_sensitivity_[numa] = std::max(numa_sensitivity_[numa], g.sensitivity);
+      for (const BookingFold::L3Share& share : g.l3) {
+        AddPinnedLlc(p, p.numa[numa], share.l3_id, share.llc_bytes, share.sensitivity);
+      }
+    }
+    if (fold.shared.any) {
+      const BookingFold::Shared& s = fold.shared;
+      const bool batch = s.batch.Blocks(config);
+      has_latency_critical_ = has_latency_critical_ || s.latency_critical;
+      has_batch_ = has_batch_ || batch;
+      AddShared(p, s.latency_critical, batch, s.membw_bytes_per_second, s.memory_bytes, s.llc_bytes,
+                s.sensitivity);
     }
   }
   // Socket-level isolation: a booked pod of the class on NUMA index n, or in the shared pool.
@@ -72,8 +115,23 @@ class InFlight {
   double numa_sensitivity(size_t n) const { return any_ ? numa_sensitivity_[n] : 0; }
   double llc(size_t d) const { return any_ ? l3_llc_[d] : 0; }
   double l3_sensitivity(size_t d) const { return any_ ? l3_sensitivity_[d] : 0; }
-  const Booking* latency_critical() const { return latency_critical_; }
-  const Booking* batch() const { return batch_; }
+  bool has_latency_critical() const { return has_latency_critical_; }
+  bool has_batch() const { return has_batch_; }
+  // The first live booking of each kind, for a rejection's reason.
+  const Booking* latency_critical() const {
+    if (!has_latency_critical_) return nullptr;
+    for (const Booking& b : bookings_) {
+      if (b.expires_at > now_ && b.contention_class == ContentionClass::kLatencyCritical) return &b;
+    }
+    return nullptr;
+  }
+  const Booking* batch() const {
+    if (!has_batch_) return nullptr;
+    for (const Booking& b : bookings_) {
+      if (b.expires_at > now_ && BlocksAsBatch(b)) return &b;
+    }
+    return nullptr;
+  }
 
  private:
   void Init(const NodeProfile& p) {
@@ -88,27 +146,57 @@ class InFlight {
     std::fill_n(numa_batch_.begin(), p.numa.size(), false);
   }
 
+  // A batch pod below the isolation floors blocks nothing (issue 14).
+  bool BlocksAsBatch(const Booking& b) const {
+    return b.contention_class == ContentionClass::kBatch &&
+           !(b.llc_bytes < static_cast<double>(config_->isolation_floor_llc_bytes) &&
+             b.membw_bytes_per_second <
+                 static_cast<double>(config_->isolation_floor_membw_bytes_per_second));
+  }
+
+  // Cache bytes of a booking pinned to NUMA node `np`: on its L3 domain id,
+  // or spread over the node's domains when it names none (or one not there).
+  void AddPinnedLlc(const NodeProfile& p, const NumaProfile& np, int32_t l3_id, double llc_bytes,
+                    double sensitivity) {
+    int l3 = -1;
+    for (size_t d = np.l3_begin; d < np.l3_end; ++d) {
+      if (l3_id >= 0 && p.l3[d].id == static_cast<uint32_t>(l3_id)) l3 = static_cast<int>(d);
+    }
+    const size_t domains = np.l3_end - np.l3_begin;
+    for (size_t d = np.l3_begin; d < np.l3_end; ++d) {
+      const double share =
+          l3 >= 0 ? (static_cast<int>(d) == l3 ? 1.0 : 0.0) : 1.0 / static_cast<double>(domains);
+      if (share <= 0) continue;
+      l3_llc_[d] += llc_bytes * share;
+      l3_sensitivity_[d] = std::max(l3_sensitivity_[d], sensitivity);
+    }
+  }
+
+  // Load in the shared pool, spread by the profile's shared weights.
+  void AddShared(const NodeProfile& p, bool lc, bool batch, double membw_bytes_per_second,
+                 double memory_bytes, double llc_bytes, double sensitivity) {
+    shared_lc_ = shared_lc_ || lc;
+    shared_batch_ = shared_batch_ || batch;
+    for (size_t n = 0; n < p.numa.size(); ++n) {
+      const double w = p.numa[n].shared_weight;
+      if (w <= 0) continue;
+      numa_membw_[n] += membw_bytes_per_second * w;
+      numa_memory_[n] += static_cast<int64_t>(memory_bytes * w);
+      numa_sensitivity_[n] = std::max(numa_sensitivity_[n], sensitivity);
+    }
+    for (size_t d = 0; d < p.l3.size(); ++d) {
+      const double w = p.l3[d].shared_weight;
+      if (w <= 0) continue;
+      l3_llc_[d] += llc_bytes * w;
+      l3_sensitivity_[d] = std::max(l3_sensitivity_[d], sensitivity);
+    }
+  }
+
   void Add(const NodeProfile& p, const Booking& b) {
     const bool lc = b.contention_class == ContentionClass::kLatencyCritical;
-    // A batch pod below the isolation floors blocks nothing (issue 14).
-    const bool batch = b.contention_class == ContentionClass::kBatch &&
-                       !(b.llc_bytes < static_cast<double>(config_->isolation_floor_llc_bytes) &&
-                         b.membw_bytes_per_second <
-                             static_cast<double>(config_->isolation_floor_membw_bytes_per_second));
-    if (lc && latency_critical_ == nullptr) latency_critical_ = &b;
-    if (batch && batch_ == nullptr) batch_ = &b;
-    bool pinned_here = false;
-    for (size_t n = 0; n < p.numa.size(); ++n) {
-      if (b.numa_node >= 0 && p.numa[n].id == static_cast<uint32_t>(b.numa_node)) {
-        numa_lc_[n] = numa_lc_[n] || lc;
-        numa_batch_[n] = numa_batch_[n] || batch;
-        pinned_here = true;
-      }
-    }
-    if (!pinned_here) {
-      shared_lc_ = shared_lc_ || lc;
-      shared_batch_ = shared_batch_ || batch;
-    }
+    const bool batch = BlocksAsBatch(b);
+    has_latency_critical_ = has_latency_critical_ || lc;
+    has_batch_ = has_batch_ || batch;
     const double sensitivity = Sensitivity(b.contention_class);
     int numa = -1;
     for (size_t n = 0; n < p.numa.size(); ++n) {
@@ -117,50 +205,29 @@ class InFlight {
       }
     }
     if (numa >= 0) {
+      numa_lc_[numa] = numa_lc_[numa] || lc;
+      numa_batch_[numa] = numa_batch_[numa] || batch;
       numa_membw_[numa] += b.membw_bytes_per_second;
       numa_cpus_[numa] += b.exclusive_cpus;
       numa_memory_[numa] += b.memory_bytes;
       numa_sensitivity_[numa] = std::max(numa_sensitivity_[numa], sensitivity);
-      const NumaProfile& np = p.numa[numa];
-      int l3 = -1;
-      for (size_t d = np.l3_begin; d < np.l3_end; ++d) {
-        if (b.l3_domain >= 0 && p.l3[d].id == static_cast<uint32_t>(b.l3_domain)) {
-          l3 = static_cast<int>(d);
-        }
-      }
-      const size_t domains = np.l3_end - np.l3_begin;
-      for (size_t d = np.l3_begin; d < np.l3_end; ++d) {
-        const double share =
-            l3 >= 0 ? (static_cast<int>(d) == l3 ? 1.0 : 0.0) : 1.0 / static_cast<double>(domains);
-        if (share <= 0) continue;
-        l3_llc_[d] += b.llc_bytes * share;
-        l3_sensitivity_[d] = std::max(l3_sensitivity_[d], sensitivity);
-      }
+      AddPinnedLlc(p, p.numa[numa], b.l3_domain, b.llc_bytes, sensitivity);
       return;
     }
-    for (size_t n = 0; n < p.numa.size(); ++n) {  // the shared pool: spread
-      const double w = p.numa[n].shared_weight;
-      if (w <= 0) continue;
-      numa_membw_[n] += b.membw_bytes_per_second * w;
-      numa_memory_[n] += static_cast<int64_t>(static_cast<double>(b.memory_bytes) * w);
-      numa_sensitivity_[n] = std::max(numa_sensitivity_[n], sensitivity);
-    }
-    for (size_t d = 0; d < p.l3.size(); ++d) {
-      const double w = p.l3[d].shared_weight;
-      if (w <= 0) continue;
-      l3_llc_[d] += b.llc_bytes * w;
-      l3_sensitivity_[d] = std::max(l3_sensitivity_[d], sensitivity);
-    }
+    AddShared(p, lc, batch, b.membw_bytes_per_second, static_cast<double>(b.memory_bytes),
+              b.llc_bytes, sensitivity);
   }
 
   bool any_ = false;
   const ModelConfig* config_;
+  std::span<const Booking> bookings_;
+  absl::Time now_;
+  bool has_latency_critical_ = false;
+  bool has_batch_ = false;
   bool shared_lc_ = false;
   bool shared_batch_ = false;
   std::array<bool, kMaxNumaNodes> numa_lc_;
   std::array<bool, kMaxNumaNodes> numa_batch_;
-  const Booking* latency_critical_ = nullptr;
-  const Booking* batch_ = nullptr;
   std::array<double, kMaxNumaNodes> numa_membw_;
   std::array<int32_t, kMaxNumaNodes> numa_cpus_;
   std::array<int64_t, kMaxNumaNodes> numa_memory_;
@@ -177,6 +244,8 @@ struct NoInFlight {
   static constexpr double numa_sensitivity(size_t) { return 0; }
   static constexpr double llc(size_t) { return 0; }
   static constexpr double l3_sensitivity(size_t) { return 0; }
+  static constexpr bool has_latency_critical() { return false; }
+  static constexpr bool has_batch() { return false; }
   static constexpr const Booking* latency_critical() { return nullptr; }
   static constexpr const Booking* batch() { return nullptr; }
   static constexpr bool latency_critical_on(size_t) { return false; }
@@ -247,13 +316,13 @@ IsolationConflict FindIsolationConflict(const PodRequest& pod, const NodeProfile
   IsolationConflict c;
   if (pod.contention_class == ContentionClass::kLatencyCritical) {
     c.latency_critical =
-        config.isolate_latency_critical && (p.batch_pods > 0 || in_flight.batch() != nullptr);
+        config.isolate_latency_critical && (p.batch_pods > 0 || in_flight.has_batch());
   } else if (pod.contention_class == ContentionClass::kBatch) {
     const bool tiny = pod.llc_bytes < static_cast<double>(config.isolation_floor_llc_bytes) &&
                       pod.membw_bytes_per_second <
                           static_cast<double>(config.isolation_floor_membw_bytes_per_second);
     c.batch = !tiny && config.isolate_batch &&
-              (p.latency_critical_pods > 0 || in_flight.latency_critical() != nullptr);
+              (p.latency_critical_pods > 0 || in_flight.has_latency_critical());
   }
   return c;
 }
@@ -502,7 +571,7 @@ Booking MakeBooking(std::string_view pod_uid, const PodRequest& req, const NodeD
 
 void EvaluateNode(const PodRequest& pod, const NodeProfile* profile,
                   std::span<const Booking> bookings, absl::Time now, const ModelConfig& config,
-                  NodeDecision& out) {
+                  NodeDecision& out, const BookingFold* fold) {
   out.feasible = true;
   out.reason.clear();
   out.score = static_cast<int>(BlindScore(pod, config));
@@ -531,6 +600,8 @@ void EvaluateNode(const PodRequest& pod, const NodeProfile* profile,
       };
       if (bookings.empty()) {
         isolate(NoInFlight());
+      } else if (fold != nullptr && fold->Valid(now)) {
+        isolate(InFlight(p, bookings, *fold, now, config));
       } else {
         isolate(InFlight(p, bookings, now, config));
       }
@@ -539,19 +610,21 @@ void EvaluateNode(const PodRequest& pod, const NodeProfile* profile,
   }
 
   if (bookings.empty()) return EvaluateLoaded(pod, p, NoInFlight(), config, out);
-  const InFlight in_flight(p, bookings, now, config);
+  const InFlight in_flight = fold != nullptr && fold->Valid(now)
+                                 ? InFlight(p, bookings, *fold, now, config)
+                                 : InFlight(p, bookings, now, config);
   if (!in_flight.any()) return EvaluateLoaded(pod, p, NoInFlight(), config, out);
   EvaluateLoaded(pod, p, in_flight, config, out);
 }
 
 void EvaluateNodeLeastHarm(const PodRequest& pod, const NodeProfile* profile,
                            std::span<const Booking> bookings, absl::Time now,
-                           const ModelConfig& config, NodeDecision& out) {
+                           const ModelConfig& config, NodeDecision& out, const BookingFold* fold) {
   ModelConfig relaxed = config;
   relaxed.isolate_latency_critical = false;
   relaxed.isolate_batch = false;
   relaxed.membw_headroom = std::numeric_limits<double>::infinity();
-  EvaluateNode(pod, profile, bookings, now, relaxed, out);
+  EvaluateNode(pod, profile, bookings, now, relaxed, out, fold);
   out.least_harm = out.feasible;
 }
 

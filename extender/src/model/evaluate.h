@@ -23,6 +23,8 @@
 
 namespace neighborly::extender {
 
+struct BookingFold;  // booking_fold.h
+
 // A pod booked on a node after prioritize, until its agent reports it running
 // (in-flight accounting). Its footprint counts as load on that node.
 struct Booking {
@@ -55,9 +57,11 @@ inline double Confidence(const NodeProfile& profile, absl::Time now, const Model
 
 // Fills `out` (reusing its reason's storage). `profile` == nullptr: no telemetry.
 // Bookings whose expires_at has passed are ignored.
+// With `fold` (booking_fold.h: `bookings` folded when they were published),
+// the bookings are read from it while it is valid at `now`.
 void EvaluateNode(const PodRequest& pod, const NodeProfile* profile,
                   std::span<const Booking> bookings, absl::Time now, const ModelConfig& config,
-                  NodeDecision& out);
+                  NodeDecision& out, const BookingFold* fold = nullptr);
 
 // EvaluateNode with isolation and bandwidth headroom switched off (NUMA
 // admission stays): the least-harm fallback's second look at a node those
@@ -65,7 +69,8 @@ void EvaluateNode(const PodRequest& pod, const NodeProfile* profile,
 // copies the config.
 void EvaluateNodeLeastHarm(const PodRequest& pod, const NodeProfile* profile,
                            std::span<const Booking> bookings, absl::Time now,
-                           const ModelConfig& config, NodeDecision& out);
+                           const ModelConfig& config, NodeDecision& out,
+                           const BookingFold* fold = nullptr);
 
 // True for a rejection the least-harm fallback may override (isolation or
 // bandwidth headroom, not NUMA admission).

@@ -33,8 +33,10 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
+#include "extender/src/model/booking_fold.h"
 #include "extender/src/model/evaluate.h"
 #include "extender/src/model/node_profile.h"
 #include "neighborly/telemetry/v1/telemetry.pb.h"
@@ -48,7 +50,16 @@ struct alignas(64) NodeSnapshot {
   telemetry::v1::NodeReport report;
 };
 
-using BookingList = std::vector<Booking>;
+// A node's bookings as published: the list, and the same folded by where
+// they will run (model/booking_fold.h), built once here rather than by every
+// request that evaluates the node. A vector with one more member (rather than
+// a struct holding one) so that every reader of the list reads it as before.
+struct BookingList : std::vector<Booking> {
+  BookingList() = default;
+  explicit BookingList(std::vector<Booking> list)
+      : std::vector<Booking>(std::move(list)), fold(FoldBookings(*this)) {}
+  BookingFold fold;
+};
 
 // Hash of a node name, computed once per name per request: whole 8-byte words
 // multiplied and mixed (names are short, so two overlapping loads usually).
