@@ -11,7 +11,9 @@
 #include <string_view>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "bench/http_bench_support.h"
+#include "extender/src/model/booking_fold.h"
 #include "extender/src/model/evaluate.h"
 #include "extender/src/model/node_profile.h"
 
@@ -94,6 +96,57 @@ void BM_EvaluateNodes(benchmark::State& state) {
 }
 BENCHMARK(BM_EvaluateNodes)
     ->ArgsProduct({{500, 5000, 15000}, {0, 1, 2}})
+    ->Unit(benchmark::kMicrosecond);
+
+// In-flight bookings (issue 15, finding 7): 500 nodes with `bookings` live
+// bookings each (a mix of classes, pinned and shared, as a burst of pods
+// leaves them), evaluated from the list (fold=0, the only way before) or
+// from the fold the ledger publishes with it (fold=1, booking_fold.h).
+void BM_EvaluateBookedNodes(benchmark::State& state) {
+  constexpr int kNodes = 500;
+  const int per_node = static_cast<int>(state.range(0));
+  const bool use_fold = state.range(1) != 0;
+  const int kind = static_cast<int>(state.range(2));
+  const ModelConfig config;
+  const absl::Time now = absl::FromUnixSeconds(1'700'000'001);
+  std::vector<NodeProfile> profiles;
+  std::vector<std::vector<extender::Booking>> bookings(kNodes);
+  std::vector<extender::BookingFold> folds;
+  profiles.reserve(kNodes);
+  for (int i = 0; i < kNodes; ++i) {
+    profiles.push_back(extender::BuildNodeProfile(SyntheticReport(i), config, nullptr, now));
+    for (int b = 0; b < per_node; ++b) {
+      extender::Booking booking;
+      booking.pod_uid = "booked-" + std::to_string(i) + "-" + std::to_string(b);
+      booking.pod = "bench/booked-" + std::to_string(b);
+      booking.contention_class = b % 3 == 0   ? extender::ContentionClass::kLatencyCritical
+                                 : b % 3 == 1 ? extender::ContentionClass::kBatch
+                                              : extender::ContentionClass::kStandard;
+      booking.numa_node = b % 4 == 3 ? -1 : b % 2;
+      booking.llc_bytes = 2e6 + 1e5 * b;
+      booking.membw_bytes_per_second = 1e9 + 1e7 * b;
+      booking.exclusive_cpus = booking.numa_node >= 0 ? 1 : 0;
+      booking.memory_bytes = int64_t{1} << 30;
+      booking.expires_at = now + absl::Seconds(30);
+      bookings[i].push_back(booking);
+    }
+    folds.push_back(extender::FoldBookings(bookings[i]));
+  }
+  const extender::PodRequest req = extender::MakePodRequest(Pod(kind), nullptr, config);
+  std::vector<NodeDecision> out(kNodes);
+  for (auto _ : state) {
+    for (int i = 0; i < kNodes; ++i) {
+      extender::EvaluateNode(req, &profiles[i], bookings[i], now, config, out[i],
+                             use_fold ? &folds[i] : nullptr);
+    }
+    benchmark::DoNotOptimize(out.data());
+  }
+  state.SetItemsProcessed(state.iterations() * kNodes);
+  state.SetLabel(absl::StrCat(PodLabel(kind), use_fold ? " fold" : " list"));
+}
+BENCHMARK(BM_EvaluateBookedNodes)
+    ->ArgsProduct({{4, 22, 100}, {0, 1}, {1, 2}})
+    ->ArgNames({"bookings", "fold", "pod"})
     ->Unit(benchmark::kMicrosecond);
 
 // The core as the HTTP layer calls it: name lookup, snapshot and booking

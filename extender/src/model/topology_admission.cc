@@ -23,11 +23,18 @@ bool Contains(const CpuSet& set, uint32_t cpu) {
   return std::binary_search(set.begin(), set.end(), cpu);
 }
 
-std::string BytesText(int64_t bytes) {
+// Appends "20.0 GiB" or "512.0 MiB". Reasons are written into the decision's
+// own string, which is reused from request to request: no temporaries (a
+// request whose pod the bookings crowd out of every node formats a refusal
+// per candidate).
+void AppendBytesText(std::string* out, int64_t bytes) {
   constexpr double kGi = 1024.0 * 1024 * 1024, kMi = 1024.0 * 1024;
   const double b = static_cast<double>(bytes);
-  if (b >= kGi) return absl::StrFormat("%.1f GiB", b / kGi);
-  return absl::StrFormat("%.1f MiB", b / kMi);
+  if (b >= kGi) {
+    absl::StrAppendFormat(out, "%.1f GiB", b / kGi);
+  } else {
+    absl::StrAppendFormat(out, "%.1f MiB", b / kMi);
+  }
 }
 
 // Up to every non-empty NUMA mask, inline (no allocation per evaluation).
@@ -148,22 +155,23 @@ bool Allocate(size_t numa_count, int32_t request, uint32_t mask, int32_t threads
   return left == 0;
 }
 
-// "NUMA node 0 has 2 free CPUs (3 short) and 20.0 GiB; NUMA node 1 ...".
-std::string Shortfall(const AdmissionProfile& node, const Free& free, int32_t cpus, int64_t memory,
-                      bool memory_counts) {
-  std::string text;
+// Appends "NUMA node 0 has 2 free CPUs (3 short) and 20.0 GiB; NUMA node 1 ...".
+void AppendShortfall(std::string* text, const AdmissionProfile& node, const Free& free,
+                     int32_t cpus, int64_t memory, bool memory_counts) {
   for (size_t i = 0; i < node.numa.size(); ++i) {
-    absl::StrAppend(&text, i == 0 ? "" : "; ", "NUMA node ", node.numa[i].id, " has ",
+    absl::StrAppend(text, i == 0 ? "" : "; ", "NUMA node ", node.numa[i].id, " has ",
                     std::max(0, free.cpus[i]), " free CPUs");
-    if (cpus > free.cpus[i]) absl::StrAppend(&text, " (", cpus - free.cpus[i], " short)");
+    if (cpus > free.cpus[i]) absl::StrAppend(text, " (", cpus - free.cpus[i], " short)");
     if (memory_counts) {
-      absl::StrAppend(&text, " and ", BytesText(std::max<int64_t>(0, free.memory[i])));
+      text->append(" and ");
+      AppendBytesText(text, std::max<int64_t>(0, free.memory[i]));
       if (memory > free.memory[i]) {
-        absl::StrAppend(&text, " (", BytesText(memory - free.memory[i]), " short)");
+        text->append(" (");
+        AppendBytesText(text, memory - free.memory[i]);
+        text->append(" short)");
       }
     }
   }
-  return text;
 }
 
 }  // namespace
@@ -475,15 +483,20 @@ bool Admit(const AdmissionProfile& node, const AdmissionRequest& pod, const Admi
       out.preferred = out.preferred && best.preferred;
       if (strict && !best.preferred) {
         if (reason != nullptr) {
-          *reason = absl::StrCat(
-              "NUMA admission (topologyManagerPolicy ", Av(TopologyPolicyName(node.policy)),
-              ", scope ", node.scope == TopologyScope::kPod ? "pod" : "container",
-              "): ", single ? "no single NUMA node" : "no preferred set of NUMA nodes",
-              " can hold ", cpu_opinion ? absl::StrCat(cpus, " exclusive CPUs") : std::string(),
-              cpu_opinion && memory_opinion ? " and " : "",
-              memory_opinion ? absl::StrCat(BytesText(memory), " of memory") : std::string(),
-              " (TopologyAffinityError): ",
-              Shortfall(node, free, cpu_opinion ? cpus : 0, memory, memory_opinion));
+          reason->clear();
+          absl::StrAppend(reason, "NUMA admission (topologyManagerPolicy ",
+                          Av(TopologyPolicyName(node.policy)), ", scope ",
+                          node.scope == TopologyScope::kPod ? "pod" : "container",
+                          "): ", single ? "no single NUMA node" : "no preferred set of NUMA nodes",
+                          " can hold ");
+          if (cpu_opinion) absl::StrAppend(reason, cpus, " exclusive CPUs");
+          if (cpu_opinion && memory_opinion) reason->append(" and ");
+          if (memory_opinion) {
+            AppendBytesText(reason, memory);
+            reason->append(" of memory");
+          }
+          reason->append(" (TopologyAffinityError): ");
+          AppendShortfall(reason, node, free, cpu_opinion ? cpus : 0, memory, memory_opinion);
         }
         return false;
       }
@@ -493,9 +506,10 @@ bool Admit(const AdmissionProfile& node, const AdmissionRequest& pod, const Admi
       out.pinned = true;
       if (node.full_pcpus_only && cpus % node.threads_per_core != 0) {
         if (reason != nullptr) {
-          *reason = absl::StrCat("SMT alignment (cpuManagerPolicyOptions full-pcpus-only): ", cpus,
-                                 " CPUs is not a multiple of ", node.threads_per_core,
-                                 " threads per core (SMTAlignmentError)");
+          reason->clear();
+          absl::StrAppend(reason, "SMT alignment (cpuManagerPolicyOptions full-pcpus-only): ", cpus,
+                          " CPUs is not a multiple of ", node.threads_per_core,
+                          " threads per core (SMTAlignmentError)");
         }
         return false;
       }
@@ -508,9 +522,11 @@ bool Admit(const AdmissionProfile& node, const AdmissionRequest& pod, const Admi
       }
       if (usable < cpus) {
         if (reason != nullptr) {
-          *reason = absl::StrCat("CPU manager: ", cpus, " exclusive CPUs requested, ", usable,
-                                 node.full_pcpus_only ? " free on whole cores" : " free", " (",
-                                 cpus - usable, " short): ", Shortfall(node, free, cpus, 0, false));
+          reason->clear();
+          absl::StrAppend(reason, "CPU manager: ", cpus, " exclusive CPUs requested, ", usable,
+                          node.full_pcpus_only ? " free on whole cores" : " free", " (",
+                          cpus - usable, " short): ");
+          AppendShortfall(reason, node, free, cpus, 0, false);
         }
         return false;
       }
