@@ -447,7 +447,7 @@ std::string PodBody(uint64_t k, int nodes, int candidates, bool declared, std::m
 }
 
 // "wake;dur=0.012, receive;dur=0.000, handle;dur=0.153" (milliseconds; wake
-// absent over TLS) into microseconds; unparsed stages stay -1.
+// absent when the kernel gave no timestamp) into microseconds; unparsed stages stay -1.
 void ParseServerTiming(const std::string& header, double& wake_us, double& receive_us,
                        double& handle_us) {
   auto stage = [&](std::string_view name, double& out) {

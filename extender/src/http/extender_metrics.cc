@@ -162,7 +162,7 @@ void ExtenderMetrics::AppendTo(PrometheusWriter& page) const {
     page.Histogram(
         "neighborly_extender_http_stage_duration_seconds",
         "Where scheduler requests spend their time in the server, by stage: wake (the kernel "
-        "received the request's last bytes until a worker read them; plain HTTP only), receive "
+        "received the request's bytes until a worker read them), receive "
         "(first to last byte read), handle (complete request to queued reply), send (queued "
         "reply to its last byte written).",
         {{"stage", std::string(StageName(static_cast<Stage>(si)))}}, kStageBucketsSeconds, buckets,

@@ -47,9 +47,9 @@ enum class TlsListener : uint8_t { kHttp, kGrpc };
 // timestamps, docs/http.md "Where the time goes"), counted in
 // neighborly_extender_http_stage_duration_seconds{stage}.
 enum class Stage : uint8_t {
-  kWake = 0,  // the kernel received the request's last bytes -> a worker read them
-              // (epoll wake-up and run-queue wait; plain HTTP only: TLS reads
-              // through OpenSSL, which drops the kernel's receive timestamp)
+  kWake = 0,  // the kernel received the request's bytes -> a worker read them
+              // (epoll wake-up and run-queue wait; over TLS from a MSG_PEEK
+              // before OpenSSL reads, which drops the receive timestamp)
   kReceive,   // the request's first byte read -> its last byte read
   kHandle,    // request complete -> reply encoded and queued
   kSend,      // reply queued -> its last byte handed to the kernel

@@ -304,9 +304,9 @@ void HttpServer::Accept() {
     }
     const int one = 1;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-    // The kernel's receive time of what each read returns (recvmsg), for the
-    // wake stage; OpenSSL reads without ancillary data, so plain HTTP only.
-    if (ssl_ctx_ == nullptr) setsockopt(fd, SOL_SOCKET, SO_TIMESTAMPNS, &one, sizeof(one));
+    // The kernel's receive time of what each read returns (recvmsg; over TLS
+    // a one-byte MSG_PEEK before OpenSSL reads), for the wake stage.
+    setsockopt(fd, SOL_SOCKET, SO_TIMESTAMPNS, &one, sizeof(one));
     bool overflow = false;
     if (open_.load() >= max_connections) {
       metrics_.RecordRejectedConnection();

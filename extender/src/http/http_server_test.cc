@@ -498,3 +498,33 @@ TEST_F(HttpServerTest, NoServerTimingHeaderUnlessAskedFor) {
 
 }  // namespace
 }  // namespace neighborly::extender
+
+namespace neighborly::extender {
+namespace {
+
+// Over HTTPS (the chart's default) the wake stage is measured too: OpenSSL
+// reads without the kernel's timestamp, so the server peeks first.
+TEST_F(HttpServerTest, WakeStageIsTimedOverTls) {
+  ::neighborly::testing::TestPki pki(::testing::TempDir() + "/stage-tls-pki-" +
+                                     std::to_string(getpid()));
+  ASSERT_TRUE(pki.MakeCa("ca").ok());
+  ASSERT_TRUE(pki.Issue("ca", "server", "extender").ok());
+  HttpServerOptions options;
+  options.server_timing = true;
+  options.tls_cert_file = pki.Path("server.crt");
+  options.tls_key_file = pki.Path("server.key");
+  StartServer(options);
+  TlsClient client(port_);
+  ASSERT_TRUE(client.handshake_ok());
+  const std::string reply =
+      client.Exchange(PostRequest("/filter", R"({"Pod":{},"NodeNames":["a"]})"));
+  EXPECT_THAT(reply, HasSubstr("HTTP/1.1 200"));
+  EXPECT_THAT(reply, ::testing::ContainsRegex(R"(Server-Timing: wake;dur=[0-9]+\.[0-9]{3}, )"));
+  std::string text;
+  metrics_.AppendPrometheus(text);
+  EXPECT_THAT(text, HasSubstr(R"(neighborly_extender_http_stage_duration_seconds_count{)"
+                              R"(stage="wake"} 1)"));
+}
+
+}  // namespace
+}  // namespace neighborly::extender
