@@ -325,6 +325,39 @@ TEST_F(HttpSlowClientsTest, LargeRequestsShareABoundedBudget) {
               HasSubstr(R"(neighborly_extender_http_requests_total{verb="filter",code="503"} 1)"));
 }
 
+// A chunked body has no declared length: it is charged as it arrives, and a
+// read the budget cannot take gets its request a 503; every byte is given
+// back once the connection closes.
+TEST_F(HttpSlowClientsTest, ChunkedBodiesAreChargedAsTheyArrive) {
+  HttpServerOptions options = LongTimeouts();
+  options.body_limit_bytes = 2 << 20;
+  options.max_in_flight_bytes = 2 << 20;
+  Start(options);
+  // A holds 1.5 MiB of a declared 2 MiB body.
+  const std::string a_body = R"({"Pod":{},"NodeNames":["a"]})" + std::string((2 << 20) - 64, ' ');
+  const std::string a_request = Post("/filter", a_body);
+  RawClient a(port_);
+  ASSERT_TRUE(a.Send(std::string_view(a_request).substr(0, a_request.size() - (1 << 19))));
+  // B sends 1 MiB in chunks of 64 KiB: it passes the budget on the way.
+  RawClient b(port_);
+  std::string chunked = "POST /filter HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n";
+  for (int i = 0; i < 16; ++i)
+    absl::StrAppend(&chunked, "10000\r\n", std::string(1 << 16, ' '), "\r\n");
+  b.Send(chunked);
+  bool closed = false;
+  const std::string b_reply = b.ReadUntilClosed(closed);
+  EXPECT_THAT(b_reply, HasSubstr("HTTP/1.1 503"));
+  EXPECT_THAT(b_reply, HasSubstr("http.maxInFlightBytes"));
+  EXPECT_TRUE(closed);
+  // A still completes.
+  ASSERT_TRUE(a.Send(std::string_view(a_request).substr(a_request.size() - (1 << 19))));
+  EXPECT_THAT(a.ReadResponse(), HasSubstr("HTTP/1.1 200"));
+  for (int i = 0; i < 200 && server_->in_flight_bytes() != 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_EQ(server_->in_flight_bytes(), 0);
+}
+
 // Many connections at once, each sending a near-limit body: the bytes held
 // never pass the budget, whatever the interleaving; those beyond it are 503.
 TEST_F(HttpSlowClientsTest, ConcurrentLargeRequestsStayWithinTheBudget) {
