@@ -273,6 +273,10 @@ void HttpServer::Reap() {
   std::unique_lock<std::mutex> wait_lock(reaper_mu_);
   while (!stopping_) {
     reaper_cv_.wait_for(wait_lock, tick);
+    // Pages freed by large requests go back to the system here, off the
+    // request path, at most once a tick however many connections asked: a
+    // purge walks every allocator arena and takes their locks.
+    if (release_wanted_.exchange(false, std::memory_order_relaxed)) ReleaseFreeMemory();
     const int64_t now = NowNs();
     std::lock_guard<std::mutex> lock(conns_mu_);
     for (Connection* c : conns_) {
@@ -380,7 +384,7 @@ void HttpServer::Close(Connection* c) {
   const bool trim = c->trim || c->in.capacity() > kRetainInputBytes;
   delete c;
   ERR_clear_error();
-  if (trim) ReleaseFreeMemory();
+  if (trim) release_wanted_.store(true, std::memory_order_relaxed);
 }
 
 bool HttpServer::Charge(Connection& c, size_t held) {

@@ -184,6 +184,9 @@ class HttpServer {
   std::atomic<int64_t> in_flight_bytes_{0};
   std::vector<std::thread> threads_;
   std::thread reaper_;
+  // A large buffer was freed: the reaper returns freed pages to the system
+  // (common/memory_release.h) on its next tick.
+  std::atomic<bool> release_wanted_{false};
   std::mutex reaper_mu_;
   std::condition_variable reaper_cv_;
 

@@ -19,7 +19,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "common/memory_release.h"
 #include "common/strings.h"
 #include "extender/src/http/extender_codec.h"
 #include "extender/src/http/http_server.h"
@@ -309,7 +308,7 @@ bool HttpServer::ServeBuffered(Connection& c) {
     if (c.in_pos == c.in.size()) {
       if (c.in.capacity() > kRetainInputBytes) {
         std::string().swap(c.in);
-        ReleaseFreeMemory();
+        release_wanted_.store(true, std::memory_order_relaxed);  // the reaper returns the pages
       } else {
         c.in.clear();
       }

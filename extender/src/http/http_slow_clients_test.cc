@@ -338,6 +338,10 @@ TEST_F(HttpSlowClientsTest, ChunkedBodiesAreChargedAsTheyArrive) {
   const std::string a_request = Post("/filter", a_body);
   RawClient a(port_);
   ASSERT_TRUE(a.Send(std::string_view(a_request).substr(0, a_request.size() - (1 << 19))));
+  for (int i = 0; i < 200 && server_->in_flight_bytes() <= (1 << 20); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));  // A's head read, its size reserved
+  }
+  ASSERT_GT(server_->in_flight_bytes(), 1 << 20);
   // B sends 1 MiB in chunks of 64 KiB: it passes the budget on the way.
   RawClient b(port_);
   std::string chunked = "POST /filter HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n";
