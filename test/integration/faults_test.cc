@@ -486,6 +486,18 @@ TEST_F(FaultsTest, AgentDeathFadesToBlindAndOnlyIsolationOutlivesTheLoad) {
       absl::Seconds(30));
   ASSERT_TRUE(neutral) << sample.dump();
   EXPECT_TRUE(saw_graded) << "confidence flipped instead of fading";
+  // The fleet's nodes reported at different instants of the agent's window:
+  // the others reach confidence 0 up to a window later than the victim (on a
+  // loaded machine, later still). The filter below needs all of them stale.
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        for (const json& n : Nodes()) {
+          if (n["confidence"].get<double>() > 0) return false;
+        }
+        return true;
+      },
+      absl::Seconds(10)))
+      << "a node stayed fresh after its agent died";
 
   // Load-based filters (bandwidth, NUMA admission) fail open at once; the
   // residents a node last reported keep isolation until residentsMaxAge.
