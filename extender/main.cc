@@ -22,6 +22,7 @@
 #include "common/clock.h"
 #include "common/host_port.h"
 #include "common/logging.h"
+#include "common/memory_release.h"
 #include "common/process_metrics.h"
 #include "common/strings.h"
 #include "extender/src/api/core_operator_source.h"
@@ -342,6 +343,11 @@ int Run(int argc, char** argv) {
       break;
     }
     SaveState(core, config->state_file);  // the periodic save (timeout or EINTR)
+    // What the last interval freed and nothing purged yet goes back to the
+    // system: the pages of streams that closed in a burst after the
+    // ingest's own purge (it purges at most every 10 s), of reports replaced,
+    // of the decision log's recycled records (common/memory_release.h).
+    ReleaseFreeMemory();
   }
   stopping = true;
   http.Stop();  // no new connections; returns once in-flight requests are answered

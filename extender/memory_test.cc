@@ -15,6 +15,8 @@
 #include <cstdio>
 #include <fstream>
 #include <functional>
+#include <memory>
+#include <optional>
 #include <regex>
 #include <string>
 #include <thread>
@@ -23,6 +25,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "extender/src/http/testing/raw_client.h"
+#include "extender/src/model/testing/report_builder.h"
+#include "grpcpp/grpcpp.h"
+#include "neighborly/telemetry/v1/telemetry.grpc.pb.h"
 #include "test/support/subprocess.h"
 
 namespace neighborly {
@@ -188,6 +193,88 @@ TEST(ExtenderMemoryTest, HostileRequestsLeaveRssWithinTheDocumentedBound) {
   EXPECT_LE(after - baseline, kRetainedBoundBytes)
       << "RSS " << Mb(baseline) << " MB before, " << Mb(after) << " MB after";
   EXPECT_LE(after, kLargestRequestPeakBytes);
+  EXPECT_EQ(p.Terminate(absl::Seconds(30)), 0) << p.Stderr();
+}
+
+// Issue 15, finding 4 ("8,000 streams added 152 MB that was not returned"):
+// once agents' streams close, their memory goes back to the system. Streams
+// are opened and each sends one report (so the server holds what a live
+// stream holds), then all are cancelled; RSS must fall back by most of what
+// the streams took. The node state the reports created stays, so the check
+// is against the streams' own share, measured.
+TEST(ExtenderMemoryTest, ClosedStreamsGiveTheirMemoryBack) {
+  const std::string config = ::testing::TempDir() + "/streams-memory.yaml";
+  {
+    std::ofstream out(config);
+    out << "state:\n  saveInterval: 1s\n";  // the periodic purge's pace too
+  }
+  absl::StatusOr<std::unique_ptr<Subprocess>> started = Subprocess::Start(
+      {NEIGHBORLY_EXTENDER_BINARY, "--config", config, "--http-address", "127.0.0.1:0",
+       "--grpc-address", "127.0.0.1:0", "--grpc-insecure-plaintext", "--log-level", "warn"});
+  ASSERT_TRUE(started.ok()) << started.status();
+  Subprocess& p = **started;
+  std::optional<std::string> line = p.WaitForLine("listening http=", absl::Seconds(30));
+  std::smatch m;
+  ASSERT_TRUE(line && std::regex_search(*line, m, std::regex(R"(grpc=(127\.0\.0\.1:\d+))")))
+      << p.Stderr();
+  const std::string grpc_address = m[1];
+
+  namespace tv1 = ::neighborly::telemetry::v1;
+  constexpr int kStreams = 3000;
+  constexpr int kChannels = 8;
+  std::vector<std::unique_ptr<tv1::Telemetry::Stub>> stubs;
+  for (int c = 0; c < kChannels; ++c) {
+    grpc::ChannelArguments args;
+    args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+    args.SetInt("neighborly.test.channel", c);
+    stubs.push_back(tv1::Telemetry::NewStub(
+        grpc::CreateCustomChannel(grpc_address, grpc::InsecureChannelCredentials(), args)));
+  }
+  // Warm up: one stream, one report, so that the baseline has gRPC's own
+  // setup in it.
+  auto open_stream = [&](int i, grpc::ClientContext& ctx)
+      -> std::unique_ptr<grpc::ClientReaderWriter<tv1::NodeReport, tv1::ReportAck>> {
+    auto stream = stubs[static_cast<size_t>(i % kChannels)]->Report(&ctx);
+    tv1::NodeReport report = extender::testing::TwoSocketNode(absl::StrCat("stream-node-", i));
+    tv1::ReportAck ack;
+    if (!stream->Write(report) || !stream->Read(&ack)) return nullptr;
+    return stream;
+  };
+  {
+    grpc::ClientContext warm;
+    ASSERT_NE(open_stream(kStreams, warm), nullptr) << p.Stderr();
+    warm.TryCancel();
+  }
+  absl::SleepFor(absl::Seconds(2));
+  const int64_t before = StatusBytes(p.pid(), "VmRSS");
+
+  std::vector<std::unique_ptr<grpc::ClientContext>> contexts;
+  std::vector<std::unique_ptr<grpc::ClientReaderWriter<tv1::NodeReport, tv1::ReportAck>>> streams;
+  for (int i = 0; i < kStreams; ++i) {
+    contexts.push_back(std::make_unique<grpc::ClientContext>());
+    streams.push_back(open_stream(i, *contexts.back()));
+    ASSERT_NE(streams.back(), nullptr) << "stream " << i << ": " << p.Stderr();
+  }
+  const int64_t open = StatusBytes(p.pid(), "VmRSS");
+  for (auto& ctx : contexts) ctx->TryCancel();
+  for (auto& stream : streams) stream->Finish();
+  streams.clear();
+  contexts.clear();
+
+  // The node state the reports created stays; the streams' buffers must go:
+  // at least half of what opening them added.
+  int64_t after = StatusBytes(p.pid(), "VmRSS");
+  const int64_t streams_took = open - before;
+  const absl::Time deadline = absl::Now() + absl::Seconds(15);
+  while (after - before > streams_took / 2 && absl::Now() < deadline) {
+    absl::SleepFor(absl::Milliseconds(250));
+    after = StatusBytes(p.pid(), "VmRSS");
+  }
+  std::printf("RSS %.1f MB before, %.1f MB with %d streams open, %.1f MB after they closed\n",
+              Mb(before), Mb(open), kStreams, Mb(after));
+  ASSERT_GT(streams_took, 20 << 20) << "the streams took too little memory to tell anything";
+  EXPECT_LE(after - before, streams_took / 2) << "RSS " << Mb(before) << " MB before, " << Mb(open)
+                                              << " MB open, " << Mb(after) << " MB after";
   EXPECT_EQ(p.Terminate(absl::Seconds(30)), 0) << p.Stderr();
 }
 
