@@ -167,13 +167,22 @@ bool HttpServer::ReadAvailable(Connection& c) {
   thread_local std::unique_ptr<char[]> buffer(new char[kReadChunk]);
   char* buf = buffer.get();
   size_t total = 0;
+  // Before a request's head is parsed, read no more than a connection may hold
+  // for free: the head then reserves the declared body (CheckHead) before
+  // more is read, instead of each of many large requests taking a share of
+  // the budget and none finishing. What is left in the socket is reported
+  // again once the connection is re-armed (level-triggered).
+  const auto may_read = [&] {
+    return c.have_head || c.held_input() < http_internal::kFreeInputBytesPerConnection ||
+           (c.ssl != nullptr && SSL_pending(c.ssl) > 0);  // not reported again by epoll
+  };
   if (c.ssl != nullptr) {
     // OpenSSL reads with read(2), which drops the timestamp: peek at the
     // oldest waiting byte first (one more system call per wake-up, ~1 us).
     char peeked;
     ReceiveTimed(c, &peeked, 1, MSG_PEEK | MSG_DONTWAIT);
   }
-  while (total < kMaxReadPerEvent) {
+  while (total < kMaxReadPerEvent && may_read()) {
     size_t n = 0;
     if (c.ssl != nullptr) {
       ERR_clear_error();
