@@ -28,6 +28,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "bench/http_bench_support.h"
+#include "common/process_metrics.h"
 #include "grpcpp/grpcpp.h"
 #include "neighborly/telemetry/v1/telemetry.grpc.pb.h"
 #include "test/support/extender_process.h"
@@ -49,13 +50,8 @@ struct Options {
 };
 
 // One value of /proc/PID/status in bytes ("VmRSS", "VmHWM"); -1 if unreadable.
-int64_t StatusBytes(int pid, const std::string& key) {
-  std::ifstream in(absl::StrCat("/proc/", pid, "/status"));
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind(key + ":", 0) == 0) return std::stoll(line.substr(key.size() + 1)) * 1024;
-  }
-  return -1;
+int64_t StatusBytes(int pid, std::string_view key) {
+  return static_cast<int64_t>(ReadStatusBytes(pid, key).value_or(-1));
 }
 
 // Resets VmHWM to the current RSS (Linux >= 4.0).

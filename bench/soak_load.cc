@@ -49,6 +49,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "common/process_metrics.h"
 #include "common/thread_priority.h"
 #include "extender/src/model/testing/report_builder.h"
 #include "grpcpp/grpcpp.h"
@@ -244,17 +245,7 @@ pid_t StartExtender(Options& o) {
 }
 
 double RssMiB(pid_t pid) {
-  std::ifstream in(absl::StrCat("/proc/", pid, "/status"));
-  std::string key;
-  while (in >> key) {
-    if (key == "VmRSS:") {
-      double kib = 0;
-      in >> kib;
-      return kib / 1024;
-    }
-    in.ignore(1 << 16, '\n');
-  }
-  return 0;
+  return static_cast<double>(ReadStatusBytes(pid, "VmRSS").value_or(0)) / (1 << 20);
 }
 
 // Time the calling thread has spent waiting on a run queue (runnable, not

@@ -80,6 +80,27 @@ std::optional<uint64_t> ParseMaxOpenFiles(std::string_view limits) {
   return ParseInt<uint64_t>(soft);
 }
 
+std::optional<uint64_t> ParseStatusBytes(std::string_view status, std::string_view key) {
+  for (size_t at = 0; at < status.size();) {
+    size_t end = status.find('\n', at);
+    if (end == std::string_view::npos) end = status.size();
+    const std::string_view line = status.substr(at, end - at);
+    at = end + 1;
+    if (line.size() <= key.size() || !line.starts_with(key) || line[key.size()] != ':') continue;
+    std::string_view value = Trim(line.substr(key.size() + 1));
+    if (value.ends_with(" kB")) value.remove_suffix(3);
+    const std::optional<uint64_t> kib = ParseInt<uint64_t>(Trim(value));
+    if (!kib) return std::nullopt;
+    return *kib * 1024;
+  }
+  return std::nullopt;
+}
+
+std::optional<uint64_t> ReadStatusBytes(int pid, std::string_view key) {
+  const std::string path = absl::StrCat("/proc/", pid, "/status");
+  return ParseStatusBytes(ReadFile(path.c_str()), key);
+}
+
 ProcessStats ReadSelfProcess() {
   ProcessStats stats;
   const long ticks = sysconf(_SC_CLK_TCK);

@@ -42,6 +42,12 @@ std::optional<double> ParseBootTime(std::string_view proc_stat);
 // The soft limit of "Max open files" in /proc/PID/limits.
 std::optional<uint64_t> ParseMaxOpenFiles(std::string_view limits);
 
+// One "<key>: N kB" field of /proc/PID/status ("VmRSS", "VmHWM"), in bytes.
+std::optional<uint64_t> ParseStatusBytes(std::string_view status, std::string_view key);
+// The same read from /proc/PID/status of a running process (the memory tests
+// and benchmarks watch the extender they started); nullopt when unreadable.
+std::optional<uint64_t> ReadStatusBytes(int pid, std::string_view key);
+
 // This process, from /proc/self.
 ProcessStats ReadSelfProcess();
 

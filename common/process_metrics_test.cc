@@ -2,6 +2,7 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <fstream>
@@ -59,6 +60,17 @@ TEST(ProcessMetricsTest, ThisProcessIsReadAndRenderedInTheTextFormat) {
     std::ofstream(path) << page;
     EXPECT_EQ(std::system(("promtool check metrics < " + path).c_str()), 0) << page;
   }
+}
+
+TEST(ProcessMetricsTest, ParsesStatusFieldsInBytes) {
+  constexpr std::string_view kStatus =
+      "Name:\tneighborly-exte\nVmPeak:\t  900 kB\nVmHWM:\t  765432 kB\nVmRSS:\t   24576 kB\n";
+  EXPECT_EQ(ParseStatusBytes(kStatus, "VmRSS"), uint64_t{24576} * 1024);
+  EXPECT_EQ(ParseStatusBytes(kStatus, "VmHWM"), uint64_t{765432} * 1024);
+  EXPECT_FALSE(ParseStatusBytes(kStatus, "VmSwap").has_value());
+  EXPECT_FALSE(ParseStatusBytes("VmRSS:\tlots kB\n", "VmRSS").has_value());
+  EXPECT_FALSE(ParseStatusBytes("VmRSSX:\t1 kB\n", "VmRSS").has_value());
+  EXPECT_GT(ReadStatusBytes(getpid(), "VmRSS").value_or(0), 0u);
 }
 
 }  // namespace

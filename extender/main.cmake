@@ -8,7 +8,7 @@ target_link_libraries(neighborly-extender PRIVATE
 
 neighborly_add_test(extender_main_test
   SOURCES ${CMAKE_CURRENT_LIST_DIR}/main_test.cc
-  LIBS neighborly_test_support neighborly_test_pki nlohmann_json::nlohmann_json PkgConfig::HTTPLIB
+  LIBS neighborly_test_support neighborly_test_pki neighborly_common nlohmann_json::nlohmann_json PkgConfig::HTTPLIB
        absl::strings)
 add_dependencies(extender_main_test neighborly-extender)
 target_compile_definitions(extender_main_test PRIVATE
@@ -33,7 +33,7 @@ target_compile_definitions(extender_placement_port_test PRIVATE
 # The memory bound through the binary's HTTP port (docs/performance.md, "Memory bound").
 neighborly_add_test(extender_memory_test
   SOURCES ${CMAKE_CURRENT_LIST_DIR}/memory_test.cc
-  LIBS neighborly_test_support neighborly_proto absl::strings absl::time)
+  LIBS neighborly_test_support neighborly_proto neighborly_common absl::strings absl::time)
 add_dependencies(extender_memory_test neighborly-extender)
 target_compile_definitions(extender_memory_test PRIVATE
   NEIGHBORLY_EXTENDER_BINARY="$<TARGET_FILE:neighborly-extender>")

@@ -19,6 +19,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "common/process_metrics.h"
 #include "extender/src/http/testing/raw_client.h"
 #include "test/support/subprocess.h"
 #include "test/support/test_pki.h"
@@ -324,12 +325,7 @@ namespace {
 
 // Resident memory of a process, in bytes (VmRSS).
 int64_t ResidentBytes(int pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind("VmRSS:", 0) == 0) return std::stoll(line.substr(6)) * 1024;
-  }
-  return -1;
+  return static_cast<int64_t>(ReadStatusBytes(pid, "VmRSS").value_or(-1));
 }
 
 // Sends `request` on a fresh connection and reads until the server closes it

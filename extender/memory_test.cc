@@ -24,6 +24,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "common/process_metrics.h"
 #include "extender/src/http/testing/raw_client.h"
 #include "extender/src/model/testing/report_builder.h"
 #include "grpcpp/grpcpp.h"
@@ -50,13 +51,9 @@ using testing::Subprocess;
 constexpr int64_t kRetainedBoundBytes = 128 << 20;
 constexpr int64_t kLargestRequestPeakBytes = int64_t{1} << 30;
 
-int64_t StatusBytes(int pid, const std::string& key) {
-  std::ifstream in(absl::StrCat("/proc/", pid, "/status"));
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind(key + ":", 0) == 0) return std::stoll(line.substr(key.size() + 1)) * 1024;
-  }
-  return -1;
+// One /proc/PID/status field in bytes ("VmRSS", "VmHWM"); -1 if unreadable.
+int64_t StatusBytes(int pid, std::string_view key) {
+  return static_cast<int64_t>(ReadStatusBytes(pid, key).value_or(-1));
 }
 
 double Mb(int64_t bytes) { return static_cast<double>(bytes) / 1e6; }

@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "common/grpc_server.h"
 #include "common/host_port.h"
 #include "common/memory_release.h"
 #include "common/strings.h"
@@ -379,19 +380,11 @@ absl::StatusOr<std::unique_ptr<TelemetryServer>> TelemetryServer::Start(Extender
   policy.max_report_bytes = static_cast<size_t>(options.max_receive_message_bytes);
   server->service_ = std::make_unique<TelemetryService>(core, policy);
   grpc::ServerBuilder builder;
-  int selected_port = 0;
-  builder.AddListeningPort(
-      options.address,
-      options.credentials ? options.credentials : grpc::InsecureServerCredentials(),
-      &selected_port);
   builder.RegisterService(server->service_.get());
   // Twice the limit, so that reports up to it are refused (and counted) by the
   // service with a clear message instead of by gRPC's transport.
   builder.SetMaxReceiveMessageSize(static_cast<int>(
       std::min<int64_t>(int64_t{options.max_receive_message_bytes} * 2, INT32_MAX)));
-  // gRPC enables SO_REUSEPORT by default: a second extender on the same port
-  // would silently share it. Refuse instead.
-  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   // Bound what an agent can have in flight beyond what ingest has read: with
   // BDP probing the per-stream window grows to megabytes, and when ingest falls
   // behind, 5,000 streams' unread reports piled up in transport buffers (RSS
@@ -402,26 +395,20 @@ absl::StatusOr<std::unique_ptr<TelemetryServer>> TelemetryServer::Start(Extender
   builder.AddChannelArgument(GRPC_ARG_MAX_METADATA_SIZE, static_cast<int>(kMaxTokenBytes + 8192));
   builder.AddChannelArgument(GRPC_ARG_HTTP2_BDP_PROBE, 0);
   builder.AddChannelArgument(GRPC_ARG_HTTP2_STREAM_LOOKAHEAD_BYTES, 64 * 1024);
-  server->server_ = builder.BuildAndStart();
-  if (server->server_ == nullptr || selected_port == 0) {
-    return absl::UnavailableError(absl::StrCat("cannot listen for gRPC telemetry on ",
-                                               options.address,
-                                               " (address in use, not local, or not permitted)"));
-  }
-  server->port_ = selected_port;
-  server->address_ = JoinHostPort(hp->host, selected_port);
+  // BuildAndListen refuses a port another extender holds (no SO_REUSEPORT).
+  absl::StatusOr<ListeningGrpcServer> listening =
+      BuildAndListen(builder, options.address, hp->host, options.credentials, "gRPC telemetry");
+  if (!listening.ok()) return listening.status();
+  server->server_ = std::move(listening->server);
+  server->port_ = listening->port;
+  server->address_ = std::move(listening->address);
   return server;
 }
 
 TelemetryServer::~TelemetryServer() { Shutdown(absl::Seconds(5)); }
 
 void TelemetryServer::Shutdown(absl::Duration grace) {
-  std::call_once(shutdown_once_, [&] {
-    if (server_ == nullptr) return;
-    server_->Shutdown(std::chrono::system_clock::now() +
-                      std::chrono::nanoseconds(absl::ToInt64Nanoseconds(grace)));
-    server_->Wait();
-  });
+  std::call_once(shutdown_once_, [&] { StopGrpcServer(server_.get(), grace); });
 }
 
 IngestStats TelemetryServer::stats() const {

@@ -237,6 +237,13 @@ class InFlight {
   std::array<double, kMaxL3Domains> l3_sensitivity_;
 };
 
+// From the fold while it holds (every booking in it live), else from the list.
+InFlight MakeInFlight(const NodeProfile& p, std::span<const Booking> bookings,
+                      const BookingFold* fold, absl::Time now, const ModelConfig& config) {
+  if (fold != nullptr && fold->Valid(now)) return InFlight(p, bookings, *fold, now, config);
+  return InFlight(p, bookings, now, config);
+}
+
 // No bookings: what an empty InFlight answers, as constants.
 struct NoInFlight {
   static constexpr double membw(size_t) { return 0; }
@@ -614,19 +621,15 @@ void EvaluateNode(const PodRequest& pod, const NodeProfile* profile,
       };
       if (bookings.empty()) {
         isolate(NoInFlight());
-      } else if (fold != nullptr && fold->Valid(now)) {
-        isolate(InFlight(p, bookings, *fold, now, config));
       } else {
-        isolate(InFlight(p, bookings, now, config));
+        isolate(MakeInFlight(p, bookings, fold, now, config));
       }
     }
     return;
   }
 
   if (bookings.empty()) return EvaluateLoaded(pod, p, NoInFlight(), config, out);
-  const InFlight in_flight = fold != nullptr && fold->Valid(now)
-                                 ? InFlight(p, bookings, *fold, now, config)
-                                 : InFlight(p, bookings, now, config);
+  const InFlight in_flight = MakeInFlight(p, bookings, fold, now, config);
   if (!in_flight.any()) return EvaluateLoaded(pod, p, NoInFlight(), config, out);
   EvaluateLoaded(pod, p, in_flight, config, out);
 }

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "common/grpc_server.h"
 #include "common/host_port.h"
 #include "grpcpp/resource_quota.h"
 #include "grpcpp/security/auth_context.h"
@@ -225,20 +226,12 @@ absl::StatusOr<std::unique_ptr<PlacementServer>> PlacementServer::Start(Extender
   std::unique_ptr<PlacementServer> server(new PlacementServer());
   server->service_ = std::make_unique<PlacementService>(core, options.service, metrics);
   grpc::ServerBuilder builder;
-  int selected_port = 0;
-  builder.AddListeningPort(
-      options.address,
-      options.credentials ? options.credentials : grpc::InsecureServerCredentials(),
-      &selected_port);
   builder.RegisterService(server->service_.get());
   builder.SetMaxReceiveMessageSize(options.max_receive_message_bytes);
   // The synchronous server's threads: started as calls come, at most this many.
   grpc::ResourceQuota quota("neighborly-placement");
   quota.SetMaxThreads(options.max_threads);
   builder.SetResourceQuota(quota);
-  // As on the telemetry port: a second extender on the same port must fail,
-  // not silently share it.
-  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   // One long-lived connection per scheduler: the server pings it every 30 s
   // when idle (a vanished scheduler's connection is closed after 10 s more),
   // and accepts the client's own keepalive pings down to every 10 s, with or
@@ -247,26 +240,19 @@ absl::StatusOr<std::unique_ptr<PlacementServer>> PlacementServer::Start(Extender
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 10'000);
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
   builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 10'000);
-  server->server_ = builder.BuildAndStart();
-  if (server->server_ == nullptr || selected_port == 0) {
-    return absl::UnavailableError(absl::StrCat("cannot listen for placement calls on ",
-                                               options.address,
-                                               " (address in use, not local, or not permitted)"));
-  }
-  server->port_ = selected_port;
-  server->address_ = JoinHostPort(hp->host, selected_port);
+  absl::StatusOr<ListeningGrpcServer> listening =
+      BuildAndListen(builder, options.address, hp->host, options.credentials, "placement calls");
+  if (!listening.ok()) return listening.status();
+  server->server_ = std::move(listening->server);
+  server->port_ = listening->port;
+  server->address_ = std::move(listening->address);
   return server;
 }
 
 PlacementServer::~PlacementServer() { Shutdown(absl::Seconds(5)); }
 
 void PlacementServer::Shutdown(absl::Duration grace) {
-  std::call_once(shutdown_once_, [&] {
-    if (server_ == nullptr) return;
-    server_->Shutdown(std::chrono::system_clock::now() +
-                      std::chrono::nanoseconds(absl::ToInt64Nanoseconds(grace)));
-    server_->Wait();
-  });
+  std::call_once(shutdown_once_, [&] { StopGrpcServer(server_.get(), grace); });
 }
 
 }  // namespace neighborly::extender
