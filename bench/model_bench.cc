@@ -12,6 +12,8 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/time/time.h"
 #include "bench/http_bench_support.h"
 #include "extender/src/model/booking_fold.h"
 #include "extender/src/model/evaluate.h"
@@ -180,6 +182,112 @@ void BM_CorePrioritize(benchmark::State& state) { RunCore(state, true); }
 BENCHMARK(BM_CorePrioritize)
     ->ArgsProduct({{500, 5000, 15000}, {0, 1, 2}})
     ->Unit(benchmark::kMicrosecond);
+
+// The soak's request mix without HTTP or other threads (issue 15, finding 7;
+// bench/soak_load --nodes 500 --pods-per-second 375 --candidates 500): 500
+// nodes of 50-pod reports as soak_load's fleet sends them, and pods that are
+// Guaranteed with one whole CPU, one in three latency-critical, one in three
+// batch, each sent to Filter and then Prioritize with all 500 names. The
+// clock moves 1/375 s per pod, so bookings build up to the soak's ~22 per
+// node (none is ever reported back), and 4 reports are ingested for every 3
+// pods (500 nodes at 1 Hz), outside the timing, so that the snapshots the
+// requests read are as fresh in memory as in the soak. One iteration is one
+// pod: its filter and its prioritize.
+telemetry::v1::NodeReport SoakReport(int node, int pods) {
+  telemetry::v1::NodeReport r = extender::testing::TwoSocketNode(NodeName(node));
+  for (int p = 0; p < pods; ++p) {
+    extender::testing::PodSpec pod;
+    pod.uid = absl::StrFormat("%08x-soak-4000-8000-%012d", node, p);
+    pod.namespace_name = absl::StrCat("team-", p % 7);
+    pod.name = absl::StrFormat("svc-%d-%05d-%02d", p % 11, node, p);
+    pod.labels = {{"app", absl::StrCat("svc-", p % 11)}};
+    if (p % 10 == 0) pod.annotations = {{"neighborly.io/class", "latency-critical"}};
+    if (p % 10 == 5 && node % 4 == 0) pod.labels["workload-type"] = "batch";
+    pod.cpu_request_millicores = 250;
+    pod.memory_request_bytes = uint64_t{512} << 20;
+    pod.llc_bytes = static_cast<uint64_t>(64 + (node + p) % 256) << 10;
+    pod.membw_bytes_per_second = static_cast<uint64_t>(20 + (node * 7 + p) % 180) * 1'000'000;
+    extender::testing::AddPod(r, pod);
+  }
+  return r;
+}
+
+struct SoakMix {
+  static constexpr int kNodes = 500;
+  static constexpr double kPodsPerSecond = 375;
+  SoakMix() {
+    core = std::make_unique<extender::ExtenderCore>(ModelConfig{}, clock);
+    clock.Set(start);
+    for (int i = 0; i < kNodes; ++i) reports.push_back(SoakReport(i, 50));
+    for (int i = 0; i < kNodes; ++i) Report();
+    names = Names(kNodes);
+    views.assign(names.begin(), names.end());
+    // 40 s of pods first: the bookings reach their steady state (30 s TTL).
+    for (int warm = 0; warm < 40 * kPodsPerSecond; ++warm) Pod();
+  }
+  // The next node's next report.
+  void Report() {
+    telemetry::v1::NodeReport& r = reports[next_report % kNodes];
+    const uint64_t tick = next_report / kNodes;
+    ++next_report;
+    r.set_sequence(r.sequence() + 1);
+    r.mutable_window_start()->set_seconds(absl::ToUnixSeconds(clock.Now()) - 1);
+    const uint64_t wobble = (tick * 2654435761u + r.sequence()) % 8;
+    extender::testing::SetMeasured(r, 0, (8 + wobble) << 20, (5 + wobble) * 1'000'000'000);
+    extender::testing::SetMeasured(r, 1, (4 + wobble) << 20, (3 + wobble) * 1'000'000'000);
+    if (absl::Status s = core->Ingest(r); !s.ok()) {
+      std::fprintf(stderr, "soak report rejected: %s\n", std::string(s.message()).c_str());
+      std::abort();
+    }
+  }
+  // The next pod: filter, then prioritize (which books).
+  void Pod() {
+    IncomingPod pod;
+    pod.uid = absl::StrFormat("soak-pod-%012d", k);
+    pod.namespace_name = "soak";
+    pod.name = absl::StrCat("soak-", k);
+    if (k % 3 == 0) pod.annotations = {{"neighborly.io/class", "latency-critical"}};
+    if (k % 3 == 1) pod.labels = {{"workload-type", "batch"}};
+    pod.qos = extender::QosClass::kGuaranteed;
+    pod.cpu_request_millicores = 1000;
+    pod.cpu_limit_millicores = 1000;
+    pod.memory_request_bytes = int64_t{2} << 30;
+    pod.wants_exclusive_cpus = true;
+    core->Filter(pod, views, out);
+    core->Prioritize(pod, views, out);
+    ++k;
+    clock.Set(start + absl::Seconds(static_cast<double>(k) / kPodsPerSecond));
+  }
+  // Reports due by now (500 nodes at 1 Hz).
+  void ReportsDue() {
+    const auto due = static_cast<uint64_t>(absl::ToDoubleSeconds(clock.Now() - start) * kNodes);
+    while (next_report < due + kNodes) Report();
+  }
+
+  const absl::Time start = absl::FromUnixSeconds(1'700'000'001);
+  FakeClock clock;
+  std::unique_ptr<extender::ExtenderCore> core;
+  std::vector<telemetry::v1::NodeReport> reports;
+  uint64_t next_report = 0;
+  uint64_t k = 0;
+  std::vector<std::string> names;
+  std::vector<std::string_view> views;
+  std::vector<NodeDecision> out;
+};
+
+void BM_CoreSoakMix(benchmark::State& state) {
+  static SoakMix* mix = new SoakMix();
+  for (auto _ : state) {
+    state.PauseTiming();
+    mix->ReportsDue();
+    state.ResumeTiming();
+    mix->Pod();
+    benchmark::DoNotOptimize(mix->out.data());
+  }
+  state.SetItemsProcessed(state.iterations() * 2 * SoakMix::kNodes);
+  state.SetLabel("filter + prioritize, 500 names");
+}
+BENCHMARK(BM_CoreSoakMix)->Unit(benchmark::kMicrosecond);
 
 }  // namespace
 }  // namespace neighborly::bench

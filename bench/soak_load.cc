@@ -30,6 +30,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -583,6 +584,8 @@ int Run(int argc, char** argv) {
     double wake_us = -1;
     double receive_us = -1;
     double handle_us = -1;
+    int kind = 0;  // verb * 3 + the pod's class (k % 3: latency-critical, batch, plain)
+    size_t reply_bytes = 0;
   };
   std::vector<Sample> samples[2];
   std::atomic<uint64_t> late{0};
@@ -619,6 +622,8 @@ int Run(int argc, char** argv) {
           verb->Add(us);
           if (o.pause_fleet_every > absl::ZeroDuration()) {
             Sample sample{us, ThreadRunDelayUs() - wait0};
+            sample.kind = (verb == &filter ? 0 : 3) + static_cast<int>(k % 3);
+            sample.reply_bytes = r->body.size();
             ParseServerTiming(r->get_header_value("Server-Timing"), sample.wake_us,
                               sample.receive_us, sample.handle_us);
             std::lock_guard<std::mutex> lock(phase[paused].mu);
@@ -730,6 +735,33 @@ int Run(int argc, char** argv) {
             "CPU %.3f ms; all requests: mean client wait %.1f us\n",
             tail_us / tail_n / 1e3, tail_wait / tail_n / 1e3,
             all_wait / static_cast<double>(v.size()));
+      }
+      if (tail_n > 0) {
+        // Which requests the slowest 1% are: verb and the pod's class, with
+        // the mean reply size of each kind over all requests.
+        static constexpr const char* kKinds[6] = {"filter/lc",        "filter/batch",
+                                                  "filter/plain",     "prioritize/lc",
+                                                  "prioritize/batch", "prioritize/plain"};
+        std::array<size_t, 6> tail_count{}, all_count{}, all_bytes{};
+        std::array<double, 6> kind_round_trip{}, kind_handle{};
+        for (size_t i = 0; i < v.size(); ++i) {
+          ++all_count[v[i].kind];
+          all_bytes[v[i].kind] += v[i].reply_bytes;
+          kind_round_trip[v[i].kind] += v[i].us;
+          kind_handle[v[i].kind] += std::max(0.0, v[i].handle_us);
+          if (i >= tail_from) ++tail_count[v[i].kind];
+        }
+        std::printf(
+            "  by kind: share of the slowest 1%%, mean reply size, mean round trip, mean "
+            "handle\n");
+        for (int kind = 0; kind < 6; ++kind) {
+          if (all_count[kind] == 0) continue;
+          const double n = static_cast<double>(all_count[kind]);
+          std::printf("    %-17s %3.0f%% %6.1f KB %6.3f ms %6.3f ms\n", kKinds[kind],
+                      100.0 * static_cast<double>(tail_count[kind]) / tail_n,
+                      static_cast<double>(all_bytes[kind]) / n / 1e3,
+                      kind_round_trip[kind] / n / 1e3, kind_handle[kind] / n / 1e3);
+        }
       }
       if (tail_timed > 0) {
         // Server-Timing: where in the server the slowest 1% spent their time;

@@ -3,6 +3,9 @@
 #include <cmath>
 #include <cstdlib>
 
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+
 namespace neighborly {
 
 std::optional<double> ParseDouble(std::string_view s) {
@@ -16,6 +19,22 @@ std::optional<double> ParseDouble(std::string_view s) {
   const double v = std::strtod(buf, &end);
   if (end != buf + s.size() || !std::isfinite(v)) return std::nullopt;
   return v;
+}
+
+void AppendOneDecimal(std::string* out, int64_t value, int shift) {
+  // Exact when the value converts to a double without loss (below 2^53) and
+  // ten times it fits; anything else takes the general formatter.
+  if (value < 0 || value >= (int64_t{1} << 53) || shift < 1 || shift > 62) {
+    absl::StrAppendFormat(out, "%.1f", std::ldexp(static_cast<double>(value), -shift));
+    return;
+  }
+  const uint64_t tenths = static_cast<uint64_t>(value) * 10;
+  uint64_t q = tenths >> shift;
+  const uint64_t rest = tenths & ((uint64_t{1} << shift) - 1);
+  const uint64_t half = uint64_t{1} << (shift - 1);
+  if (rest > half || (rest == half && (q & 1) != 0)) ++q;
+  const char digit[2] = {static_cast<char>('0' + q % 10), '\0'};
+  absl::StrAppend(out, q / 10, ".", absl::string_view(digit, 1));
 }
 
 }  // namespace neighborly

@@ -41,6 +41,13 @@ std::optional<Int> ParseInt(std::string_view s) {
 
 std::optional<double> ParseDouble(std::string_view s);
 
+// Appends value / 2^shift with one decimal, exactly as printf's "%.1f" of that
+// quotient as a double ("1.5", "0.2": the exact binary value rounded half to
+// even), without the general float formatter: refusal reasons print a byte
+// count in GiB or MiB for each of hundreds of candidates per request.
+//   AppendOneDecimal(&text, 3 << 29, 30);  // "1.5"
+void AppendOneDecimal(std::string* out, int64_t value, int shift);
+
 // Case-insensitive ASCII equality (JSON keys from Go clients, header names).
 inline bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
   if (a.size() != b.size()) return false;

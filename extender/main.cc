@@ -71,6 +71,15 @@ void AppendStateMetrics(const ExtenderCore& core, PrometheusWriter& page) {
                "Pod records a node reported that it may not teach about (the pod belongs to "
                "another node, or is booked on one); nothing was learned from them.",
                {}, static_cast<double>(core.foreign_pod_claims()));
+  const ExtenderCore::ReuseStats reuse = core.reuse_stats();
+  constexpr std::string_view kDecisionsHelp =
+      "Candidate nodes with telemetry decided by filter and prioritize requests: evaluated, or "
+      "reused from the same node's decision for a pod of the same shape while its snapshot and "
+      "bookings were unchanged (http.reuseDecisions).";
+  page.Counter("neighborly_extender_decisions_total", kDecisionsHelp, {{"how", "evaluated"}},
+               static_cast<double>(reuse.evaluated));
+  page.Counter("neighborly_extender_decisions_total", kDecisionsHelp, {{"how", "reused"}},
+               static_cast<double>(reuse.reused));
 }
 
 int Run(int argc, char** argv) {
@@ -198,7 +207,8 @@ int Run(int argc, char** argv) {
        // Only an authenticated scheduler teaches (docs/security.md).
        .learn_from_scheduler = !config->http.tls_client_ca_file.empty() ||
                                config->state_learn_from_unauthenticated_scheduler,
-       .evaluation_threads = evaluation_threads});
+       .evaluation_threads = evaluation_threads,
+       .reuse_decisions = config->reuse_decisions});
   if (config->http.tls_client_ca_file.empty() &&
       config->state_learn_from_unauthenticated_scheduler) {
     spdlog::warn(

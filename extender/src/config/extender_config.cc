@@ -151,6 +151,7 @@ absl::StatusOr<ExtenderConfig> ParseExtenderConfig(std::string_view text,
               {"workerThreads", p.Integer(config.http.worker_threads, 1, 4096)},
               {"maxConnections", p.Integer(config.http.max_connections, 1, 65536)},
               {"evaluationThreads", p.Integer(config.evaluation_threads, 0, 64)},
+              {"reuseDecisions", p.Bool(config.reuse_decisions)},
               {"tls", [&](const yaml::Value& t) {
                  return p.Map(t, {{"certFile", p.String(config.http.tls_cert_file)},
                                   {"keyFile", p.String(config.http.tls_key_file)},

@@ -80,6 +80,9 @@ struct ExtenderConfig {
   // http.evaluationThreads: threads (the request's own included) that evaluate
   // a request of 1,024 names or more. 0: auto, min(4, the CPUs usable).
   int evaluation_threads = 0;
+  // http.reuseDecisions: a node's decision is reused for the next pod of the
+  // same shape while the node's snapshot and bookings are unchanged.
+  bool reuse_decisions = true;
   // state: learned knowledge that survives restarts. Empty file: not persisted.
   std::string state_file;
   absl::Duration state_save_interval = absl::Seconds(60);

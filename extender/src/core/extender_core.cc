@@ -3,10 +3,12 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <mutex>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "common/strings.h"
+#include "extender/src/core/decision_reuse.h"
 #include "extender/src/core/evaluation_pool.h"
 #include "extender/src/core/report_validation.h"
 #include "extender/src/model/classify.h"
@@ -91,7 +93,8 @@ struct ExtenderCore::Impl {
         pool(options.evaluation_threads > 1
                  ? std::make_unique<EvaluationPool>(options.evaluation_threads)
                  : nullptr),
-        learn_from_scheduler(options.learn_from_scheduler) {}
+        learn_from_scheduler(options.learn_from_scheduler),
+        reuse_decisions(options.reuse_decisions) {}
 
   absl::Status Apply(std::unique_ptr<NodeSnapshot> snapshot);  // a validated report
   // The pod's request as the model sees it, and its workload key; teaches
@@ -123,7 +126,20 @@ struct ExtenderCore::Impl {
   static constexpr size_t kParallelChunk = 256;
   std::unique_ptr<EvaluationPool> pool;  // null: one thread
   const bool learn_from_scheduler;
+  const bool reuse_decisions;
   std::atomic<uint64_t> foreign_claims{0};
+  // Candidates with telemetry whose decision was reused / evaluated.
+  // Reusable decisions (core/decision_reuse.h): a request on one thread
+  // takes a free set; kube-scheduler asks one request at a time, so two
+  // serve it and a second client (a placement plugin) beside it.
+  struct Reusable {
+    std::mutex mu;
+    DecisionReuse decisions;
+  };
+  std::array<Reusable, 2> reusable;
+  std::atomic<uint64_t> requests{0};  // Decide calls, numbering them for DecisionReuse
+  std::atomic<uint64_t> decisions_reused{0};
+  std::atomic<uint64_t> decisions_evaluated{0};
   std::atomic<uint64_t> accepted{0};
   std::atomic<uint64_t> rejected{0};
 };
@@ -330,11 +346,30 @@ void ExtenderCore::Impl::Decide(std::string_view verb, const IncomingPod& pod,
     isolation_text = &NodeProfile::isolation_reason_batch;
   }
   out.resize(nodes.size());
+  const uint64_t request_id = requests.fetch_add(1, std::memory_order_relaxed) + 1;
+  const bool parallel = pool != nullptr && nodes.size() >= kParallelMinNodes;
+  // A request on one thread takes a free set of reusable decisions, if any
+  // (a large request's chunks run on several threads and evaluate afresh).
+  DecisionReuse* reusing = nullptr;
+  std::unique_lock<std::mutex> reuse_lock;
+  if (reuse_decisions && !parallel) {
+    for (Reusable& r : reusable) {
+      std::unique_lock<std::mutex> lock(r.mu, std::try_to_lock);
+      if (!lock.owns_lock()) continue;
+      reuse_lock = std::move(lock);
+      reusing = &r.decisions;
+      break;
+    }
+  }
   // Candidates are looked up in batches, each level's memory fetched for the
   // whole batch before it is used (index slot, entry, snapshot), so that the
   // cache misses of a batch overlap instead of following one another.
   auto evaluate = [&](size_t begin, size_t end) {
     constexpr size_t kBatch = 16;
+    // Decisions for pods of this shape (core/decision_reuse.h), when this
+    // request holds a set of them.
+    DecisionReuse::Table* reuse = reusing != nullptr ? &reusing->For(req, request_id) : nullptr;
+    uint64_t reused = 0, evaluated = 0;
     for (size_t base = begin; base < end; base += kBatch) {
       const size_t count = std::min(kBatch, end - base);
       std::array<uint64_t, kBatch> hashes;
@@ -345,10 +380,22 @@ void ExtenderCore::Impl::Decide(std::string_view verb, const IncomingPod& pod,
       for (size_t j = 0; j < count; ++j) view.PrefetchEntry(hashes[j]);
       std::array<const ClusterState::Entry*, kBatch> entries;
       std::array<const NodeSnapshot*, kBatch> snapshots;
+      std::array<const BookingList*, kBatch> booked;
       for (size_t j = 0; j < count; ++j) {
         entries[j] = view.Find(nodes[base + j], hashes[j]);
-        // Plain loads: `view` keeps whatever they return alive.
+        if (reuse != nullptr && entries[j] != nullptr) reuse->Prefetch(entries[j]->ordinal);
+        // Plain loads: `view` keeps whatever they return alive. Most requests
+        // find no booking anywhere: skip the second load then.
         snapshots[j] = entries[j] != nullptr ? entries[j]->snapshot.load() : nullptr;
+        booked[j] = any_bookings && entries[j] != nullptr ? entries[j]->bookings.load() : nullptr;
+        if (booked[j] != nullptr) {
+          // The list's header and its fold, which evaluation reads first
+          // (under a burst each candidate holds tens of bookings, and their
+          // fold was the hottest miss of the request after the profile).
+          const char* list = reinterpret_cast<const char*>(booked[j]);
+          const char* list_end = reinterpret_cast<const char*>(booked[j] + 1);
+          for (; list < list_end; list += 64) __builtin_prefetch(list);
+        }
         if (snapshots[j] != nullptr) {
           const NodeProfile& p = snapshots[j]->profile;
           const char* hot = reinterpret_cast<const char*>(&p);
@@ -379,19 +426,29 @@ void ExtenderCore::Impl::Decide(std::string_view verb, const IncomingPod& pod,
         }
       }
       for (size_t j = 0; j < count; ++j) {
-        // Most requests find no booking anywhere: skip the second load then.
-        const BookingList* booked =
-            any_bookings && entries[j] != nullptr ? entries[j]->bookings.load() : nullptr;
-        EvaluateNode(req, snapshots[j] != nullptr ? &snapshots[j]->profile : nullptr,
-                     booked ? std::span<const Booking>(*booked) : std::span<const Booking>(), now,
-                     config, out[base + j], booked ? &booked->fold : nullptr);
+        NodeDecision& decision = out[base + j];
+        const NodeSnapshot* snapshot = snapshots[j];
+        if (reuse != nullptr && snapshot != nullptr &&
+            reuse->Find(entries[j]->ordinal, *snapshot, booked[j], now, decision)) {
+          ++reused;
+          continue;
+        }
+        EvaluateNode(req, snapshot != nullptr ? &snapshot->profile : nullptr,
+                     booked[j] ? std::span<const Booking>(*booked[j]) : std::span<const Booking>(),
+                     now, config, decision, booked[j] ? &booked[j]->fold : nullptr);
+        if (reuse != nullptr && snapshot != nullptr) {
+          ++evaluated;
+          reuse->Keep(entries[j]->ordinal, *snapshot, booked[j], now, decision);
+        }
       }
     }
+    if (reused > 0) decisions_reused.fetch_add(reused, std::memory_order_relaxed);
+    if (evaluated > 0) decisions_evaluated.fetch_add(evaluated, std::memory_order_relaxed);
   };
   // A large request's candidates are shared with idle helper threads, in
   // chunks that write disjoint decisions; all read through this one View,
   // which outlives the Run.
-  if (pool != nullptr && nodes.size() >= kParallelMinNodes) {
+  if (parallel) {
     const size_t chunks = (nodes.size() + kParallelChunk - 1) / kParallelChunk;
     pool->Run(chunks, [&](size_t c) {
       evaluate(c * kParallelChunk, std::min(nodes.size(), (c + 1) * kParallelChunk));
@@ -399,6 +456,8 @@ void ExtenderCore::Impl::Decide(std::string_view verb, const IncomingPod& pod,
   } else {
     evaluate(0, nodes.size());
   }
+
+  if (reuse_lock.owns_lock()) reuse_lock.unlock();
 
   // Least-harm fallback (issue 14, off by default): when isolation or headroom
   // refused every candidate and none passed, take a second look at those
@@ -776,6 +835,11 @@ size_t ExtenderCore::remembered_pods() const { return impl_->registry.size(); }
 
 uint64_t ExtenderCore::foreign_pod_claims() const {
   return impl_->foreign_claims.load(std::memory_order_relaxed);
+}
+
+ExtenderCore::ReuseStats ExtenderCore::reuse_stats() const {
+  return {impl_->decisions_reused.load(std::memory_order_relaxed),
+          impl_->decisions_evaluated.load(std::memory_order_relaxed)};
 }
 
 }  // namespace neighborly::extender

@@ -135,6 +135,10 @@ struct ExtenderCoreOptions {
   // Threads, the request's own included, that evaluate a request of 1,024
   // names or more (http.evaluationThreads).
   size_t evaluation_threads = 1;
+  // Whether a node's decision is reused for the next pod of the same shape
+  // while its snapshot and bookings are unchanged (core/decision_reuse.h,
+  // model.reuseDecisions).
+  bool reuse_decisions = true;
 };
 
 class ExtenderCore : public Decider {
@@ -209,6 +213,13 @@ class ExtenderCore : public Decider {
   // Pod records of accepted reports that were not learned from because the
   // pod belongs to another node (docs/security.md, scoped learning).
   uint64_t foreign_pod_claims() const;
+  // Candidates with telemetry whose decision was reused for a pod of the same
+  // shape, and those evaluated (ExtenderCoreOptions::reuse_decisions).
+  struct ReuseStats {
+    uint64_t reused = 0;
+    uint64_t evaluated = 0;
+  };
+  ReuseStats reuse_stats() const;
 
   // Workload profiles (/v1/workloads), sorted by key.
   std::vector<WorkloadView> Workloads() const;

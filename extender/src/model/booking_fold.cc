@@ -19,8 +19,16 @@ void NoteBatch(const Booking& b, BookingFold::Batch& batch) {
 
 BookingFold FoldBookings(std::span<const Booking> bookings) {
   BookingFold fold;
-  for (const Booking& b : bookings) {
+  for (size_t i = 0; i < bookings.size(); ++i) {
+    const Booking& b = bookings[i];
     fold.any = true;
+    if (b.contention_class == ContentionClass::kLatencyCritical &&
+        fold.first_latency_critical < 0) {
+      fold.first_latency_critical = static_cast<int32_t>(i);
+    }
+    if (b.contention_class == ContentionClass::kBatch && fold.first_batch < 0) {
+      fold.first_batch = static_cast<int32_t>(i);
+    }
     fold.valid_until = std::min(fold.valid_until, b.expires_at);
     const double sensitivity = Sensitivity(b.contention_class);
     const bool lc = b.contention_class == ContentionClass::kLatencyCritical;

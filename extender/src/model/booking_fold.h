@@ -72,6 +72,10 @@ struct BookingFold {
   };
 
   bool any = false;  // any booking at all
+  // The list's first latency-critical booking and its first batch one (-1:
+  // none), so that a refusal names one without scanning the list.
+  int32_t first_latency_critical = -1;
+  int32_t first_batch = -1;
   absl::InlinedVector<Pinned, 2> pinned;
   Shared shared;
   // The earliest expiry: the fold holds while now is before it.

@@ -67,7 +67,7 @@ class InFlight {
   // same sums, in another order.
   InFlight(const NodeProfile& p, std::span<const Booking> bookings, const BookingFold& fold,
            absl::Time now, const ModelConfig& config)
-      : config_(&config), bookings_(bookings), now_(now) {
+      : config_(&config), bookings_(bookings), now_(now), fold_(&fold) {
     if (!fold.any) return;
     Init(p);
     for (const BookingFold::Pinned& g : fold.pinned) {
@@ -121,6 +121,11 @@ class InFlight {
   // The first live booking of each kind, for a rejection's reason.
   const Booking* latency_critical() const {
     if (!has_latency_critical_) return nullptr;
+    // From the fold, every booking is live: its first of the class is the one.
+    if (fold_ != nullptr && fold_->first_latency_critical >= 0 &&
+        static_cast<size_t>(fold_->first_latency_critical) < bookings_.size()) {
+      return &bookings_[static_cast<size_t>(fold_->first_latency_critical)];
+    }
     for (const Booking& b : bookings_) {
       if (b.expires_at > now_ && b.contention_class == ContentionClass::kLatencyCritical) return &b;
     }
@@ -128,6 +133,13 @@ class InFlight {
   }
   const Booking* batch() const {
     if (!has_batch_) return nullptr;
+    // From the fold: its first batch booking, unless that one is below the
+    // isolation floors (then the first that is not, as below).
+    if (fold_ != nullptr && fold_->first_batch >= 0 &&
+        static_cast<size_t>(fold_->first_batch) < bookings_.size() &&
+        BlocksAsBatch(bookings_[static_cast<size_t>(fold_->first_batch)])) {
+      return &bookings_[static_cast<size_t>(fold_->first_batch)];
+    }
     for (const Booking& b : bookings_) {
       if (b.expires_at > now_ && BlocksAsBatch(b)) return &b;
     }
@@ -223,6 +235,7 @@ class InFlight {
   const ModelConfig* config_;
   std::span<const Booking> bookings_;
   absl::Time now_;
+  const BookingFold* fold_ = nullptr;  // built from the fold (all its bookings live)
   bool has_latency_critical_ = false;
   bool has_batch_ = false;
   bool shared_lc_ = false;

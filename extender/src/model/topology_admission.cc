@@ -28,12 +28,12 @@ bool Contains(const CpuSet& set, uint32_t cpu) {
 // request whose pod the bookings crowd out of every node formats a refusal
 // per candidate).
 void AppendBytesText(std::string* out, int64_t bytes) {
-  constexpr double kGi = 1024.0 * 1024 * 1024, kMi = 1024.0 * 1024;
-  const double b = static_cast<double>(bytes);
-  if (b >= kGi) {
-    absl::StrAppendFormat(out, "%.1f GiB", b / kGi);
+  if (bytes >= (int64_t{1} << 30)) {
+    AppendOneDecimal(out, bytes, 30);
+    out->append(" GiB");
   } else {
-    absl::StrAppendFormat(out, "%.1f MiB", b / kMi);
+    AppendOneDecimal(out, bytes, 20);
+    out->append(" MiB");
   }
 }
 

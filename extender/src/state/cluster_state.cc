@@ -1,11 +1,18 @@
 #include "extender/src/state/cluster_state.h"
 
 #include <algorithm>
+#include <atomic>
 #include <bit>
 #include <functional>
 #include <thread>
 
 namespace neighborly::extender {
+
+uint64_t NextStateGeneration() {
+  static std::atomic<uint64_t> next{1};
+  return next.fetch_add(1, std::memory_order_relaxed);
+}
+
 ClusterState::ClusterState(size_t max_nodes)
     : max_nodes_(max_nodes), by_ordinal_(new Entry*[std::max<size_t>(max_nodes, 1)]) {
   owned_.reserve(max_nodes);

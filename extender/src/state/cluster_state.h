@@ -43,9 +43,17 @@
 
 namespace neighborly::extender {
 
+// A number no other snapshot or booking list of this process has had (never
+// 0): what a decision made from one is recognised by (core/decision_reuse.h).
+uint64_t NextStateGeneration();
+
 // One accepted report and what the model derived from it. Immutable. Aligned
 // to a cache line so that the profile's hot fields span as few lines as they can.
 struct alignas(64) NodeSnapshot {
+  NodeSnapshot() = default;
+  NodeSnapshot(const NodeSnapshot&) = delete;
+  NodeSnapshot& operator=(const NodeSnapshot&) = delete;
+  const uint64_t generation = NextStateGeneration();
   NodeProfile profile;
   telemetry::v1::NodeReport report;
 };
@@ -58,7 +66,10 @@ struct BookingList : std::vector<Booking> {
   BookingList() = default;
   explicit BookingList(std::vector<Booking> list)
       : std::vector<Booking>(std::move(list)), fold(FoldBookings(*this)) {}
+  BookingList(const BookingList&) = delete;
+  BookingList& operator=(const BookingList&) = delete;
   BookingFold fold;
+  const uint64_t generation = NextStateGeneration();
 };
 
 // Hash of a node name, computed once per name per request: whole 8-byte words

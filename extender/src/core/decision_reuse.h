@@ -1,0 +1,110 @@
+// A node's decision reused for the next pod of the same shape while nothing
+// it was made from has changed (issue 15, finding 7).
+//
+// kube-scheduler places the replicas of a Deployment or a Job one after
+// another, and every one is evaluated on every candidate; between two of
+// them only the nodes that reported or were booked in the meantime changed
+// (a 5,000-node fleet at 1 Hz changes ~50 nodes in the 10 ms between two
+// pods). Evaluation is a pure function of the pod's shape (what EvaluateNode
+// reads of the PodRequest), the node's snapshot, its bookings and the core's
+// configuration, as long as the snapshot is fresh (confidence 1) and the
+// bookings' fold holds: `now` enters nowhere else. So a decision is kept per
+// node and shape with the generations of the snapshot and booking list it
+// came from, and returned as it was while both generations match and both
+// conditions still hold at the new `now`.
+//
+// A DecisionReuse is used by one request at a time (the core keeps a few and
+// a request takes a free one, core/extender_core.cc); it keeps the last
+// kShapes shapes it evaluated, least recently used replaced, with one slot
+// per node ordinal: at most kShapes x nodes x ~350 bytes (7 MB for 5,000
+// nodes).
+//
+//   DecisionReuse::Table& table = reuse.For(req, request_id);
+//   if (!table.Find(ordinal, snapshot, bookings, now, out)) {
+//     EvaluateNode(...);
+//     table.Keep(ordinal, snapshot, bookings, now, out);
+//   }
+#ifndef NEIGHBORLY_EXTENDER_SRC_CORE_DECISION_REUSE_H_
+#define NEIGHBORLY_EXTENDER_SRC_CORE_DECISION_REUSE_H_
+
+#include <array>
+#include <cstdint>
+#include <vector>
+
+#include "absl/time/time.h"
+#include "extender/src/model/classify.h"
+#include "extender/src/model/types.h"
+#include "extender/src/state/cluster_state.h"
+
+namespace neighborly::extender {
+
+// Whether two requests evaluate alike on any node: every field EvaluateNode
+// and the kubelet emulation read (not the pod's name, its class source or
+// the prediction's text, which only explanations show).
+bool SameShape(const PodRequest& a, const PodRequest& b);
+
+// Whether a decision made at `now` from this snapshot and booking list can be
+// reused at another `now` where this also holds: the profile fresh and the
+// bookings read from their fold.
+inline bool Reusable(const NodeSnapshot& snapshot, const BookingList* bookings, absl::Time now) {
+  const NodeProfile& p = snapshot.profile;
+  return !p.numa.empty() && now <= p.fresh_until &&
+         (bookings == nullptr || bookings->fold.Valid(now));
+}
+
+class DecisionReuse {
+ public:
+  static constexpr size_t kShapes = 4;
+
+  class Table {
+   public:
+    // Copies the kept decision for node `ordinal` into `out` when it was made
+    // from `snapshot` and `bookings` (null: none) and both still allow reuse at `now`.
+    bool Find(uint64_t ordinal, const NodeSnapshot& snapshot, const BookingList* bookings,
+              absl::Time now, NodeDecision& out) const;
+    // Fetches node `ordinal`'s slot toward the cache ahead of Find.
+    void Prefetch(uint64_t ordinal) const {
+      if (ordinal < slots_.size()) {
+        const char* slot = reinterpret_cast<const char*>(&slots_[ordinal]);
+        __builtin_prefetch(slot);
+        __builtin_prefetch(slot + 64);
+      }
+    }
+    // Keeps `decision`, made at `now` from them, when reusable.
+    void Keep(uint64_t ordinal, const NodeSnapshot& snapshot, const BookingList* bookings,
+              absl::Time now, const NodeDecision& decision);
+
+   private:
+    friend class DecisionReuse;
+    struct Slot {
+      uint64_t epoch = 0;     // the table's epoch when kept (a slot of an older shape: stale)
+      uint64_t snapshot = 0;  // NodeSnapshot::generation
+      uint64_t bookings = 0;  // BookingList::generation; 0: none booked
+      NodeDecision decision;
+    };
+    PodRequest shape_;
+    uint64_t epoch_ = 0;  // changes whenever the table takes a new shape; 0: unused
+    uint64_t last_used_ = 0;
+    // Decisions are kept from the shape's second request on: a stream of
+    // pods that are all different pays for the comparison only.
+    uint64_t first_request_ = 0;
+    bool keeping_ = false;
+    std::vector<Slot> slots_;  // by node ordinal
+  };
+
+  // The table of `req`'s shape: its own, or the least recently used one
+  // emptied for it. `request` tells the requests apart (one request may ask
+  // several times, once per chunk of its candidates).
+  Table& For(const PodRequest& req, uint64_t request);
+
+  // Slots held by this thread's tables (for tests).
+  size_t slots() const;
+
+ private:
+  std::array<Table, kShapes> tables_;
+  uint64_t clock_ = 0;
+};
+
+}  // namespace neighborly::extender
+
+#endif  // NEIGHBORLY_EXTENDER_SRC_CORE_DECISION_REUSE_H_

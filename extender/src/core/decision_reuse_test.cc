@@ -1,0 +1,250 @@
+#include "extender/src/core/decision_reuse.h"
+
+#include <gtest/gtest.h>
+
+#include <random>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "common/clock.h"
+#include "extender/src/core/extender_core.h"
+#include "extender/src/model/testing/report_builder.h"
+
+namespace neighborly::extender {
+namespace {
+
+namespace tv1 = ::neighborly::telemetry::v1;
+
+// Every field of a decision, for comparisons.
+std::string Describe(const NodeDecision& d) {
+  return absl::StrFormat(
+      "feasible=%d reason=%s score=%d cost=%.17g confidence=%.17g telemetry=%d l3=%.17g "
+      "membw=%.17g harm=%.17g/%.17g numa_penalty=%.17g unmeasured=%.17g numa=%d l3_domain=%d "
+      "cpus=%d first_cpu=%d full_cores=%d spans=%d policy=%d least_harm=%d",
+      d.feasible, d.reason, d.score, d.cost, d.confidence, d.has_telemetry, d.l3_pressure,
+      d.membw_utilisation, d.harm_to_incoming, d.harm_to_residents, d.numa_penalty,
+      d.unmeasured_penalty, d.numa_node, d.l3_domain, d.exclusive_cpus, d.first_cpu, d.full_cores,
+      d.spans_numa, d.topology_policy, d.least_harm);
+}
+
+tv1::NodeReport Report(int node, int pods, uint64_t sequence, absl::Time window_start,
+                       uint64_t wobble) {
+  tv1::NodeReport r = testing::TwoSocketNode(absl::StrFormat("node-%03d", node), sequence);
+  r.mutable_window_start()->set_seconds(absl::ToUnixSeconds(window_start));
+  for (int p = 0; p < pods; ++p) {
+    testing::PodSpec pod;
+    pod.uid = absl::StrFormat("resident-%03d-%02d", node, p);
+    pod.namespace_name = "team";
+    pod.name = absl::StrFormat("svc-%03d-%02d", node, p);
+    if ((node + p) % 7 == 0) pod.annotations = {{"neighborly.io/class", "latency-critical"}};
+    if ((node + p) % 5 == 1 && node % 3 == 0) pod.labels = {{"workload-type", "batch"}};
+    pod.cpu_request_millicores = 500;
+    pod.memory_request_bytes = uint64_t{1} << 30;
+    pod.llc_bytes = static_cast<uint64_t>(1 + (node + p + wobble) % 6) << 20;
+    pod.membw_bytes_per_second = static_cast<uint64_t>(1 + (node * 3 + p + wobble) % 7) << 30;
+    testing::AddPod(r, pod);
+  }
+  testing::SetMeasured(r, 0, (8 + wobble % 8) << 20, (5 + wobble % 8) * 1'000'000'000);
+  testing::SetMeasured(r, 1, (4 + wobble % 8) << 20, (3 + wobble % 8) * 1'000'000'000);
+  return r;
+}
+
+IncomingPod Pod(uint64_t k, int shape) {
+  IncomingPod pod;
+  pod.uid = absl::StrCat("pod-", k);
+  pod.namespace_name = "apps";
+  pod.name = absl::StrCat("replica-", k);
+  switch (shape) {
+    case 0:
+      pod.annotations = {{"neighborly.io/class", "latency-critical"}};
+      break;
+    case 1:
+      pod.labels = {{"workload-type", "batch"}};
+      break;
+    case 2:
+      pod.annotations = {{"neighborly.io/llc-bytes", "12Mi"}};
+      break;
+    default:
+      pod.annotations = {{"neighborly.io/membw-bytes-per-second", absl::StrCat(shape, "G")}};
+      break;
+  }
+  const int cpus = 1 + shape % 3;
+  pod.qos = QosClass::kGuaranteed;
+  pod.cpu_request_millicores = 1000 * cpus;
+  pod.cpu_limit_millicores = 1000 * cpus;
+  pod.memory_request_bytes = int64_t{2} << 30;
+  pod.wants_exclusive_cpus = true;
+  return pod;
+}
+
+// Two cores fed the same reports and asked the same questions at the same
+// times, one reusing decisions and one evaluating every candidate every
+// time: every decision of every request is the same, while nodes report,
+// pods are booked, bookings expire, telemetry ages past fresh into stale,
+// and shapes come and go (more of them than a thread keeps).
+TEST(DecisionReuseTest, DecidesExactlyAsEvaluatingEveryTime) {
+  constexpr int kNodes = 40;
+  FakeClock clock;
+  const absl::Time start = absl::FromUnixSeconds(1'700'000'000);
+  clock.Set(start);
+  ModelConfig config;
+  config.booking_ttl = absl::Seconds(3);
+  ExtenderCore reusing(config, clock, {.max_nodes = 64, .reuse_decisions = true});
+  ExtenderCore evaluating(config, clock, {.max_nodes = 64, .reuse_decisions = false});
+  std::vector<std::string> names;
+  for (int n = 0; n < kNodes; ++n) names.push_back(absl::StrFormat("node-%03d", n));
+  names.push_back("node-without-telemetry");
+  const std::vector<std::string_view> views(names.begin(), names.end());
+  std::vector<uint64_t> sequence(kNodes, 0);
+  auto report = [&](int n, uint64_t wobble) {
+    const tv1::NodeReport r = Report(n, 6, ++sequence[n], clock.Now() - absl::Seconds(1), wobble);
+    ASSERT_TRUE(reusing.Ingest(r).ok());
+    ASSERT_TRUE(evaluating.Ingest(r).ok());
+  };
+  for (int n = 0; n < kNodes; ++n) report(n, 0);
+
+  std::mt19937 random(15);
+  std::vector<NodeDecision> a, b;
+  size_t requests = 0;
+  for (uint64_t k = 0; k < 1500; ++k) {
+    // Time moves 0-400 ms a pod; now and then much more (telemetry goes stale).
+    const int step = static_cast<int>(random() % 400);
+    clock.Set(clock.Now() + absl::Milliseconds(k % 300 == 299 ? 20'000 : step));
+    // Some nodes report (changing what they measured), most do not.
+    for (int r = static_cast<int>(random() % 4); r > 0; --r) {
+      report(static_cast<int>(random() % kNodes), random() % 8);
+    }
+    // Mostly repeated shapes (replicas), sometimes one of 7.
+    const int shape = random() % 4 == 0 ? static_cast<int>(random() % 7) : static_cast<int>(k % 3);
+    const IncomingPod pod = Pod(k, shape);
+    const bool prioritize = k % 2 == 1;
+    if (prioritize) {
+      reusing.Prioritize(pod, views, a);
+      evaluating.Prioritize(pod, views, b);
+    } else {
+      reusing.Filter(pod, views, a);
+      evaluating.Filter(pod, views, b);
+    }
+    ++requests;
+    ASSERT_EQ(a.size(), b.size());
+    for (size_t i = 0; i < a.size(); ++i) {
+      ASSERT_EQ(Describe(a[i]), Describe(b[i]))
+          << "pod " << k << " shape " << shape << " node " << names[i]
+          << (prioritize ? " prioritize" : " filter");
+    }
+  }
+  ASSERT_EQ(reusing.bookings(), evaluating.bookings());
+  const ExtenderCore::ReuseStats stats = reusing.reuse_stats();
+  // The test means something only if decisions were reused, and also evaluated.
+  EXPECT_GT(stats.reused, requests * kNodes / 8) << stats.evaluated;
+  EXPECT_GT(stats.evaluated, requests * kNodes / 20) << stats.reused;
+  EXPECT_EQ(evaluating.reuse_stats().reused, 0u);
+}
+
+TEST(DecisionReuseTest, ShapesDifferInWhatEvaluationReads) {
+  PodRequest a;
+  a.contention_class = ContentionClass::kBatch;
+  a.cpus = 2;
+  a.admission.containers.push_back({.exclusive_cpus = 2, .memory_bytes = 1 << 30});
+  a.pod = "apps/one";
+  a.prediction = "prior";
+  PodRequest b = a;
+  b.pod = "apps/two";  // only in explanations
+  b.prediction = "predicted from Deployment apps/web";
+  b.source = ClassSource::kLabelRule;
+  EXPECT_TRUE(SameShape(a, b));
+  b = a;
+  b.llc_bytes = 1;
+  EXPECT_FALSE(SameShape(a, b));
+  b = a;
+  b.sensitivity = 0.9;
+  EXPECT_FALSE(SameShape(a, b));
+  b = a;
+  b.admission.containers[0].memory_bytes = 2 << 30;
+  EXPECT_FALSE(SameShape(a, b));
+  b = a;
+  b.admission.containers.push_back({.exclusive_cpus = 0, .memory_bytes = 0, .init = true});
+  EXPECT_FALSE(SameShape(a, b));
+  b = a;
+  b.contention_class = ContentionClass::kStandard;
+  EXPECT_FALSE(SameShape(a, b));
+}
+
+// A thread keeps at most kShapes tables, the least recently used replaced,
+// and a new shape keeps nothing on its first request (a stream of distinct
+// pods only pays for the comparison).
+TEST(DecisionReuseTest, KeepsFromAShapesSecondRequestAndAtMostFourShapes) {
+  FakeClock clock;
+  clock.Set(absl::FromUnixSeconds(1'700'000'000));
+  ExtenderCore core(ModelConfig{}, clock, {.max_nodes = 64});
+  const tv1::NodeReport r = Report(1, 4, 1, clock.Now() - absl::Seconds(1), 0);
+  ASSERT_TRUE(core.Ingest(r).ok());
+  const std::vector<std::string_view> names = {"node-001"};
+  std::vector<NodeDecision> out;
+  core.Filter(Pod(1, 7), names, out);  // first of its shape: evaluated, not kept
+  core.Filter(Pod(2, 7), names, out);  // second: evaluated, kept
+  core.Filter(Pod(3, 7), names, out);  // third: reused
+  EXPECT_EQ(core.reuse_stats().reused, 1u);
+  EXPECT_EQ(core.reuse_stats().evaluated, 2u);
+  // Four other shapes push shape 7 out; it starts over.
+  for (int shape = 8; shape < 12; ++shape) core.Filter(Pod(10 + shape, shape), names, out);
+  core.Filter(Pod(30, 7), names, out);
+  EXPECT_EQ(core.reuse_stats().reused, 1u);
+  core.Filter(Pod(31, 7), names, out);
+  core.Filter(Pod(32, 7), names, out);
+  EXPECT_EQ(core.reuse_stats().reused, 2u);
+}
+
+// A kept decision is returned only for the snapshot and booking list it was
+// made from, while the telemetry is fresh and no booking has expired (the
+// core republishes a list when one expires; this holds without that too).
+TEST(DecisionReuseTest, FindsOnlyWhatWasMadeFromTheSameFreshState) {
+  const absl::Time t0 = absl::FromUnixSeconds(1'700'000'000);
+  NodeSnapshot snapshot;
+  snapshot.profile.numa.emplace_back();
+  snapshot.profile.fresh_until = t0 + absl::Seconds(3);
+  NodeSnapshot newer;
+  newer.profile.numa.emplace_back();
+  newer.profile.fresh_until = t0 + absl::Seconds(3);
+  Booking booking;
+  booking.pod_uid = "u";
+  booking.expires_at = t0 + absl::Seconds(2);
+  const BookingList bookings(std::vector<Booking>{booking});
+  const BookingList rebooked(std::vector<Booking>{booking});
+
+  DecisionReuse reuse;
+  PodRequest req;
+  DecisionReuse::Table& first = reuse.For(req, 1);
+  NodeDecision made;
+  made.feasible = false;
+  made.reason = "isolation: kept";
+  first.Keep(7, snapshot, &bookings, t0, made);  // a shape's first request keeps nothing
+  NodeDecision out;
+  EXPECT_FALSE(first.Find(7, snapshot, &bookings, t0, out));
+
+  DecisionReuse::Table& table = reuse.For(req, 2);
+  ASSERT_EQ(&table, &first);
+  table.Keep(7, snapshot, &bookings, t0, made);
+  ASSERT_TRUE(table.Find(7, snapshot, &bookings, t0 + absl::Seconds(1), out));
+  EXPECT_EQ(out.reason, "isolation: kept");
+  EXPECT_FALSE(out.feasible);
+  EXPECT_FALSE(table.Find(8, snapshot, &bookings, t0, out)) << "another node";
+  EXPECT_FALSE(table.Find(7, newer, &bookings, t0, out)) << "a newer snapshot";
+  EXPECT_FALSE(table.Find(7, snapshot, &rebooked, t0, out)) << "another booking list";
+  EXPECT_FALSE(table.Find(7, snapshot, nullptr, t0, out)) << "bookings gone";
+  EXPECT_FALSE(table.Find(7, snapshot, &bookings, t0 + absl::Seconds(2), out))
+      << "a booking expired";
+  table.Keep(7, snapshot, nullptr, t0, made);
+  EXPECT_TRUE(table.Find(7, snapshot, nullptr, t0 + absl::Seconds(3), out));
+  EXPECT_FALSE(table.Find(7, snapshot, nullptr, t0 + absl::Seconds(4), out)) << "not fresh";
+  // Another shape takes another table; the first is still there.
+  PodRequest other;
+  other.cpus = 3;
+  EXPECT_NE(&reuse.For(other, 3), &table);
+  EXPECT_TRUE(reuse.For(req, 4).Find(7, snapshot, nullptr, t0, out));
+}
+
+}  // namespace
+}  // namespace neighborly::extender
