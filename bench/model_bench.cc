@@ -8,7 +8,9 @@
 //       --benchmark_report_aggregates_only=true
 #include <benchmark/benchmark.h>
 
+#include <map>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -215,8 +217,12 @@ telemetry::v1::NodeReport SoakReport(int node, int pods) {
 struct SoakMix {
   static constexpr int kNodes = 500;
   static constexpr double kPodsPerSecond = 375;
-  SoakMix() {
-    core = std::make_unique<extender::ExtenderCore>(ModelConfig{}, clock);
+  // `reuse`: decisions reused between pods of the same shape (the default);
+  // `distinct`: every pod a shape of its own (a hint no other pod has), the
+  // case where nothing can be reused.
+  SoakMix(bool reuse, bool distinct_pods) : distinct(distinct_pods) {
+    core = std::make_unique<extender::ExtenderCore>(
+        ModelConfig{}, clock, extender::ExtenderCore::Options{.reuse_decisions = reuse});
     clock.Set(start);
     for (int i = 0; i < kNodes; ++i) reports.push_back(SoakReport(i, 50));
     for (int i = 0; i < kNodes; ++i) Report();
@@ -248,6 +254,7 @@ struct SoakMix {
     pod.name = absl::StrCat("soak-", k);
     if (k % 3 == 0) pod.annotations = {{"neighborly.io/class", "latency-critical"}};
     if (k % 3 == 1) pod.labels = {{"workload-type", "batch"}};
+    if (distinct) pod.annotations["neighborly.io/llc-bytes"] = absl::StrCat(1 + k % 100'000, "Ki");
     pod.qos = extender::QosClass::kGuaranteed;
     pod.cpu_request_millicores = 1000;
     pod.cpu_limit_millicores = 1000;
@@ -270,13 +277,18 @@ struct SoakMix {
   std::vector<telemetry::v1::NodeReport> reports;
   uint64_t next_report = 0;
   uint64_t k = 0;
+  const bool distinct;
   std::vector<std::string> names;
   std::vector<std::string_view> views;
   std::vector<NodeDecision> out;
 };
 
 void BM_CoreSoakMix(benchmark::State& state) {
-  static SoakMix* mix = new SoakMix();
+  const bool reuse = state.range(0) != 0;
+  const bool distinct = state.range(1) != 0;
+  static std::map<std::pair<bool, bool>, SoakMix*> mixes;
+  SoakMix*& mix = mixes[{reuse, distinct}];
+  if (mix == nullptr) mix = new SoakMix(reuse, distinct);
   for (auto _ : state) {
     state.PauseTiming();
     mix->ReportsDue();
@@ -285,9 +297,13 @@ void BM_CoreSoakMix(benchmark::State& state) {
     benchmark::DoNotOptimize(mix->out.data());
   }
   state.SetItemsProcessed(state.iterations() * 2 * SoakMix::kNodes);
-  state.SetLabel("filter + prioritize, 500 names");
+  state.SetLabel(
+      absl::StrCat("filter + prioritize, 500 names", distinct ? ", every pod its own shape" : ""));
 }
-BENCHMARK(BM_CoreSoakMix)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_CoreSoakMix)
+    ->ArgsProduct({{0, 1}, {0, 1}})
+    ->ArgNames({"reuse", "distinct"})
+    ->Unit(benchmark::kMicrosecond);
 
 }  // namespace
 }  // namespace neighborly::bench

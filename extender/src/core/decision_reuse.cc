@@ -29,14 +29,16 @@ bool SameShape(const PodRequest& a, const PodRequest& b) {
   return true;
 }
 
-bool DecisionReuse::Table::Find(uint64_t ordinal, const NodeSnapshot& snapshot,
-                                const BookingList* bookings, absl::Time now,
+bool DecisionReuse::Table::Find(uint64_t ordinal, uint64_t snapshot_generation,
+                                uint64_t bookings_generation, absl::Time now,
                                 NodeDecision& out) const {
   if (ordinal >= slots_.size()) return false;
   const Slot& slot = slots_[ordinal];
-  if (slot.epoch != epoch_ || slot.snapshot != snapshot.generation ||
-      slot.bookings != (bookings != nullptr ? bookings->generation : 0) ||
-      !Reusable(snapshot, bookings, now)) {
+  // The same snapshot and list as when kept, so Reusable() at `now` reads
+  // the same fresh_until and fold as then, copied into the slot.
+  if (slot.epoch != epoch_ || slot.snapshot != snapshot_generation ||
+      slot.bookings != bookings_generation || now > slot.fresh_until ||
+      now >= slot.bookings_valid_until) {
     return false;
   }
   out = slot.decision;
@@ -52,6 +54,9 @@ void DecisionReuse::Table::Keep(uint64_t ordinal, const NodeSnapshot& snapshot,
   slot.epoch = epoch_;
   slot.snapshot = snapshot.generation;
   slot.bookings = bookings != nullptr ? bookings->generation : 0;
+  slot.fresh_until = snapshot.profile.fresh_until;
+  slot.bookings_valid_until =
+      bookings != nullptr ? bookings->fold.valid_until : absl::InfiniteFuture();
   slot.decision = decision;
 }
 

@@ -59,8 +59,10 @@ class DecisionReuse {
   class Table {
    public:
     // Copies the kept decision for node `ordinal` into `out` when it was made
-    // from `snapshot` and `bookings` (null: none) and both still allow reuse at `now`.
-    bool Find(uint64_t ordinal, const NodeSnapshot& snapshot, const BookingList* bookings,
+    // from the snapshot and booking list of these generations (bookings 0:
+    // none) and both still allow reuse at `now` (what Reusable checked when
+    // it was kept, at `now`: read from the slot, not from them).
+    bool Find(uint64_t ordinal, uint64_t snapshot_generation, uint64_t bookings_generation,
               absl::Time now, NodeDecision& out) const;
     // Fetches node `ordinal`'s slot toward the cache ahead of Find.
     void Prefetch(uint64_t ordinal) const {
@@ -77,9 +79,11 @@ class DecisionReuse {
    private:
     friend class DecisionReuse;
     struct Slot {
-      uint64_t epoch = 0;     // the table's epoch when kept (a slot of an older shape: stale)
-      uint64_t snapshot = 0;  // NodeSnapshot::generation
-      uint64_t bookings = 0;  // BookingList::generation; 0: none booked
+      uint64_t epoch = 0;      // the table's epoch when kept (a slot of an older shape: stale)
+      uint64_t snapshot = 0;   // NodeSnapshot::generation
+      uint64_t bookings = 0;   // BookingList::generation; 0: none booked
+      absl::Time fresh_until;  // the snapshot's profile's
+      absl::Time bookings_valid_until = absl::InfiniteFuture();  // their fold's
       NodeDecision decision;
     };
     PodRequest shape_;

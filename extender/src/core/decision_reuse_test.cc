@@ -222,28 +222,29 @@ TEST(DecisionReuseTest, FindsOnlyWhatWasMadeFromTheSameFreshState) {
   made.reason = "isolation: kept";
   first.Keep(7, snapshot, &bookings, t0, made);  // a shape's first request keeps nothing
   NodeDecision out;
-  EXPECT_FALSE(first.Find(7, snapshot, &bookings, t0, out));
+  EXPECT_FALSE(first.Find(7, snapshot.generation, bookings.generation, t0, out));
 
   DecisionReuse::Table& table = reuse.For(req, 2);
   ASSERT_EQ(&table, &first);
   table.Keep(7, snapshot, &bookings, t0, made);
-  ASSERT_TRUE(table.Find(7, snapshot, &bookings, t0 + absl::Seconds(1), out));
+  ASSERT_TRUE(table.Find(7, snapshot.generation, bookings.generation, t0 + absl::Seconds(1), out));
   EXPECT_EQ(out.reason, "isolation: kept");
   EXPECT_FALSE(out.feasible);
-  EXPECT_FALSE(table.Find(8, snapshot, &bookings, t0, out)) << "another node";
-  EXPECT_FALSE(table.Find(7, newer, &bookings, t0, out)) << "a newer snapshot";
-  EXPECT_FALSE(table.Find(7, snapshot, &rebooked, t0, out)) << "another booking list";
-  EXPECT_FALSE(table.Find(7, snapshot, nullptr, t0, out)) << "bookings gone";
-  EXPECT_FALSE(table.Find(7, snapshot, &bookings, t0 + absl::Seconds(2), out))
+  EXPECT_FALSE(table.Find(8, snapshot.generation, bookings.generation, t0, out)) << "another node";
+  EXPECT_FALSE(table.Find(7, newer.generation, bookings.generation, t0, out)) << "a newer snapshot";
+  EXPECT_FALSE(table.Find(7, snapshot.generation, rebooked.generation, t0, out))
+      << "another booking list";
+  EXPECT_FALSE(table.Find(7, snapshot.generation, 0, t0, out)) << "bookings gone";
+  EXPECT_FALSE(table.Find(7, snapshot.generation, bookings.generation, t0 + absl::Seconds(2), out))
       << "a booking expired";
   table.Keep(7, snapshot, nullptr, t0, made);
-  EXPECT_TRUE(table.Find(7, snapshot, nullptr, t0 + absl::Seconds(3), out));
-  EXPECT_FALSE(table.Find(7, snapshot, nullptr, t0 + absl::Seconds(4), out)) << "not fresh";
+  EXPECT_TRUE(table.Find(7, snapshot.generation, 0, t0 + absl::Seconds(3), out));
+  EXPECT_FALSE(table.Find(7, snapshot.generation, 0, t0 + absl::Seconds(4), out)) << "not fresh";
   // Another shape takes another table; the first is still there.
   PodRequest other;
   other.cpus = 3;
   EXPECT_NE(&reuse.For(other, 3), &table);
-  EXPECT_TRUE(reuse.For(req, 4).Find(7, snapshot, nullptr, t0, out));
+  EXPECT_TRUE(reuse.For(req, 4).Find(7, snapshot.generation, 0, t0, out));
 }
 
 }  // namespace

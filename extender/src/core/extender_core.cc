@@ -383,11 +383,32 @@ void ExtenderCore::Impl::Decide(std::string_view verb, const IncomingPod& pod,
       std::array<const BookingList*, kBatch> booked;
       for (size_t j = 0; j < count; ++j) {
         entries[j] = view.Find(nodes[base + j], hashes[j]);
-        if (reuse != nullptr && entries[j] != nullptr) reuse->Prefetch(entries[j]->ordinal);
         // Plain loads: `view` keeps whatever they return alive. Most requests
         // find no booking anywhere: skip the second load then.
         snapshots[j] = entries[j] != nullptr ? entries[j]->snapshot.load() : nullptr;
         booked[j] = any_bookings && entries[j] != nullptr ? entries[j]->bookings.load() : nullptr;
+        if (reuse != nullptr && snapshots[j] != nullptr) {
+          // What a reused decision is checked against: its slot and the two
+          // generations (a line each).
+          reuse->Prefetch(entries[j]->ordinal);
+          __builtin_prefetch(&snapshots[j]->generation);
+          if (booked[j] != nullptr) __builtin_prefetch(&booked[j]->generation);
+        }
+      }
+      // Decisions reused; the others (`missed`) are evaluated below.
+      std::array<uint8_t, kBatch> missed;
+      size_t misses = 0;
+      for (size_t j = 0; j < count; ++j) {
+        if (reuse != nullptr && snapshots[j] != nullptr &&
+            reuse->Find(entries[j]->ordinal, snapshots[j]->generation,
+                        booked[j] != nullptr ? booked[j]->generation : 0, now, out[base + j])) {
+          ++reused;
+          continue;
+        }
+        missed[misses++] = static_cast<uint8_t>(j);
+      }
+      for (size_t m = 0; m < misses; ++m) {
+        const size_t j = missed[m];
         if (booked[j] != nullptr) {
           // The list's header and its fold, which evaluation reads first
           // (under a burst each candidate holds tens of bookings, and their
@@ -417,7 +438,8 @@ void ExtenderCore::Impl::Decide(std::string_view verb, const IncomingPod& pod,
       // The text of the isolation rejections this pod will meet (a separate
       // allocation, copied into the decision), once the counts have arrived.
       if (isolation_text != nullptr) {
-        for (size_t j = 0; j < count; ++j) {
+        for (size_t m = 0; m < misses; ++m) {
+          const size_t j = missed[m];
           if (snapshots[j] == nullptr) continue;
           const NodeProfile& p = snapshots[j]->profile;
           if ((latency_critical ? p.batch_pods : p.latency_critical_pods) == 0) continue;
@@ -425,14 +447,10 @@ void ExtenderCore::Impl::Decide(std::string_view verb, const IncomingPod& pod,
           for (size_t at = 0; at < text.size(); at += 64) __builtin_prefetch(text.data() + at);
         }
       }
-      for (size_t j = 0; j < count; ++j) {
+      for (size_t m = 0; m < misses; ++m) {
+        const size_t j = missed[m];
         NodeDecision& decision = out[base + j];
         const NodeSnapshot* snapshot = snapshots[j];
-        if (reuse != nullptr && snapshot != nullptr &&
-            reuse->Find(entries[j]->ordinal, *snapshot, booked[j], now, decision)) {
-          ++reused;
-          continue;
-        }
         EvaluateNode(req, snapshot != nullptr ? &snapshot->profile : nullptr,
                      booked[j] ? std::span<const Booking>(*booked[j]) : std::span<const Booking>(),
                      now, config, decision, booked[j] ? &booked[j]->fold : nullptr);

@@ -68,8 +68,8 @@ struct BookingList : std::vector<Booking> {
       : std::vector<Booking>(std::move(list)), fold(FoldBookings(*this)) {}
   BookingList(const BookingList&) = delete;
   BookingList& operator=(const BookingList&) = delete;
+  const uint64_t generation = NextStateGeneration();  // in the vector's line
   BookingFold fold;
-  const uint64_t generation = NextStateGeneration();
 };
 
 // Hash of a node name, computed once per name per request: whole 8-byte words
