@@ -500,6 +500,19 @@ void PrintServerSide(const std::string& http) {
     std::printf("server side %-13s n=%.0f p50<=%ss p99<=%ss (histogram bucket bounds)\n",
                 s.what.c_str(), total, bound(0.5).c_str(), bound(0.99).c_str());
   }
+  // Candidates decided by reusing a decision for a pod of the same shape.
+  double reused = -1, evaluated = -1;
+  std::istringstream lines(r->body);
+  for (std::string line; std::getline(lines, line);) {
+    if (!line.starts_with("neighborly_extender_decisions_total{")) continue;
+    const double value = std::atof(line.substr(line.rfind(' ') + 1).c_str());
+    if (line.find("how=\"reused\"") != std::string::npos) reused = value;
+    if (line.find("how=\"evaluated\"") != std::string::npos) evaluated = value;
+  }
+  if (reused >= 0 && evaluated >= 0 && reused + evaluated > 0) {
+    std::printf("server side decisions: %.0f evaluated, %.0f reused (%.1f %%)\n", evaluated,
+                reused, 100 * reused / (reused + evaluated));
+  }
 }
 
 int Run(int argc, char** argv) {
