@@ -510,8 +510,8 @@ void PrintServerSide(const std::string& http) {
     if (line.find("how=\"evaluated\"") != std::string::npos) evaluated = value;
   }
   if (reused >= 0 && evaluated >= 0 && reused + evaluated > 0) {
-    std::printf("server side decisions: %.0f evaluated, %.0f reused (%.1f %%)\n", evaluated,
-                reused, 100 * reused / (reused + evaluated));
+    std::printf("server side decisions: %.0f evaluated, %.0f reused (%.1f %%)\n", evaluated, reused,
+                100 * reused / (reused + evaluated));
   }
 }
 
