@@ -17,6 +17,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/time/time.h"
 #include "bench/http_bench_support.h"
+#include "bench/soak_fleet.h"
 #include "extender/src/model/booking_fold.h"
 #include "extender/src/model/evaluate.h"
 #include "extender/src/model/node_profile.h"
@@ -195,25 +196,6 @@ BENCHMARK(BM_CorePrioritize)
 // pods (500 nodes at 1 Hz), outside the timing, so that the snapshots the
 // requests read are as fresh in memory as in the soak. One iteration is one
 // pod: its filter and its prioritize.
-telemetry::v1::NodeReport SoakReport(int node, int pods) {
-  telemetry::v1::NodeReport r = extender::testing::TwoSocketNode(NodeName(node));
-  for (int p = 0; p < pods; ++p) {
-    extender::testing::PodSpec pod;
-    pod.uid = absl::StrFormat("%08x-soak-4000-8000-%012d", node, p);
-    pod.namespace_name = absl::StrCat("team-", p % 7);
-    pod.name = absl::StrFormat("svc-%d-%05d-%02d", p % 11, node, p);
-    pod.labels = {{"app", absl::StrCat("svc-", p % 11)}};
-    if (p % 10 == 0) pod.annotations = {{"neighborly.io/class", "latency-critical"}};
-    if (p % 10 == 5 && node % 4 == 0) pod.labels["workload-type"] = "batch";
-    pod.cpu_request_millicores = 250;
-    pod.memory_request_bytes = uint64_t{512} << 20;
-    pod.llc_bytes = static_cast<uint64_t>(64 + (node + p) % 256) << 10;
-    pod.membw_bytes_per_second = static_cast<uint64_t>(20 + (node * 7 + p) % 180) * 1'000'000;
-    extender::testing::AddPod(r, pod);
-  }
-  return r;
-}
-
 struct SoakMix {
   static constexpr int kNodes = 500;
   static constexpr double kPodsPerSecond = 375;

@@ -50,6 +50,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "bench/soak_fleet.h"
 #include "common/process_metrics.h"
 #include "common/thread_priority.h"
 #include "extender/src/model/testing/report_builder.h"
@@ -308,23 +309,9 @@ struct StreamCounters {
 };
 
 tv1::NodeReport MakeReport(int node, int pods) {
-  tv1::NodeReport r = extender::testing::TwoSocketNode(absl::StrFormat("node-%05d", node));
+  tv1::NodeReport r = SoakReport(node, pods);
   r.set_agent_version("soak");
   r.set_boot_id(absl::StrFormat("soak-boot-%05d-%d", node, ::getpid()));
-  for (int p = 0; p < pods; ++p) {
-    extender::testing::PodSpec pod;
-    pod.uid = absl::StrFormat("%08x-soak-4000-8000-%012d", node, p);
-    pod.namespace_name = absl::StrCat("team-", p % 7);
-    pod.name = absl::StrFormat("svc-%d-%05d-%02d", p % 11, node, p);
-    pod.labels = {{"app", absl::StrCat("svc-", p % 11)}};
-    if (p % 10 == 0) pod.annotations = {{"neighborly.io/class", "latency-critical"}};
-    if (p % 10 == 5 && node % 4 == 0) pod.labels["workload-type"] = "batch";
-    pod.cpu_request_millicores = 250;
-    pod.memory_request_bytes = uint64_t{512} << 20;
-    pod.llc_bytes = static_cast<uint64_t>(64 + (node + p) % 256) << 10;
-    pod.membw_bytes_per_second = static_cast<uint64_t>(20 + (node * 7 + p) % 180) * 1'000'000;
-    extender::testing::AddPod(r, pod);
-  }
   return r;
 }
 

@@ -60,13 +60,13 @@ void DecisionReuse::Table::Keep(uint64_t ordinal, const NodeSnapshot& snapshot,
   slot.decision = decision;
 }
 
-DecisionReuse::Table& DecisionReuse::For(const PodRequest& req, uint64_t request) {
+DecisionReuse::Table& DecisionReuse::For(const PodRequest& req) {
   ++clock_;
   Table* oldest = &tables_[0];
   for (Table& t : tables_) {
     if (t.epoch_ != 0 && SameShape(t.shape_, req)) {
       t.last_used_ = clock_;
-      t.keeping_ = t.keeping_ || request != t.first_request_;
+      t.keeping_ = true;  // the shape's second request or later
       return t;
     }
     if (t.last_used_ < oldest->last_used_) oldest = &t;
@@ -76,7 +76,6 @@ DecisionReuse::Table& DecisionReuse::For(const PodRequest& req, uint64_t request
   oldest->shape_ = req;
   oldest->epoch_ = clock_;
   oldest->last_used_ = clock_;
-  oldest->first_request_ = request;
   oldest->keeping_ = false;
   return *oldest;
 }

@@ -19,7 +19,7 @@
 // per node ordinal: at most kShapes x nodes x ~350 bytes (7 MB for 5,000
 // nodes).
 //
-//   DecisionReuse::Table& table = reuse.For(req, request_id);
+//   DecisionReuse::Table& table = reuse.For(req);
 //   if (!table.Find(ordinal, snapshot, bookings, now, out)) {
 //     EvaluateNode(...);
 //     table.Keep(ordinal, snapshot, bookings, now, out);
@@ -91,15 +91,13 @@ class DecisionReuse {
     uint64_t last_used_ = 0;
     // Decisions are kept from the shape's second request on: a stream of
     // pods that are all different pays for the comparison only.
-    uint64_t first_request_ = 0;
     bool keeping_ = false;
     std::vector<Slot> slots_;  // by node ordinal
   };
 
-  // The table of `req`'s shape: its own, or the least recently used one
-  // emptied for it. `request` tells the requests apart (one request may ask
-  // several times, once per chunk of its candidates).
-  Table& For(const PodRequest& req, uint64_t request);
+  // The table of `req`'s shape (once per request): its own, or the least
+  // recently used one emptied for it.
+  Table& For(const PodRequest& req);
 
   // Slots held by this thread's tables (for tests).
   size_t slots() const;

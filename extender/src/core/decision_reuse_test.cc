@@ -216,7 +216,7 @@ TEST(DecisionReuseTest, FindsOnlyWhatWasMadeFromTheSameFreshState) {
 
   DecisionReuse reuse;
   PodRequest req;
-  DecisionReuse::Table& first = reuse.For(req, 1);
+  DecisionReuse::Table& first = reuse.For(req);
   NodeDecision made;
   made.feasible = false;
   made.reason = "isolation: kept";
@@ -224,7 +224,7 @@ TEST(DecisionReuseTest, FindsOnlyWhatWasMadeFromTheSameFreshState) {
   NodeDecision out;
   EXPECT_FALSE(first.Find(7, snapshot.generation, bookings.generation, t0, out));
 
-  DecisionReuse::Table& table = reuse.For(req, 2);
+  DecisionReuse::Table& table = reuse.For(req);
   ASSERT_EQ(&table, &first);
   table.Keep(7, snapshot, &bookings, t0, made);
   ASSERT_TRUE(table.Find(7, snapshot.generation, bookings.generation, t0 + absl::Seconds(1), out));
@@ -243,8 +243,8 @@ TEST(DecisionReuseTest, FindsOnlyWhatWasMadeFromTheSameFreshState) {
   // Another shape takes another table; the first is still there.
   PodRequest other;
   other.cpus = 3;
-  EXPECT_NE(&reuse.For(other, 3), &table);
-  EXPECT_TRUE(reuse.For(req, 4).Find(7, snapshot.generation, 0, t0, out));
+  EXPECT_NE(&reuse.For(other), &table);
+  EXPECT_TRUE(reuse.For(req).Find(7, snapshot.generation, 0, t0, out));
 }
 
 }  // namespace

@@ -128,7 +128,6 @@ struct ExtenderCore::Impl {
   const bool learn_from_scheduler;
   const bool reuse_decisions;
   std::atomic<uint64_t> foreign_claims{0};
-  // Candidates with telemetry whose decision was reused / evaluated.
   // Reusable decisions (core/decision_reuse.h): a request on one thread
   // takes a free set; kube-scheduler asks one request at a time, so two
   // serve it and a second client (a placement plugin) beside it.
@@ -137,7 +136,7 @@ struct ExtenderCore::Impl {
     DecisionReuse decisions;
   };
   std::array<Reusable, 2> reusable;
-  std::atomic<uint64_t> requests{0};  // Decide calls, numbering them for DecisionReuse
+  // Candidates with telemetry whose decision was reused / evaluated.
   std::atomic<uint64_t> decisions_reused{0};
   std::atomic<uint64_t> decisions_evaluated{0};
   std::atomic<uint64_t> accepted{0};
@@ -346,7 +345,6 @@ void ExtenderCore::Impl::Decide(std::string_view verb, const IncomingPod& pod,
     isolation_text = &NodeProfile::isolation_reason_batch;
   }
   out.resize(nodes.size());
-  const uint64_t request_id = requests.fetch_add(1, std::memory_order_relaxed) + 1;
   const bool parallel = pool != nullptr && nodes.size() >= kParallelMinNodes;
   // A request on one thread takes a free set of reusable decisions, if any
   // (a large request's chunks run on several threads and evaluate afresh).
@@ -368,7 +366,7 @@ void ExtenderCore::Impl::Decide(std::string_view verb, const IncomingPod& pod,
     constexpr size_t kBatch = 16;
     // Decisions for pods of this shape (core/decision_reuse.h), when this
     // request holds a set of them.
-    DecisionReuse::Table* reuse = reusing != nullptr ? &reusing->For(req, request_id) : nullptr;
+    DecisionReuse::Table* reuse = reusing != nullptr ? &reusing->For(req) : nullptr;
     uint64_t reused = 0, evaluated = 0;
     for (size_t base = begin; base < end; base += kBatch) {
       const size_t count = std::min(kBatch, end - base);
