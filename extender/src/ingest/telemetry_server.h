@@ -24,6 +24,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "common/clock.h"
+#include "common/grpc_server.h"
 #include "common/prometheus_text.h"
 #include "extender/src/core/extender_core.h"
 #include "extender/src/ingest/node_identity.h"
@@ -144,8 +145,8 @@ class TelemetryServer {
   ~TelemetryServer();  // Shutdown(absl::Seconds(5)) unless already done
 
   // The port actually bound, and the address with it ("0.0.0.0:40123").
-  int port() const { return port_; }
-  const std::string& address() const { return address_; }
+  int port() const { return listening_.port; }
+  const std::string& address() const { return listening_.address; }
 
   // Counters for /metrics (streams_open included).
   IngestStats stats() const;
@@ -159,9 +160,7 @@ class TelemetryServer {
   TelemetryServer() = default;
 
   std::unique_ptr<TelemetryService> service_;
-  std::unique_ptr<grpc::Server> server_;
-  std::string address_;
-  int port_ = 0;
+  ListeningGrpcServer listening_;
   std::once_flag shutdown_once_;
 };
 

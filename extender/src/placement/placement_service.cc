@@ -243,16 +243,14 @@ absl::StatusOr<std::unique_ptr<PlacementServer>> PlacementServer::Start(Extender
   absl::StatusOr<ListeningGrpcServer> listening =
       BuildAndListen(builder, options.address, hp->host, options.credentials, "placement calls");
   if (!listening.ok()) return listening.status();
-  server->server_ = std::move(listening->server);
-  server->port_ = listening->port;
-  server->address_ = std::move(listening->address);
+  server->listening_ = *std::move(listening);
   return server;
 }
 
 PlacementServer::~PlacementServer() { Shutdown(absl::Seconds(5)); }
 
 void PlacementServer::Shutdown(absl::Duration grace) {
-  std::call_once(shutdown_once_, [&] { StopGrpcServer(server_.get(), grace); });
+  std::call_once(shutdown_once_, [&] { StopGrpcServer(listening_.server.get(), grace); });
 }
 
 }  // namespace neighborly::extender

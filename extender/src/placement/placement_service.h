@@ -29,6 +29,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "common/clock.h"
+#include "common/grpc_server.h"
 #include "extender/src/core/extender_core.h"
 #include "extender/src/placement/placement_metrics.h"
 #include "extender/src/placement/pod_from_proto.h"
@@ -106,8 +107,8 @@ class PlacementServer {
                                                                 PlacementMetrics* metrics);
   ~PlacementServer();  // Shutdown(absl::Seconds(5)) unless already done
 
-  int port() const { return port_; }
-  const std::string& address() const { return address_; }
+  int port() const { return listening_.port; }
+  const std::string& address() const { return listening_.address; }
 
   // Stops accepting calls, lets those in flight finish until `grace`, then
   // cancels the rest. Idempotent.
@@ -116,9 +117,7 @@ class PlacementServer {
  private:
   PlacementServer() = default;
   std::unique_ptr<PlacementService> service_;
-  std::unique_ptr<grpc::Server> server_;
-  std::string address_;
-  int port_ = 0;
+  ListeningGrpcServer listening_;
   std::once_flag shutdown_once_;
 };
 
