@@ -80,6 +80,11 @@ void AppendStateMetrics(const ExtenderCore& core, PrometheusWriter& page) {
                static_cast<double>(reuse.evaluated));
   page.Counter("neighborly_extender_decisions_total", kDecisionsHelp, {{"how", "reused"}},
                static_cast<double>(reuse.reused));
+  page.Counter("neighborly_extender_least_harm_total",
+               "Filter and prioritize requests in which predicted interference refused every "
+               "candidate and the least-harm fallback passed the least harmful ones "
+               "(model.leastHarmFallback) instead of leaving the pod Pending.",
+               {}, static_cast<double>(core.least_harm_requests()));
 }
 
 int Run(int argc, char** argv) {

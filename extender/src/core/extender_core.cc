@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <limits>
 #include <mutex>
 
 #include "absl/container/flat_hash_map.h"
@@ -62,11 +63,6 @@ std::optional<RememberedPod> Learnable(ContentionClass c, ClassSource source,
   p.source = declared ? source : ClassSource::kDefault;
   p.hints = hints;
   return p;
-}
-
-bool FullyMeasured(const tv1::PodReport& pod) {
-  return pod.has_llc_occupancy_bytes() &&
-         (pod.has_membw_total_bytes_per_second() || pod.has_llc_misses_per_second());
 }
 
 // Scoped learning (docs/security.md): whether node `reporter`'s report may
@@ -138,6 +134,7 @@ struct ExtenderCore::Impl {
   std::array<Reusable, 2> reusable;
   // Candidates with telemetry whose decision was reused / evaluated.
   std::atomic<uint64_t> decisions_reused{0};
+  std::atomic<uint64_t> least_harm_requests{0};
   std::atomic<uint64_t> decisions_evaluated{0};
   std::atomic<uint64_t> accepted{0};
   std::atomic<uint64_t> rejected{0};
@@ -218,6 +215,7 @@ absl::Status ExtenderCore::Impl::Apply(std::unique_ptr<NodeSnapshot> snapshot) {
     std::vector<std::optional<WorkloadPrediction>> predictions(count);
     std::vector<ResidentKnowledge> knowledge(count);
     const BookingList* booked_here = entry->bookings.load();  // under `view`
+    absl::flat_hash_map<std::string_view, size_t> first_of_key;
     for (size_t i = 0; i < count; ++i) {
       const tv1::PodReport& pod = report.pods(static_cast<int>(i));
       const bool trusted =
@@ -229,12 +227,12 @@ absl::Status ExtenderCore::Impl::Apply(std::unique_ptr<NodeSnapshot> snapshot) {
       if (key.empty()) key = WorkloadKeyFromLabels(pod.namespace_(), pod.name(), pod.labels());
       keys[i] = key.ToString();
       if (config.workloads.enabled) {
-        if (FullyMeasured(pod)) {  // only the verdict matters then
-          if (std::optional<WorkloadStore::Verdict> v = workloads.VerdictOf(keys[i])) {
-            WorkloadPrediction& p = predictions[i].emplace();
-            p.aggressor = v->aggressor;
-            p.aggressor_why = std::move(v->why);
-          }
+        // Measured pods need the profile too (issue 22): their workload's
+        // working set, baselines and fit tell demand from symptoms. Replicas
+        // of one workload on this node share one prediction.
+        auto [first, added] = first_of_key.try_emplace(keys[i], i);
+        if (!added) {
+          predictions[i] = predictions[first->second];
         } else {
           predictions[i] = workloads.Predict(keys[i], now, config, /*count_use=*/false);
         }
@@ -475,28 +473,37 @@ void ExtenderCore::Impl::Decide(std::string_view verb, const IncomingPod& pod,
 
   if (reuse_lock.owns_lock()) reuse_lock.unlock();
 
-  // Least-harm fallback (issue 14, off by default): when isolation or headroom
-  // refused every candidate and none passed, take a second look at those
-  // nodes with both filters off and pass the cheapest.
+  // Least-harm fallback (issue 22, on by default): when the soft filters
+  // (predicted slowdown; strict isolation and headroom) refused every
+  // candidate and none passed, take a second look at those nodes with them
+  // off and pass the least harmful ones (within least_harm_margin of the
+  // least), so that Neighborly never strands a pod the default scheduler
+  // would run; NUMA admission stays exact.
   if (config.least_harm_fallback &&
       std::none_of(out.begin(), out.end(), [](const NodeDecision& d) { return d.feasible; })) {
-    size_t best = nodes.size();
-    NodeDecision trial, chosen;
+    std::vector<std::pair<size_t, NodeDecision>> trials;
+    double least = std::numeric_limits<double>::infinity();
     for (size_t i = 0; i < nodes.size(); ++i) {
       if (!IsSoftRejection(out[i])) continue;
       const ClusterState::Entry* entry = view.Find(nodes[i], NodeNameHash(nodes[i]));
       const NodeSnapshot* snapshot = entry != nullptr ? entry->snapshot.load() : nullptr;
       if (snapshot == nullptr) continue;
       const BookingList* booked = entry->bookings.load();
+      NodeDecision trial;
       EvaluateNodeLeastHarm(req, &snapshot->profile,
                             booked ? std::span<const Booking>(*booked) : std::span<const Booking>(),
                             now, config, trial, booked ? &booked->fold : nullptr);
-      if (trial.feasible && (best == nodes.size() || trial.cost < chosen.cost)) {
-        best = i;
-        std::swap(chosen, trial);
-      }
+      if (!trial.feasible) continue;
+      least = std::min(least, trial.cost);
+      trials.emplace_back(i, std::move(trial));
     }
-    if (best < nodes.size()) out[best] = std::move(chosen);
+    size_t passed = 0;
+    for (auto& [i, trial] : trials) {
+      if (trial.cost > least + config.least_harm_margin) continue;
+      out[i] = std::move(trial);
+      ++passed;
+    }
+    if (passed > 0) least_harm_requests.fetch_add(1, std::memory_order_relaxed);
   }
 
   std::string booked_node;
@@ -851,6 +858,10 @@ size_t ExtenderCore::remembered_pods() const { return impl_->registry.size(); }
 
 uint64_t ExtenderCore::foreign_pod_claims() const {
   return impl_->foreign_claims.load(std::memory_order_relaxed);
+}
+
+uint64_t ExtenderCore::least_harm_requests() const {
+  return impl_->least_harm_requests.load(std::memory_order_relaxed);
 }
 
 ExtenderCore::ReuseStats ExtenderCore::reuse_stats() const {

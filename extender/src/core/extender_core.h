@@ -220,6 +220,9 @@ class ExtenderCore : public Decider {
     uint64_t evaluated = 0;
   };
   ReuseStats reuse_stats() const;
+  // Requests in which the least-harm fallback passed nodes that interference
+  // (or strict isolation) had refused all (issue 22).
+  uint64_t least_harm_requests() const;
 
   // Workload profiles (/v1/workloads), sorted by key.
   std::vector<WorkloadView> Workloads() const;

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_format.h"
 #include "common/quantity.h"
 #include "common/strings.h"
@@ -82,6 +83,37 @@ bool BlendWithProfile(const WorkloadPrediction* profile, double& llc_bytes,
   return true;
 }
 
+std::optional<double> ParseMaxSlowdown(const std::string* value, std::string* note) {
+  if (value == nullptr) return std::nullopt;
+  std::string_view text = Trim(*value);
+  if (!text.empty() && (text.back() == 'x' || text.back() == 'X')) text.remove_suffix(1);
+  double v = 0;
+  if (absl::SimpleAtod(Av(text), &v) && v > 1.0 && v <= 100.0) return v;
+  if (note != nullptr) {
+    if (!note->empty()) note->append("; ");
+    absl::StrAppend(note, "ignored annotation ", Av(kMaxSlowdownAnnotation), "=\"", *value,
+                    "\": expected a slowdown above 1 such as 1.3 or 1.3x");
+  }
+  return std::nullopt;
+}
+
+Demand PodDemand(ContentionClass c, double llc_bytes, double membw_bytes_per_second,
+                 const WorkloadPrediction* fit, std::optional<double> tolerance,
+                 const ModelConfig& config) {
+  Demand d = DemandFor(c, llc_bytes, membw_bytes_per_second, config);
+  if (fit != nullptr && fit->fit_confidence > 0) {
+    const double w = std::clamp(fit->fit_confidence, 0.0, 1.0);
+    if (fit->cache_sensitivity) {
+      d.cache_sensitivity = w * *fit->cache_sensitivity + (1 - w) * d.cache_sensitivity;
+    }
+    if (fit->membw_sensitivity) {
+      d.membw_sensitivity = w * *fit->membw_sensitivity + (1 - w) * d.membw_sensitivity;
+    }
+  }
+  if (c == ContentionClass::kLatencyCritical && tolerance) d.tolerance = *tolerance;
+  return d;
+}
+
 double PriorCpus(const IncomingPod& pod) {
   double millicores = static_cast<double>(std::max<int64_t>(0, pod.cpu_request_millicores));
   if (pod.qos == QosClass::kBurstable && pod.cpu_limit_millicores > pod.cpu_request_millicores) {
@@ -121,7 +153,11 @@ PodRequest MakePodRequest(const IncomingPod& pod, const RememberedPod* remembere
   if (declared) {
     req.contention_class = declared->contention_class;
     req.source = declared->source;
-  } else if (profile != nullptr && profile->aggressor) {
+  } else if (profile != nullptr && profile->aggressor &&
+             !(req.exclusive_cpus && pod.qos == QosClass::kGuaranteed)) {
+    // (A Guaranteed pod with whole cores is never demoted by measurement
+    // alone: someone paid for them, and a squeezed service misses like a
+    // streamer; issue 22.)
     // Its replicas were measured streaming: it will again (docs/scoring.md).
     req.contention_class = ContentionClass::kBatch;
     req.source = ClassSource::kMeasured;
@@ -177,9 +213,22 @@ PodRequest MakePodRequest(const IncomingPod& pod, const RememberedPod* remembere
     absl::StrAppend(&req.prediction, "; batch: ", workload, " is an aggressor (",
                     profile->aggressor_why, ")");
   }
+  // A profile that knows the working set it had room for, or its traffic
+  // with it, predicts demand rather than a squeezed replica's symptoms.
+  if (profile != nullptr && profile->fit_confidence > 0) {
+    const double w = std::clamp(profile->fit_confidence, 0.0, 1.0);
+    if (profile->llc_demand_bytes) llc = std::max(llc, w * *profile->llc_demand_bytes + (1 - w) * llc);
+    if (profile->solo_membw_bytes_per_second && req.contention_class != ContentionClass::kBatch) {
+      membw = w * *profile->solo_membw_bytes_per_second + (1 - w) * membw;
+    }
+  }
   req.llc_bytes = llc;
   req.membw_bytes_per_second = membw;
   req.sensitivity = Sensitivity(req.contention_class);
+  req.demand = PodDemand(req.contention_class, llc, membw, profile,
+                         ParseMaxSlowdown(FindValue(pod.annotations, kMaxSlowdownAnnotation),
+                                          &req.note),
+                         config);
   return req;
 }
 

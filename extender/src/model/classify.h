@@ -14,6 +14,7 @@
 #include <string>
 #include <string_view>
 
+#include "extender/src/model/interference.h"
 #include "extender/src/model/model_config.h"
 #include "extender/src/model/topology_admission.h"
 #include "extender/src/model/types.h"
@@ -24,6 +25,8 @@ namespace neighborly::extender {
 
 inline constexpr std::string_view kClassAnnotation = "neighborly.io/class";
 inline constexpr std::string_view kLlcHintAnnotation = "neighborly.io/llc-bytes";
+// The slowdown a latency-critical pod tolerates ("1.3" or "1.3x"; issue 22).
+inline constexpr std::string_view kMaxSlowdownAnnotation = "neighborly.io/max-slowdown";
 inline constexpr std::string_view kMembwHintAnnotation = "neighborly.io/membw-bytes-per-second";
 
 // "latency-critical" | "batch" | "standard" (case-insensitive); nullopt otherwise.
@@ -132,7 +135,22 @@ struct PodRequest {
   // Deployment shop/event-scan, 3 replicas, 412 windows: 21.8 GB/s, 30.9 MB".
   std::string prediction;
   AdmissionRequest admission;  // per-container demand, for the topology manager emulation
+  // What it needs and how it suffers (issue 22): its footprint as demand, its
+  // workload's fitted sensitivities (else its class's), its tolerance.
+  Demand demand;
 };
+
+// A max-slowdown annotation's value: a number in (1, 100], optionally
+// followed by "x"; nullopt (explained in `note`) otherwise.
+std::optional<double> ParseMaxSlowdown(const std::string* value, std::string* note);
+
+// A pod's demand: the class prior around its footprint (working set, solo
+// bandwidth), its sensitivities moved toward its workload's fit by the fit's
+// confidence; `tolerance` (> 1) replaces the configured one for a
+// latency-critical pod.
+Demand PodDemand(ContentionClass c, double llc_bytes, double membw_bytes_per_second,
+                 const WorkloadPrediction* fit, std::optional<double> tolerance,
+                 const ModelConfig& config);
 
 // A pod's prior footprint when nothing was measured or hinted: the class
 // default for its first CPU plus config.priors' per-CPU amounts for the rest

@@ -11,6 +11,7 @@
 #include "absl/strings/str_format.h"
 #include "common/strings.h"
 #include "extender/src/model/booking_fold.h"
+#include "extender/src/model/interference.h"
 
 namespace neighborly::extender {
 namespace {
@@ -275,6 +276,125 @@ struct NoInFlight {
   static constexpr bool shared_batch() { return false; }
 };
 
+// What a placement is predicted to do (issue 22, model/interference.h): the
+// incoming pod's slowdown and the slowdown it adds to each tracked resident,
+// from demand (working sets, solo traffic), LRU sharing by coldness and
+// loaded latency; bookings count as demand of middling coldness.
+struct PlacementPrediction {
+  double incoming = 1;     // the incoming pod's predicted slowdown
+  double cache_loss = 0;   // the share of its working set it would not hold (worst domain)
+  double harm_in = 0;      // its harm weight x (incoming - 1)
+  double harm_res = 0;     // residents' harm weights x the slowdown it adds them
+  double l3_ratio = 0;     // predicted demand / size on its L3 domain(s), highest
+  double utilisation = 0;  // predicted bandwidth / peak on its NUMA node(s), highest
+  int refused_by = -1;     // a tracked resident it would push past its tolerance
+  double refused_slowdown = 0;
+  double refused_tolerance = 0;
+};
+
+inline constexpr size_t kMaxTracked = 64;
+
+template <typename InFlightT>
+void PredictPlacement(const PodRequest& pod, const NodeProfile& p, const InFlightT& in_flight,
+                      int pinned_numa, int pinned_l3, const ModelConfig& config,
+                      PlacementPrediction& out) {
+  const InterferenceConfig& ic = config.interference;
+  const Demand& in = pod.demand;
+  const double in_cold = in.Coldness(ic);
+  const double booking_cold = 0.5 / std::max(1.0, ic.reuse_per_second);
+  const size_t l3_count = std::min(p.l3.size(), kMaxL3Domains);
+  const size_t numa_count = std::min(p.numa.size(), kMaxNumaNodes);
+  const bool pinned = pinned_numa >= 0;
+  std::array<double, kMaxL3Domains> db, kb, da, ka, x_in;
+  std::array<double, kMaxNumaNodes> ub, extra, la, lb;
+  for (size_t n = 0; n < numa_count; ++n) {
+    const NumaProfile& numa = p.numa[n];
+    const double peak = numa.peak_membw > 0 ? numa.peak_membw : 1;
+    ub[n] = (numa.membw + in_flight.membw(n)) / peak;
+    const double w = pinned ? (static_cast<int>(n) == pinned_numa ? 1.0 : 0.0) : numa.shared_weight;
+    extra[n] = w * in.membw_bytes_per_second;
+  }
+  double in_weight = 0, cache_loss = 0;
+  for (size_t d = 0; d < l3_count; ++d) {
+    const L3Profile& l3 = p.l3[d];
+    const double booked = in_flight.llc(d);
+    db[d] = l3.demand_bytes + booked;
+    kb[d] = l3.cold_demand + booked * booking_cold;
+    const double w = pinned ? (static_cast<int>(d) == pinned_l3 ? 1.0 : 0.0) : l3.shared_weight;
+    da[d] = db[d] + w * in.llc_bytes;
+    ka[d] = kb[d] + w * in.llc_bytes * in_cold;
+    x_in[d] = 0;
+    if (w > 0) {
+      x_in[d] = CacheLoss(in_cold, da[d], ka[d], l3.size_bytes);
+      extra[l3.numa_index] += ic.reuse_per_second * w * in.llc_bytes * x_in[d];
+      in_weight += w;
+      cache_loss = std::max(cache_loss, x_in[d]);
+      if (l3.size_bytes > 0) out.l3_ratio = std::max(out.l3_ratio, da[d] / l3.size_bytes);
+    }
+  }
+  const size_t tracked = std::min(p.tracked.size(), kMaxTracked);
+  std::array<double, kMaxTracked> xb, xa;
+  for (size_t i = 0; i < tracked; ++i) {
+    const TrackedResident& t = p.tracked[i];
+    const L3Profile& l3 = p.l3[t.l3_index];
+    xb[i] = CacheLoss(t.coldness, db[t.l3_index], kb[t.l3_index], l3.size_bytes);
+    xa[i] = CacheLoss(t.coldness, da[t.l3_index], ka[t.l3_index], l3.size_bytes);
+    extra[t.numa_index] += ic.reuse_per_second * t.llc_bytes * (xa[i] - xb[i]);
+  }
+  for (size_t n = 0; n < numa_count; ++n) {
+    const NumaProfile& numa = p.numa[n];
+    const double peak = numa.peak_membw > 0 ? numa.peak_membw : 1;
+    const double ua = ub[n] + extra[n] / peak;
+    const double w = pinned ? (static_cast<int>(n) == pinned_numa ? 1.0 : 0.0) : numa.shared_weight;
+    if (w > 0) out.utilisation = std::max(out.utilisation, ua);
+    lb[n] = LoadedLatency(ub[n], ic);
+    la[n] = LoadedLatency(ua, ic);
+  }
+  // The incoming pod, over the domains it runs on.
+  double slowdown = 0;
+  if (in_weight > 0) {
+    for (size_t d = 0; d < l3_count; ++d) {
+      const double w =
+          pinned ? (static_cast<int>(d) == pinned_l3 ? 1.0 : 0.0) : p.l3[d].shared_weight;
+      if (w <= 0) continue;
+      slowdown += w * Slowdown(in.cache_sensitivity, in.membw_sensitivity, x_in[d],
+                               la[p.l3[d].numa_index]);
+    }
+    slowdown /= in_weight;
+  } else {
+    double latency = 1;
+    for (size_t n = 0; n < numa_count; ++n) {
+      const double w =
+          pinned ? (static_cast<int>(n) == pinned_numa ? 1.0 : 0.0) : p.numa[n].shared_weight;
+      if (w > 0) latency = std::max(latency, la[n]);
+    }
+    slowdown = Slowdown(in.cache_sensitivity, in.membw_sensitivity, 0, latency);
+  }
+  out.incoming = slowdown;
+  out.cache_loss = cache_loss;
+  out.harm_in = in.harm_weight * (slowdown - 1.0);
+  // Residents, one pod's entries at a time.
+  double delta = 0, after = 0;
+  for (size_t i = 0; i < tracked; ++i) {
+    const TrackedResident& t = p.tracked[i];
+    const double sa = Slowdown(t.cache_sensitivity, t.membw_sensitivity, xa[i], la[t.numa_index]);
+    const double sb = Slowdown(t.cache_sensitivity, t.membw_sensitivity, xb[i], lb[t.numa_index]);
+    delta += t.share * (sa - sb);
+    after += t.share * (sa - t.domain_slowdown);
+    if (i + 1 < tracked && p.tracked[i + 1].pod_index == t.pod_index) continue;
+    const double added = std::max(0.0, delta);
+    const double total = t.slowdown + after;
+    out.harm_res += t.harm_weight * added;
+    if (t.tolerance > 0 && total > t.tolerance && added >= ic.min_added_slowdown &&
+        (out.refused_by < 0 || total > out.refused_slowdown)) {
+      out.refused_by = static_cast<int>(i);
+      out.refused_slowdown = total;
+      out.refused_tolerance = t.tolerance;
+    }
+    delta = after = 0;
+  }
+}
+
 // Rejects with a reason written into `out.reason`'s own storage: decisions
 // are reused from request to request, so once a reason has grown this costs
 // no allocation (a request that meets in-flight bookings of the other class
@@ -317,6 +437,51 @@ inline double BlindScore(const PodRequest& pod, const ModelConfig& config) {
              : 5.0;
 }
 
+// Judges a placement by its predicted slowdowns (issue 22): refuses it where
+// a latency-critical pod, incoming or resident, would pass its tolerance;
+// else adds its harm. `numa`, `l3`: indexes where the kubelet pins it (-1:
+// the shared pool). False when refused.
+template <typename InFlightT>
+bool JudgeSlowdown(const PodRequest& pod, const NodeProfile& p, const InFlightT& in_flight,
+                   int numa, int l3, const ModelConfig& config, NodeDecision& out, Harm& harm) {
+  PlacementPrediction pr;
+  PredictPlacement(pod, p, in_flight, numa, l3, config, pr);
+  out.l3_pressure = pr.l3_ratio;
+  out.membw_utilisation = pr.utilisation;
+  out.predicted_slowdown = pr.incoming;
+  out.worst_resident_slowdown = pr.refused_by >= 0 ? pr.refused_slowdown : 0;
+  const std::string where =
+      l3 >= 0 ? absl::StrCat("L3 domain ", p.l3[l3].id) : std::string("its L3 domains");
+  const std::string numa_where =
+      numa >= 0 ? absl::StrCat("NUMA node ", p.numa[numa].id) : std::string("its NUMA nodes");
+  // The least-harm fallback's second look refuses nothing (min_added_slowdown infinite).
+  const bool refuse = std::isfinite(config.interference.min_added_slowdown);
+  if (refuse && pod.demand.tolerance > 0 && pr.incoming > pod.demand.tolerance) {
+    RejectFormat(out,
+                 "interference: predicted slowdown %.2fx > %.2fx for this latency-critical pod "
+                 "(%.0f%% of its working set lost on %s, demand %.0f%% of the cache; membw %.0f%% "
+                 "of peak on %s)",
+                 pr.incoming, pod.demand.tolerance, pr.cache_loss * 100, where, pr.l3_ratio * 100,
+                 pr.utilisation * 100, numa_where);
+    return false;
+  }
+  if (refuse && pr.refused_by >= 0) {
+    const TrackedResident& t = p.tracked[static_cast<size_t>(pr.refused_by)];
+    const std::string& who = static_cast<size_t>(t.name_index) < p.tracked_names.size()
+                                 ? p.tracked_names[static_cast<size_t>(t.name_index)]
+                                 : std::string();
+    RejectFormat(out,
+                 "interference: would slow latency-critical pod %s to %.2fx > %.2fx (L3 domain "
+                 "%u: demand %.0f%% of the cache; membw %.0f%% of peak on %s)",
+                 who, pr.refused_slowdown, pr.refused_tolerance, p.l3[t.l3_index].id,
+                 pr.l3_ratio * 100, pr.utilisation * 100, numa_where);
+    return false;
+  }
+  harm.to_incoming += pr.harm_in;
+  harm.to_residents += pr.harm_res;
+  return true;
+}
+
 [[gnu::always_inline]] inline void Finish(NodeDecision& out, const Harm& harm, double numa_penalty,
                                           const PodRequest& pod, const NodeProfile& p,
                                           const ModelConfig& config) {
@@ -327,14 +492,31 @@ inline double BlindScore(const PodRequest& pod, const ModelConfig& config) {
   out.unmeasured_penalty = pod.contention_class == ContentionClass::kLatencyCritical
                                ? config.unmeasured_penalty * p.unmeasured_share
                                : 0.0;
-  out.cost =
-      std::clamp(harm.to_incoming + harm.to_residents +
-                     config.numa_weight * pod.sensitivity * numa_penalty + out.unmeasured_penalty,
-                 0.0, 1.0);
-  const double raw = 10.0 * (1.0 - out.cost);
+  double raw;
+  if (config.interference.enabled) {
+    // Predicted harm in slowdown units, score_step per point (issue 22).
+    out.cost =
+        std::clamp(harm.to_incoming + harm.to_residents +
+                       config.numa_weight * pod.sensitivity * numa_penalty + out.unmeasured_penalty,
+                   0.0, 10.0);
+    raw = std::clamp(10.0 - out.cost / std::max(1e-6, config.interference.score_step), 0.0, 10.0);
+  } else {
+    out.cost =
+        std::clamp(harm.to_incoming + harm.to_residents +
+                       config.numa_weight * pod.sensitivity * numa_penalty + out.unmeasured_penalty,
+                   0.0, 1.0);
+    raw = 10.0 * (1.0 - out.cost);
+  }
   const double target = BlindScore(pod, config);
   const double blended = target + out.confidence * (raw - target);
   out.score = static_cast<int>(std::clamp(RoundHalfAwayFromZero(blended), 0L, 10L));
+}
+
+// The bandwidth headroom filter is the strict mode's (or the pressure
+// model's, with interference off); the harm filter judges bandwidth by the
+// slowdown it causes.
+inline bool StrictHeadroom(const ModelConfig& config) {
+  return !config.interference.enabled || config.isolate_latency_critical;
 }
 
 // Which isolation conflict the pod meets on this node, node-wide (residents
@@ -486,15 +668,12 @@ void EvaluateLoaded(const PodRequest& pod, const NodeProfile& p, const InFlightT
     const double resident_membw = numa.membw + in_flight.membw(n);
     const double utilisation = (resident_membw + pod.membw_bytes_per_second) / numa.peak_membw;
     out.membw_utilisation = utilisation;
-    if (latency_critical && utilisation > config.membw_headroom) {
+    if (latency_critical && StrictHeadroom(config) && utilisation > config.membw_headroom) {
       return RejectFormat(out,
                           "membw %.0f%% > %.0f%% on NUMA node %u (where the kubelet will pin it)",
                           utilisation * 100, config.membw_headroom * 100, numa.id);
     }
     Harm harm;
-    AddResource(resident_membw, pod.membw_bytes_per_second, numa.peak_membw,
-                std::max(numa.resident_sensitivity, in_flight.numa_sensitivity(n)), pod.sensitivity,
-                config.membw_weight, membw_cost, harm);
     // The L3 domain of the lowest free core (the static policy packs from there).
     int domain = -1;
     for (size_t d = numa.l3_begin; d < numa.l3_end; ++d) {
@@ -504,15 +683,24 @@ void EvaluateLoaded(const PodRequest& pod, const NodeProfile& p, const InFlightT
       }
     }
     if (domain < 0 && numa.l3_begin < numa.l3_end) domain = numa.l3_begin;
-    if (domain >= 0 && l3_domains[domain].size_bytes > 0) {
+    if (config.interference.enabled) {
+      if (domain >= 0) out.l3_domain = static_cast<int32_t>(l3_domains[domain].id);
+      if (!JudgeSlowdown(pod, p, in_flight, static_cast<int>(n), domain, config, out, harm)) return;
+    } else {
+      // The pressure model (interference off): cost of utilisation by resource.
+      AddResource(resident_membw, pod.membw_bytes_per_second, numa.peak_membw,
+                  std::max(numa.resident_sensitivity, in_flight.numa_sensitivity(n)),
+                  pod.sensitivity, config.membw_weight, membw_cost, harm);
+      if (domain >= 0 && l3_domains[domain].size_bytes > 0) {
       const L3Profile& l3 = l3_domains[domain];
       out.l3_domain = static_cast<int32_t>(l3.id);
       out.l3_pressure =
           AddResource(l3.occupancy_bytes + in_flight.llc(domain), pod.llc_bytes, l3.size_bytes,
                       std::max(l3.resident_sensitivity, in_flight.l3_sensitivity(domain)),
                       pod.sensitivity, config.l3_weight, L3Cost, harm);
-    } else if (domain >= 0) {
-      out.l3_domain = static_cast<int32_t>(l3_domains[domain].id);
+      } else if (domain >= 0) {
+        out.l3_domain = static_cast<int32_t>(l3_domains[domain].id);
+      }
     }
     // SMT: a sensitive pod that would share a core with a sibling thread pays
     // for it (docs/scoring.md section 4).
@@ -543,7 +731,8 @@ void EvaluateLoaded(const PodRequest& pod, const NodeProfile& p, const InFlightT
       worst = static_cast<int>(n);
     }
   }
-  if (latency_critical && worst >= 0 && worst_utilisation > config.membw_headroom) {
+  if (latency_critical && StrictHeadroom(config) && worst >= 0 &&
+      worst_utilisation > config.membw_headroom) {
     return RejectFormat(out, "membw %.0f%% > %.0f%% on NUMA node %u", worst_utilisation * 100,
                         config.membw_headroom * 100, numa_nodes[worst].id);
   }
@@ -564,6 +753,10 @@ void EvaluateLoaded(const PodRequest& pod, const NodeProfile& p, const InFlightT
   out.l3_pressure = max_pressure;
   out.membw_utilisation = worst_utilisation;
   if (numa_count == 1) out.numa_node = static_cast<int32_t>(numa_nodes[0].id);
+  if (config.interference.enabled) {
+    harm = Harm();
+    if (!JudgeSlowdown(pod, p, in_flight, -1, -1, config, out, harm)) return;
+  }
   // Spread threads reach remote memory; on one NUMA node they cannot.
   const double numa_penalty = max_weight > 0 ? 1.0 - max_weight : 0.0;
   Finish(out, harm, numa_penalty, pod, p, config);
@@ -621,6 +814,8 @@ void EvaluateNode(const PodRequest& pod, const NodeProfile* profile,
   out.spans_numa = false;
   out.topology_policy = 0;
   out.least_harm = false;
+  out.predicted_slowdown = 0;
+  out.worst_resident_slowdown = 0;
   if (profile == nullptr) return;  // no telemetry: fail open, blind score
   const NodeProfile& p = *profile;
   out.confidence = Confidence(p, now, config);
@@ -654,13 +849,16 @@ void EvaluateNodeLeastHarm(const PodRequest& pod, const NodeProfile* profile,
   relaxed.isolate_latency_critical = false;
   relaxed.isolate_batch = false;
   relaxed.membw_headroom = std::numeric_limits<double>::infinity();
+  relaxed.interference.max_slowdown = std::numeric_limits<double>::infinity();
+  relaxed.interference.min_added_slowdown = std::numeric_limits<double>::infinity();
   EvaluateNode(pod, profile, bookings, now, relaxed, out, fold);
   out.least_harm = out.feasible;
 }
 
 bool IsSoftRejection(const NodeDecision& d) {
   return !d.feasible && d.has_telemetry &&
-         (d.reason.starts_with("isolation") || d.reason.starts_with("membw"));
+         (d.reason.starts_with("isolation") || d.reason.starts_with("membw") ||
+          d.reason.starts_with("interference"));
 }
 
 }  // namespace neighborly::extender

@@ -60,6 +60,41 @@ struct PriorConfig {
   double max_cpus = 64;  // no prior grows beyond this many CPUs' worth
 };
 
+// Predicted slowdown (issue 22, model/interference.h, docs/scoring.md section 4).
+struct InterferenceConfig {
+  // Filter on predicted slowdown: a node is refused where a latency-critical
+  // pod, incoming or resident, would be slowed beyond its tolerance
+  // (annotation neighborly.io/max-slowdown, else this).
+  bool enabled = true;
+  double max_slowdown = 1.2;
+  // A resident already past its tolerance refuses only placements that add
+  // at least this much to its slowdown (it is not the incoming pod's doing).
+  double min_added_slowdown = 0.01;
+  // Hits per second per byte of working set: what a lost line costs in misses,
+  // and the hit share of a pod's L3 access rate (the seed's article service:
+  // 12.2 MB lost, 5.4 GB/s more traffic -> ~440/s).
+  double reuse_per_second = 400;
+  // Loaded latency 1 + latency_scale x u / (1 - u), u capped at
+  // max_utilisation, the factor at max_latency_factor.
+  double latency_scale = 0.3;
+  double max_utilisation = 0.95;
+  double max_latency_factor = 4.0;
+  // Class priors for a workload not yet fitted: cache sensitivity (slowdown
+  // at the whole working set lost, minus 1) and memory-bound share.
+  double latency_critical_cache_sensitivity = 0.6;
+  double latency_critical_membw_sensitivity = 0.4;
+  double standard_cache_sensitivity = 0.4;
+  double standard_membw_sensitivity = 0.3;
+  double batch_cache_sensitivity = 0.15;
+  double batch_membw_sensitivity = 0.5;
+  // Score: 10 - harm / score_step, harm = weighted predicted added slowdown
+  // (0.03: three points of slowdown per score point).
+  double score_step = 0.03;
+  // Residents whose slowdown each evaluation predicts, per node (the most
+  // sensitive first); the rest still count in their domain's demand.
+  int max_tracked_residents = 16;
+};
+
 struct ModelConfig {
   // --- classes ---
   std::vector<LabelRule> label_rules = {
@@ -76,9 +111,13 @@ struct ModelConfig {
   double aggressor_min_mpki = 5.0;
 
   // --- hard filters ---
-  bool isolate_latency_critical = true;  // no latency-critical pod beside batch/aggressors
-  bool isolate_batch = true;             // no batch pod beside latency-critical pods
-  double membw_headroom = 0.80;          // latency-critical: predicted utilisation limit
+  // Strict class isolation (off by default since issue 22: predicted harm
+  // decides; `model.isolation: strict` turns both on).
+  bool isolate_latency_critical = false;  // no latency-critical pod beside batch/aggressors
+  bool isolate_batch = false;             // no batch pod beside latency-critical pods
+  // Latency-critical: predicted utilisation limit (strict mode; the harm
+  // filter judges bandwidth by the slowdown it causes).
+  double membw_headroom = 0.80;
   bool numa_admission = true;            // the kubelet's topology manager, emulated (issue 14)
   // Isolation of pinned pods by socket: a pod the kubelet pins to a NUMA node
   // conflicts only with pods pinned there and with shared-pool pods (memory
@@ -90,8 +129,11 @@ struct ModelConfig {
   int64_t isolation_floor_membw_bytes_per_second = 200'000'000;
   // When isolation or bandwidth headroom refuses every candidate node (and no
   // node passes), pass the one whose predicted cost is lowest instead of
-  // leaving the pod Pending. Default: refuse. NUMA admission is never relaxed.
-  bool least_harm_fallback = false;
+  // leaving the pod Pending (issue 22: on by default). NUMA admission is never relaxed.
+  bool least_harm_fallback = true;
+  // Of the nodes the fallback looks at again, those whose predicted harm is
+  // within this much of the least pass (kube-scheduler chooses among them).
+  double least_harm_margin = 0.05;
 
   // --- footprints when a pod has no hints and no measurements ---
   Footprint default_latency_critical = {8 << 20, 2'000'000'000};
@@ -110,6 +152,8 @@ struct ModelConfig {
   // Bandwidth cost is u/(1-u) (waiting time of a single-server queue at
   // utilisation u) divided by this; it reaches 1 at u = q/(1+q), 90 % for 9.
   double membw_queue_scale = 9.0;
+
+  InterferenceConfig interference;
 
   // --- staleness ---
   int fresh_intervals = 3;  // confidence 1 while younger than this many intervals
@@ -144,6 +188,18 @@ struct ModelConfig {
   // --- in-flight bookings ---
   absl::Duration booking_ttl = absl::Seconds(30);
 };
+
+// The model before issue 22, still selectable: strict class isolation and
+// bandwidth headroom as hard filters, scores from utilisation pressure, no
+// least-harm fallback (config: interference.enabled false, isolation strict).
+inline ModelConfig PressureModelConfig() {
+  ModelConfig c;
+  c.interference.enabled = false;
+  c.isolate_latency_critical = true;
+  c.isolate_batch = true;
+  c.least_harm_fallback = false;
+  return c;
+}
 
 }  // namespace neighborly::extender
 

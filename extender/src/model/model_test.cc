@@ -69,7 +69,7 @@ class ModelTest : public ::testing::Test {
     EvaluateNode(MakePodRequest(pod, nullptr, config_), profile, bookings, now, config_, d);
     return d;
   }
-  ModelConfig config_;
+  ModelConfig config_ = PressureModelConfig();  // the strict pressure model these tests pin down
 };
 
 // --- classes and hints ---

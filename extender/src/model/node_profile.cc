@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <numeric>
 
+#include "extender/src/model/interference.h"
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/cpu_list.h"
@@ -30,6 +32,94 @@ struct Placement {
   std::vector<double> l3;
 };
 
+// A window is a victim's when its IPC is below this share of its workload's
+// baseline while its MPKI is above this multiple of its baseline.
+constexpr double kVictimIpcDrop = 0.85;
+constexpr double kVictimMpkiRise = 1.25;
+
+// Demand per L3 domain and each resident's predicted slowdown now; the most
+// sensitive residents tracked for evaluation (issue 22).
+void PredictResidents(const google::protobuf::RepeatedPtrField<tv1::PodReport>& pods_in,
+                      std::span<const Demand> demands,
+                      std::span<const std::vector<double>> l3_weights, const ModelConfig& config,
+                      NodeProfile& p) {
+  const InterferenceConfig& ic = config.interference;
+  for (L3Profile& l3 : p.l3) l3.demand_bytes = l3.cold_demand = 0;
+  for (size_t i = 0; i < demands.size(); ++i) {
+    const double cold = demands[i].Coldness(ic);
+    for (size_t d = 0; d < p.l3.size() && d < l3_weights[i].size(); ++d) {
+      const double share = l3_weights[i][d] * demands[i].llc_bytes;
+      p.l3[d].demand_bytes += share;
+      p.l3[d].cold_demand += share * cold;
+    }
+  }
+  // A domain's measured occupancy is not demand: a cache never empties, so a
+  // quiet node's L3 reads nearly full. Demand is its pods' working sets.
+  std::array<double, kMaxNumaNodes> latency;
+  for (size_t n = 0; n < p.numa.size(); ++n) {
+    latency[n] = LoadedLatency(p.numa[n].peak_membw > 0 ? p.numa[n].membw / p.numa[n].peak_membw
+                                                        : 0,
+                               ic);
+  }
+  std::vector<size_t> order;
+  for (size_t i = 0; i < demands.size(); ++i) {
+    const Demand& dm = demands[i];
+    const double cold = dm.Coldness(ic);
+    double slowdown = 0, weight = 0;
+    for (size_t d = 0; d < p.l3.size() && d < l3_weights[i].size(); ++d) {
+      const double w = l3_weights[i][d];
+      if (w <= 0) continue;
+      const double loss =
+          CacheLoss(cold, p.l3[d].demand_bytes, p.l3[d].cold_demand, p.l3[d].size_bytes);
+      slowdown += w * Slowdown(dm.cache_sensitivity, dm.membw_sensitivity, loss,
+                               latency[p.l3[d].numa_index]);
+      weight += w;
+    }
+    p.pods[i].slowdown = weight > 0 ? slowdown / weight : 1.0;
+    if (dm.llc_bytes > 0 || dm.membw_bytes_per_second > 0) order.push_back(i);
+  }
+  // Latency-critical first, then by how much their slowdown counts.
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    if ((demands[a].tolerance > 0) != (demands[b].tolerance > 0)) return demands[a].tolerance > 0;
+    return demands[a].harm_weight > demands[b].harm_weight;
+  });
+  const size_t cap = static_cast<size_t>(std::max(0, ic.max_tracked_residents));
+  for (size_t i : order) {
+    const Demand& dm = demands[i];
+    size_t entries = 0;
+    for (size_t d = 0; d < p.l3.size() && d < l3_weights[i].size(); ++d) {
+      entries += l3_weights[i][d] > 0 ? 1 : 0;
+    }
+    if (entries == 0 || p.tracked.size() + entries > cap) continue;
+    const double cold = dm.Coldness(ic);
+    const int32_t name_index = static_cast<int32_t>(p.tracked_names.size());
+    p.tracked_names.push_back(
+        absl::StrCat(pods_in[static_cast<int>(i)].namespace_(), "/",
+                     pods_in[static_cast<int>(i)].name()));
+    for (size_t d = 0; d < p.l3.size() && d < l3_weights[i].size(); ++d) {
+      const double w = l3_weights[i][d];
+      if (w <= 0) continue;
+      TrackedResident t;
+      t.llc_bytes = w * dm.llc_bytes;
+      t.coldness = cold;
+      t.cache_sensitivity = dm.cache_sensitivity;
+      t.membw_sensitivity = dm.membw_sensitivity;
+      t.tolerance = dm.tolerance;
+      t.harm_weight = dm.harm_weight;
+      t.share = w;
+      t.slowdown = p.pods[i].slowdown;
+      t.cache_loss = CacheLoss(cold, p.l3[d].demand_bytes, p.l3[d].cold_demand, p.l3[d].size_bytes);
+      t.domain_slowdown = Slowdown(dm.cache_sensitivity, dm.membw_sensitivity, t.cache_loss,
+                                   latency[p.l3[d].numa_index]);
+      t.l3_index = static_cast<uint16_t>(d);
+      t.numa_index = p.l3[d].numa_index;
+      t.pod_index = static_cast<int32_t>(i);
+      t.name_index = name_index;
+      p.tracked.push_back(t);
+    }
+  }
+}
+
 }  // namespace
 
 ResidentPod ClassifyResident(const tv1::PodReport& pod, const ModelConfig& config,
@@ -41,6 +131,14 @@ ResidentPod ClassifyResident(const tv1::PodReport& pod, const ModelConfig& confi
     out.contention_class = declared->contention_class;
     out.source = declared->source;
     return out;
+  }
+  // A Guaranteed pod with whole cores is never demoted to batch by
+  // measurement alone (issue 22): a squeezed service misses like a streamer.
+  const bool protected_qos =
+      pod.qos_class() == tv1::QOS_CLASS_GUARANTEED && !pod.exclusive_cpus().empty();
+  if (protected_qos) {
+    membw_share.reset();
+    l3_share.reset();
   }
   const bool bw_aggressor = membw_share && *membw_share >= config.aggressor_membw_share;
   const bool mpki_ok = !pod.has_llc_misses_per_kilo_instructions() ||
@@ -57,7 +155,8 @@ ResidentPod ClassifyResident(const tv1::PodReport& pod, const ModelConfig& confi
     return out;
   }
   // Its workload's verdict holds through quiet windows (hysteresis).
-  if (knowledge != nullptr && knowledge->workload != nullptr && knowledge->workload->aggressor) {
+  if (!protected_qos && knowledge != nullptr && knowledge->workload != nullptr &&
+      knowledge->workload->aggressor) {
     out.contention_class = ContentionClass::kBatch;
     out.source = ClassSource::kMeasured;
     out.aggressor = true;
@@ -231,6 +330,8 @@ NodeProfile BuildNodeProfile(const tv1::NodeReport& report, const ModelConfig& c
   double total_bw = 0, unmeasured_bw = 0;
   std::vector<int64_t> used_memory(numa_count, 0);
   p.pods.resize(pods_in.size());
+  std::vector<Demand> demands(pods_in.size());
+  std::vector<std::vector<double>> l3_weights(pods_in.size());
   for (int i = 0; i < pods_in.size(); ++i) {
     const tv1::PodReport& pod = pods_in[i];
     Placement w{std::vector<double>(numa_count, 0), std::vector<double>(p.l3.size(), 0)};
@@ -272,6 +373,7 @@ NodeProfile BuildNodeProfile(const tv1::NodeReport& report, const ModelConfig& c
     }
     const size_t home_numa =
         numa_count == 0 ? 0 : std::max_element(w.numa.begin(), w.numa.end()) - w.numa.begin();
+    l3_weights[i] = w.l3;
     const size_t home_l3 =
         p.l3.empty() ? 0 : std::max_element(w.l3.begin(), w.l3.end()) - w.l3.begin();
 
@@ -284,17 +386,40 @@ NodeProfile BuildNodeProfile(const tv1::NodeReport& report, const ModelConfig& c
       measured_bw = static_cast<double>(pod.llc_misses_per_second()) * 64.0;
       bw_estimated = true;
     }
+    const ResidentKnowledge* k =
+        static_cast<size_t>(i) < knowledge.size() ? &knowledge[static_cast<size_t>(i)] : nullptr;
+    const WorkloadPrediction* fit = k != nullptr ? k->workload : nullptr;
+    // Issue 22: a window whose IPC fell while its misses rose, against its
+    // workload's uncontended baseline, is a victim's: its bandwidth is a
+    // symptom. Its demand is what it would move with its baseline misses
+    // and IPC (traffic ~ MPKI x IPC); an aggressor's holds whatever happens.
+    bool victim = false;
+    std::optional<double> solo_bw = measured_bw;
+    if (measured_bw && fit != nullptr && fit->baseline_ipc && fit->baseline_mpki &&
+        pod.has_ipc() && pod.has_llc_misses_per_kilo_instructions() && pod.ipc() > 0 &&
+        pod.llc_misses_per_kilo_instructions() > 0) {
+      const double ipc = pod.ipc(), mpki = pod.llc_misses_per_kilo_instructions();
+      victim = ipc < kVictimIpcDrop * *fit->baseline_ipc &&
+               mpki > kVictimMpkiRise * *fit->baseline_mpki;
+      if (victim) {
+        solo_bw = *measured_bw * (*fit->baseline_mpki / mpki) * (*fit->baseline_ipc / ipc);
+        solo_bw = std::min(*solo_bw, *measured_bw);
+      }
+    }
+    if (fit != nullptr && fit->solo_membw_bytes_per_second && measured_bw &&
+        fit->fit_confidence >= 0.5) {
+      solo_bw = std::min(*solo_bw, std::max(*fit->solo_membw_bytes_per_second, 0.0));
+    }
     std::optional<double> membw_share, l3_share;
-    if (measured_bw && numa_count > 0) membw_share = *measured_bw / p.numa[home_numa].peak_membw;
+    if (solo_bw && numa_count > 0) membw_share = *solo_bw / p.numa[home_numa].peak_membw;
     if (pod.has_llc_occupancy_bytes() && !p.l3.empty() && p.l3[home_l3].size_bytes > 0) {
       l3_share = static_cast<double>(pod.llc_occupancy_bytes()) / p.l3[home_l3].size_bytes;
     }
-    const ResidentKnowledge* k =
-        static_cast<size_t>(i) < knowledge.size() ? &knowledge[static_cast<size_t>(i)] : nullptr;
     const RememberedPod* known =
         k != nullptr ? k->remembered : (remembered ? remembered(pod.uid()) : nullptr);
     ResidentPod& resident = p.pods[i];
-    resident = ClassifyResident(pod, config, known, membw_share, l3_share, k);
+    resident = ClassifyResident(pod, config, known, victim ? std::nullopt : membw_share, l3_share, k);
+    resident.victim = victim;
 
     // "namespace/name" only for the first pod of each conflicting class.
     auto who = [&pod] { return absl::StrCat(pod.namespace_(), "/", pod.name()); };
@@ -371,6 +496,24 @@ NodeProfile BuildNodeProfile(const tv1::NodeReport& report, const ModelConfig& c
     }
     resident.llc_bytes = llc;
     resident.membw_bytes_per_second = bw;
+    // What it needs: the working set it had room for (its workload's, its
+    // hint), never less than it holds now; its traffic alone.
+    {
+      double llc_demand = llc;
+      if (!booked) {
+        if (hints.llc_bytes) llc_demand = std::max(llc_demand, static_cast<double>(*hints.llc_bytes));
+        if (fit != nullptr && fit->llc_demand_bytes) {
+          llc_demand = std::max(llc_demand, *fit->llc_demand_bytes);
+        }
+      }
+      const double solo = booked ? 0.0 : (solo_bw ? *solo_bw : bw);
+      resident.llc_demand_bytes = llc_demand;
+      resident.solo_membw_bytes_per_second = solo;
+      demands[i] = PodDemand(resident.contention_class, llc_demand, solo, fit,
+                             ParseMaxSlowdown(FindValue(pod.annotations(), kMaxSlowdownAnnotation),
+                                              nullptr),
+                             config);
+    }
     total_bw += bw;
     if (!pod.has_membw_total_bytes_per_second()) unmeasured_bw += bw_estimated ? bw * 0.5 : bw;
 
@@ -386,8 +529,16 @@ NodeProfile BuildNodeProfile(const tv1::NodeReport& report, const ModelConfig& c
     if (pod.has_ipc()) o.ipc = pod.ipc();
     if (pod.has_cpu_usage_millicores())
       o.cpu_millicores = static_cast<double>(pod.cpu_usage_millicores());
-    o.membw_share = membw_share;
+    o.membw_share = victim ? std::nullopt : membw_share;
     o.l3_share = l3_share;
+    o.victim = victim;
+    if (llc_measured && fit != nullptr && fit->llc_demand_bytes && *fit->llc_demand_bytes > 0) {
+      o.cache_loss = std::clamp(1.0 - llc / *fit->llc_demand_bytes, 0.0, 1.0);
+    }
+    if (numa_count > 0 && p.numa[home_numa].membw_measured && p.numa[home_numa].peak_membw > 0) {
+      o.latency_factor =
+          LoadedLatency(p.numa[home_numa].membw / p.numa[home_numa].peak_membw, config.interference);
+    }
     resident.measured = o.llc_bytes || o.membw_bytes_per_second || o.ipc || o.mpki;
 
     // Streamers below the aggressor threshold still add up on their NUMA nodes.
@@ -437,6 +588,7 @@ NodeProfile BuildNodeProfile(const tv1::NodeReport& report, const ModelConfig& c
                                   : pred_l3_occ[d];
   }
   p.unmeasured_share = total_bw > 0 ? unmeasured_bw / total_bw : 0;
+  PredictResidents(pods_in, demands, l3_weights, config, p);
   // Several streamers that together take an aggressor's share of a NUMA node
   // are judged as one aggressor (a group) by isolation.
   for (size_t n = 0; n < numa_count; ++n) {

@@ -55,11 +55,35 @@ struct NumaProfile {
 struct L3Profile {
   double size_bytes = 0;
   double occupancy_bytes = 0;  // measured, else predicted from pods
+  // What the residents *need* here (issue 22): the sum of their working sets
+  // (never below the measured occupancy) and of working set x coldness
+  // (model/interference.h, CacheLoss).
+  double demand_bytes = 0;
+  double cold_demand = 0;
   double shared_weight = 0;
   double resident_sensitivity = 0;
   uint32_t id = 0;
   uint16_t numa_index = 0;  // its NUMA node: NodeProfile::numa[numa_index]
   bool occupancy_measured = false;
+};
+
+// One resident whose slowdown evaluation predicts, on one L3 domain it uses
+// (a shared-pool pod has one entry per domain, by its share there).
+struct TrackedResident {
+  double llc_bytes = 0;  // its working set on this domain (share x demand)
+  double coldness = 0;   // seconds between touches of one of its lines (Demand::Coldness)
+  double cache_sensitivity = 0;
+  double membw_sensitivity = 0;
+  double tolerance = 0;    // > 0: latency-critical, refuse beyond
+  double harm_weight = 0;  // class sensitivity
+  double share = 1;        // of its CPUs on this domain
+  double slowdown = 1;     // predicted now, over all its domains
+  double cache_loss = 0;   // fraction of its working set lost here now
+  double domain_slowdown = 1;  // its slowdown from this domain and its NUMA node alone
+  uint16_t l3_index = 0;   // NodeProfile::l3
+  uint16_t numa_index = 0;
+  int32_t pod_index = 0;   // report.pods() / NodeProfile::pods
+  int32_t name_index = 0;  // NodeProfile::tracked_names
 };
 
 // Classification of one pod of the report (same index as report.pods()).
@@ -79,6 +103,12 @@ struct ResidentPod {
       footprint_source;  // "measured" | "estimated" | "workload" | "hint" | "prior" | "booked"
   // A batch pod whose footprint is below the isolation floors: it blocks no node.
   bool tiny = false;
+  // Issue 22: what it needs (working set, solo bandwidth) and its predicted
+  // slowdown here now.
+  double llc_demand_bytes = 0;
+  double solo_membw_bytes_per_second = 0;
+  double slowdown = 1;
+  bool victim = false;  // its IPC fell while its misses rose: squeezed, not an aggressor
 };
 
 // What the extender knows about a reported pod beyond the report (parallel to
@@ -113,6 +143,10 @@ struct NodeProfile {
   // Share of the residents' predicted bandwidth the node could not measure
   // (0: all measured; estimates from LLC misses count half).
   double unmeasured_share = 0;
+  // The residents whose slowdown a placement here is judged by, most
+  // sensitive first (at most interference.max_tracked_residents entries).
+  std::vector<TrackedResident> tracked;  // a pod's entries are consecutive
+  std::vector<std::string> tracked_names;  // "namespace/name" of each tracked pod, for reasons
   absl::InlinedVector<NumaProfile, 2> numa;  // in report order
   absl::InlinedVector<L3Profile, 2> l3;      // grouped by NUMA node (see NumaProfile::l3_begin)
   // The isolation rejections, formatted once per report rather than per request:

@@ -56,7 +56,7 @@ class PlacementTest : public ::testing::Test {
     EvaluateNode(MakePodRequest(pod, nullptr, config_), &p, bookings, kT0, config_, d);
     return d;
   }
-  ModelConfig config_;
+  ModelConfig config_ = PressureModelConfig();  // the strict pressure model these tests pin down
 };
 
 TEST_F(PlacementTest, PinnedPodIsEvaluatedOnTheNumaNodeTheKubeletPicks) {

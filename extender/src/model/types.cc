@@ -75,8 +75,19 @@ std::vector<Term> ExplainTerms(const NodeDecision& d) {
                                             : "shared pool (all NUMA nodes)";
   if (d.least_harm) {
     terms.push_back({"least_harm_fallback", 1,
-                     "isolation or bandwidth headroom refused every candidate node; this one "
-                     "has the lowest predicted cost (model.leastHarmFallback)"});
+                     "predicted interference (or strict isolation) refused every candidate node; "
+                     "this one is among the least harmful (model.leastHarmFallback)"});
+  }
+  if (d.predicted_slowdown > 0) {
+    terms.push_back({"predicted_slowdown", d.predicted_slowdown,
+                     absl::StrFormat("the pod's predicted slowdown here: %.2fx",
+                                     d.predicted_slowdown)});
+  }
+  if (d.worst_resident_slowdown > 0) {
+    terms.push_back({"resident_slowdown", d.worst_resident_slowdown,
+                     absl::StrFormat("a latency-critical resident's predicted slowdown with the "
+                                     "pod here: %.2fx",
+                                     d.worst_resident_slowdown)});
   }
   if (d.exclusive_cpus > 0) {
     static constexpr std::string_view kWhy[] = {
@@ -98,15 +109,17 @@ std::vector<Term> ExplainTerms(const NodeDecision& d) {
                       "; why: ", Av(kWhy[std::min<size_t>(d.topology_policy, 3)]))});
   }
   terms.push_back({"l3_pressure", d.l3_pressure,
-                   absl::StrFormat("predicted L3 occupancy %.0f%% of capacity on %s",
+                   absl::StrFormat("predicted L3 demand (working sets) %.0f%% of capacity on %s",
                                    d.l3_pressure * 100, where)});
   terms.push_back({"membw_utilisation", d.membw_utilisation,
                    absl::StrFormat("predicted memory bandwidth %.0f%% of peak on %s",
                                    d.membw_utilisation * 100, numa)});
   terms.push_back({"harm_to_incoming", d.harm_to_incoming,
-                   "interference the pod would suffer from the node's residents"});
+                   "interference the pod would suffer from the node's residents (its class weight "
+                   "x predicted slowdown - 1)"});
   terms.push_back({"harm_to_residents", d.harm_to_residents,
-                   "interference the pod would cause the node's sensitive residents"});
+                   "interference the pod would cause the node's residents (their class weights x "
+                   "the slowdown it adds them)"});
   terms.push_back({"numa_penalty", d.numa_penalty,
                    d.numa_penalty > 0 ? "pod's CPUs/memory would not stay on one NUMA node"
                                       : "pod fits on one NUMA node"});

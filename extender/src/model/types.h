@@ -94,6 +94,10 @@ struct NodeDecision {
   uint8_t topology_policy = 0;  // the node's topologyManagerPolicy (TopologyPolicy)
   // Passed by the least-harm fallback: isolation / headroom refused every node.
   bool least_harm = false;
+  // Issue 22: the incoming pod's predicted slowdown here (0: not predicted),
+  // and for a refusal by a resident, that resident's.
+  double predicted_slowdown = 0;
+  double worst_resident_slowdown = 0;
 };
 
 // Terms of a decision as text, for the operator API, logs and explanations.

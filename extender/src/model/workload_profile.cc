@@ -12,6 +12,12 @@ namespace {
 // below float's range: buckets are floats.
 constexpr double kRebaseAbove = 0x1p40;
 
+// The working set is what replicas held in their roomiest windows (a squeezed
+// replica holds less than it needs; issue 22).
+constexpr double kDemandQuantile = 0.99;
+// Windows of IPC and MPKI before their uncontended baselines are trusted.
+constexpr double kBaselineWindows = 10;
+
 // 2^(-elapsed / half_life): what a decayed maximum keeps of itself.
 double DecayFactor(absl::Time then, absl::Time now, absl::Duration half_life) {
   if (then == absl::InfinitePast()) return 0;
@@ -147,6 +153,7 @@ void WorkloadProfile::Add(const WorkloadObservation& o, uint64_t node, absl::Tim
   if (!(growth < kRebaseAbove)) {
     const double down = 1.0 / growth;
     for (DecayedStat& s : stats_) s.Scale(down);
+    fit_.Scale(down);
     windows_weight_ *= down;
     membw_estimated_weight_ *= down;
     for (auto& entry : nodes_) entry.second *= down;
@@ -167,6 +174,13 @@ void WorkloadProfile::Add(const WorkloadObservation& o, uint64_t node, absl::Tim
   add(WorkloadMetric::kIpc, o.ipc);
   add(WorkloadMetric::kCpu, o.cpu_millicores);
   if (o.membw_bytes_per_second && o.membw_estimated) membw_estimated_weight_ += w;
+  if (o.ipc && *o.ipc > 0 && o.cache_loss && o.latency_factor) {
+    fit_.Add({.cache_loss = *o.cache_loss,
+              .latency_factor = *o.latency_factor,
+              .cpi = 1.0 / *o.ipc,
+              .membw = o.membw_estimated ? std::nullopt : o.membw_bytes_per_second},
+             w);
+  }
 
   const absl::Duration peak_half_life = config.workloads.peak_half_life;
   // An estimated bandwidth (from LLC misses, a lower bound) still counts for
@@ -269,6 +283,29 @@ WorkloadPrediction WorkloadProfile::Predict(absl::Time now, const ModelConfig& c
   }
   p.aggressor = aggressor_;
   p.aggressor_why = aggressor_why_;
+  // Issue 22: working set, baselines and the interference fit.
+  const DecayedStat& llc = stats_[static_cast<int>(WorkloadMetric::kLlc)];
+  if (llc.weight() > 0) p.llc_demand_bytes = llc.Quantile(kDemandQuantile);
+  const DecayedStat& ipc = stats_[static_cast<int>(WorkloadMetric::kIpc)];
+  const DecayedStat& mpki = stats_[static_cast<int>(WorkloadMetric::kMpki)];
+  if (ipc.weight() / growth >= kBaselineWindows && mpki.weight() / growth >= kBaselineWindows) {
+    p.baseline_ipc = ipc.Quantile(0.9);
+    p.baseline_mpki = mpki.Quantile(0.1);
+  }
+  const InterferenceConfig& ic = config.interference;
+  InterferenceFit::Prior prior{.cache_sensitivity = ic.standard_cache_sensitivity,
+                               .membw_sensitivity = ic.standard_membw_sensitivity,
+                               .traffic_slope = ic.reuse_per_second * p.llc_demand_bytes.value_or(0),
+                               .strength = 1.0};
+  if (std::optional<InterferenceFit::Result> r = fit_.Solve(prior)) {
+    // How much the data, not the prior, decided the slope: the windows'
+    // information on it (weight x variance of the loss) against the prior's.
+    const double info = (r->windows / growth) * r->cache_loss_spread * r->cache_loss_spread;
+    p.fit_confidence = info / (info + prior.strength);
+    p.cache_sensitivity = r->cache_sensitivity;
+    p.membw_sensitivity = r->membw_sensitivity;
+    if (r->solo_membw) p.solo_membw_bytes_per_second = *r->solo_membw;
+  }
   return p;
 }
 
@@ -288,6 +325,7 @@ WorkloadProfile::Saved WorkloadProfile::Save() const {
   s.aggressor_since = aggressor_since_;
   s.last_above = last_above_;
   s.nodes = nodes_;
+  s.fit = fit_.sums();
   return s;
 }
 
@@ -307,6 +345,7 @@ WorkloadProfile WorkloadProfile::Restore(const Saved& s) {
   p.aggressor_since_ = s.aggressor_since;
   p.last_above_ = s.last_above;
   p.nodes_ = s.nodes;
+  p.fit_ = InterferenceFit::Restore(s.fit);
   return p;
 }
 

@@ -19,6 +19,7 @@
 #include <string>
 
 #include "absl/time/time.h"
+#include "extender/src/model/interference_fit.h"
 #include "extender/src/model/model_config.h"
 
 namespace neighborly::extender {
@@ -37,6 +38,13 @@ struct WorkloadObservation {
   std::optional<double> membw_share;
   std::optional<double> l3_share;
   uint64_t pod_uid_hash = 0;  // counts distinct replicas
+  // Issue 22: the window's context, for the interference fit. Its IPC fell
+  // while its misses rose (its bandwidth shares are then left out of the
+  // aggressor verdict); the fraction of its workload's working set it did not
+  // hold; its NUMA node's loaded latency.
+  bool victim = false;
+  std::optional<double> cache_loss;
+  std::optional<double> latency_factor;
 };
 
 // A value's decayed distribution: log-spaced buckets (three per octave from
@@ -85,6 +93,15 @@ struct WorkloadPrediction {
   bool membw_estimated = false;  // bandwidth came (partly) from LLC misses, not MBM
   bool aggressor = false;
   std::string aggressor_why;  // "recent peak membw 44% of its NUMA node's peak"
+  // Issue 22: what the workload needs and how it suffers, fitted from its
+  // replica-windows (absent: not enough evidence; the class prior applies).
+  std::optional<double> llc_demand_bytes;             // working set when it had room
+  std::optional<double> solo_membw_bytes_per_second;  // traffic with its whole working set
+  std::optional<double> cache_sensitivity;            // CPI slope over working set lost
+  std::optional<double> membw_sensitivity;            // CPI slope over loaded latency
+  double fit_confidence = 0;                          // 0..1
+  std::optional<double> baseline_ipc;   // its IPC uncontended (the high percentile)
+  std::optional<double> baseline_mpki;  // its MPKI uncontended (the low percentile)
 };
 
 // The per-metric summary the operator API shows.
@@ -103,6 +120,7 @@ class WorkloadProfile {
   std::optional<WorkloadMetricSummary> Summary(WorkloadMetric m, const ModelConfig& config) const;
 
   bool aggressor() const { return aggressor_; }
+  const InterferenceFit& fit() const { return fit_; }
   const std::string& aggressor_why() const { return aggressor_why_; }
   absl::Time aggressor_since() const { return aggressor_since_; }
   absl::Time last_update() const { return last_update_; }
@@ -124,6 +142,7 @@ class WorkloadProfile {
     absl::Time aggressor_since;
     absl::Time last_above;
     std::array<std::pair<uint64_t, double>, 16> nodes{};
+    std::array<double, InterferenceFit::kSums> fit{};
   };
   Saved Save() const;
   static WorkloadProfile Restore(const Saved& saved);
@@ -140,6 +159,7 @@ class WorkloadProfile {
   absl::Time last_update_ = absl::InfinitePast();
   double windows_weight_ = 0;  // sum of update weights (replica-windows, scaled)
   std::array<DecayedStat, kWorkloadMetrics> stats_;
+  InterferenceFit fit_;
   double membw_estimated_weight_ = 0;
   double peak_membw_share_ = 0;
   double peak_l3_share_ = 0;

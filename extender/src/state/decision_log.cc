@@ -41,6 +41,8 @@ LoggedDecision::PerNode LoggedDecision::Pack(uint32_t name_end, uint32_t reason_
       static_cast<float>(d.harm_to_residents),
       static_cast<float>(d.numa_penalty),
       static_cast<float>(d.unmeasured_penalty),
+      static_cast<float>(d.predicted_slowdown),
+      static_cast<float>(d.worst_resident_slowdown),
       narrow(d.numa_node),
       narrow(d.l3_domain),
       static_cast<int8_t>(d.score),
@@ -120,6 +122,8 @@ NodeDecision LoggedDecision::decision(size_t i) const {
   d.harm_to_residents = p.harm_to_residents;
   d.numa_penalty = p.numa_penalty;
   d.unmeasured_penalty = p.unmeasured_penalty;
+  d.predicted_slowdown = p.predicted_slowdown;
+  d.worst_resident_slowdown = p.worst_resident_slowdown;
   d.numa_node = p.numa_node;
   d.l3_domain = p.l3_domain;
   d.exclusive_cpus = p.exclusive_cpus;

@@ -69,7 +69,7 @@ struct LoggedDecision {
     uint32_t name_end;    // into names_
     uint32_t reason_end;  // into reasons_
     float cost, confidence, l3_pressure, membw_utilisation, harm_to_incoming, harm_to_residents,
-        numa_penalty, unmeasured_penalty;
+        numa_penalty, unmeasured_penalty, predicted_slowdown, worst_resident_slowdown;
     int16_t numa_node, l3_domain;
     int8_t score;
     uint8_t flags;  // kFeasible | kHasTelemetry

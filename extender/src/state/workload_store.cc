@@ -145,7 +145,8 @@ std::string WorkloadStore::ToJson() const {
                      {"aggressor_why", s.aggressor_why},
                      {"aggressor_since_unix_ns", TimeToJson(s.aggressor_since)},
                      {"last_above_unix_ns", TimeToJson(s.last_above)},
-                     {"nodes", std::move(nodes)}});
+                     {"nodes", std::move(nodes)},
+                     {"fit", s.fit}});
     }
   }
   return out.dump();
@@ -198,6 +199,15 @@ absl::Status WorkloadStore::FromJson(std::string_view json) {
     }
     s.aggressor = aggressor->get<bool>();
     s.aggressor_why = why->get<std::string>();
+    // The interference fit's sums (issue 22; absent in older state files).
+    if (auto fit = w.find("fit"); fit != w.end()) {
+      if (!fit->is_array() || fit->size() != s.fit.size()) return bad("fit malformed");
+      for (size_t i = 0; i < s.fit.size(); ++i) {
+        if (!(*fit)[i].is_number()) return bad("fit malformed");
+        s.fit[i] = (*fit)[i].get<double>();
+        if (!std::isfinite(s.fit[i])) return bad("fit malformed");
+      }
+    }
     auto stats = w.find("stats");
     if (stats == w.end() || !stats->is_array() || stats->size() != kWorkloadMetrics) {
       return bad(absl::StrCat("stats must be an array of ", kWorkloadMetrics));
