@@ -132,7 +132,13 @@ TEST_F(WalkingSkeletonTest, ReferenceScenarioAcceptance) {
   for (const std::string& name : names) {
     const json detail = NodeDetail(name);
     for (const json& pod : detail["pods"]) {
-      if (pod["contentionClass"] == "latency-critical") with_latency_critical.insert(name);
+      // The cache-sensitive article service (18 MB working set): predicted
+      // harm, not class, refuses (issue 22), and a small latency-critical API
+      // on the other socket may share a node with a batch job within its 1.2x.
+      if (pod["contentionClass"] == "latency-critical" &&
+          pod["name"].get<std::string>().starts_with("article-service")) {
+        with_latency_critical.insert(name);
+      }
       // A bandwidth-heavy batch job or a measured aggressor (10 GB/s is a fifth
       // of a NUMA node's 50 GB/s peak in this scenario).
       const bool heavy = pod["membwTotalBytesPerSecond"].is_number() &&
@@ -152,8 +158,7 @@ TEST_F(WalkingSkeletonTest, ReferenceScenarioAcceptance) {
   ASSERT_FALSE(with_aggressor.empty());
   ASSERT_FALSE(numa_full.empty());
 
-  // 1. The batch job is never placed beside the article service (or any
-  //    latency-critical pod).
+  // 1. The batch job is never placed beside the article service.
   const json batch = LoadIncoming("analytics-ingest");
   const json batch_filter = Call("filter", batch, names);
   for (const std::string& node : with_latency_critical) {

@@ -90,7 +90,8 @@ json Owner(const std::string& kind, const std::string& name) {
 
 class PredictionScenarioTest : public ::testing::Test {
  protected:
-  void Start(const std::vector<std::string>& nodes, ModelConfig config = {}) {
+  // These scenarios pin down the strict pressure model (issue 22 scenarios: below).
+  void Start(const std::vector<std::string>& nodes, ModelConfig config = PressureModelConfig()) {
     core_ = std::make_unique<ExtenderCore>(config, clock_);
     Replace(nodes, "boot-1");
   }
@@ -162,7 +163,7 @@ TEST_F(PredictionScenarioTest, ReplicaOfAMeasuredUnlabelledAggressorKeepsOffLate
   const std::vector<std::string> names = {"article-node", "web-node"};
 
   // Before: with profiles off, replica 2 is a "standard" pod and may go beside the article service.
-  ModelConfig before;
+  ModelConfig before = PressureModelConfig();
   before.workloads.enabled = false;
   Start(nodes, before);
   Tick(40);
@@ -222,7 +223,7 @@ TEST_F(PredictionScenarioTest, WarmUpPodsCountAtTheirPredictedLoad) {
       NodeYaml("other", on_numa0("e", "ingest-5f6g7-eeeee", busy))};
   const json lc = PodJson("checkout-x2k4q", "shop", json::object(), json(), kLcResources, kLcHints);
 
-  ModelConfig before;
+  ModelConfig before = PressureModelConfig();
   before.workloads.enabled = false;
   before.priors.scale_with_cpus = false;
   Start(nodes, before);
@@ -257,7 +258,7 @@ TEST_F(PredictionScenarioTest, FourSubThresholdStreamersAreJudgedTogether) {
                      "membwTotalBytesPerSecond: 8000000000, llcMissesPerKiloInstructions: 20}\n");
   }
   const json lc = PodJson("checkout-x2k4q", "shop", json::object(), json(), kLcResources, kLcHints);
-  ModelConfig before;
+  ModelConfig before = PressureModelConfig();
   before.aggregate_streamers = false;
   Start({NodeYaml("streamers", pods)}, before);
   Tick(3);
@@ -298,7 +299,7 @@ TEST_F(PredictionScenarioTest, NodeWithoutRdtRanksBelowAMeasuredQuietNode) {
 TEST_F(PredictionScenarioTest, AggressorVerdictDoesNotFlapOverAPhasedWorkload) {
   const json lc = PodJson("checkout-x2k4q", "shop", json::object(), json(), kLcResources, kLcHints);
   for (bool profiles : {false, true}) {
-    ModelConfig config;
+    ModelConfig config = PressureModelConfig();
     config.workloads.enabled = profiles;
     Start({NodeYaml("scan-node", ScanPod("scan-1", "x2k4q", 22'100'000'000))}, config);
     Tick(60);  // busy

@@ -605,8 +605,15 @@ bool ExtenderCore::Impl::Reserve(const IncomingPod& pod, std::string_view node, 
         }
       }
       EvaluateNode(prepared.req, &snapshot->profile, others, now, config, decision);
-      booked =
-          ledger.Book(node, MakeBooking(pod.uid, prepared.req, decision, now + config.booking_ttl));
+      // The scheduler placed it here whatever the soft filters said (the
+      // least-harm fallback, another profile's choice): book where the
+      // kubelet will put it, which a soft refusal leaves unpredicted.
+      if (IsSoftRejection(decision)) {
+        EvaluateNodeLeastHarm(prepared.req, &snapshot->profile, others, now, config, decision);
+      }
+      Booking booking = MakeBooking(pod.uid, prepared.req, decision, now + config.booking_ttl);
+      booking.exact = true;
+      booked = ledger.Book(node, std::move(booking));
     } else {
       EvaluateNode(prepared.req, nullptr, {}, now, config, decision);
       ledger.ReleasePod(/*node=*/"", pod.uid);  // the pod goes here, not where it was booked

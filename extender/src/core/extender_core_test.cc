@@ -56,7 +56,7 @@ class ExtenderCoreTest : public ::testing::Test {
   }
 
   FakeClock clock_;
-  ModelConfig config_;
+  ModelConfig config_ = PressureModelConfig();  // these tests pin down strict isolation
   ExtenderCore core_{config_, clock_};
 };
 
@@ -161,7 +161,7 @@ TEST_F(ExtenderCoreTest, LeastHarmFallbackPassesTheCheapestWhenIsolationRefusesE
                  .labels = {{"workload-type", "batch"}},
                  .llc_bytes = 4 << 20,
                  .membw_bytes_per_second = 1'000'000'000});
-  ModelConfig fallback;
+  ModelConfig fallback = PressureModelConfig();
   fallback.least_harm_fallback = true;
   ASSERT_TRUE(core_.Ingest(heavy).ok());
   ASSERT_TRUE(core_.Ingest(light).ok());

@@ -73,7 +73,7 @@ class ScopedLearningTest : public ::testing::Test {
 
   std::map<std::string, uint64_t> sequence_;
   FakeClock clock_;
-  ModelConfig config_;
+  ModelConfig config_ = PressureModelConfig();  // these tests pin down strict isolation
   ExtenderCore core_{config_, clock_, {.learn_from_scheduler = false}};
 };
 

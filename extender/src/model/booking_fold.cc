@@ -54,6 +54,10 @@ BookingFold FoldBookings(std::span<const Booking> bookings) {
     group->membw_bytes_per_second += b.membw_bytes_per_second;
     group->exclusive_cpus += b.exclusive_cpus;
     group->memory_bytes += b.memory_bytes;
+    if (b.exact) {
+      group->exact_cpus += b.exclusive_cpus;
+      group->exact_memory_bytes += b.memory_bytes;
+    }
     group->sensitivity = std::max(group->sensitivity, sensitivity);
     group->latency_critical = group->latency_critical || lc;
     NoteBatch(b, group->batch);

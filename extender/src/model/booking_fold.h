@@ -54,6 +54,8 @@ struct BookingFold {
     double membw_bytes_per_second = 0;
     int32_t exclusive_cpus = 0;
     int64_t memory_bytes = 0;
+    int32_t exact_cpus = 0;  // of exact bookings only (Booking::exact)
+    int64_t exact_memory_bytes = 0;
     double sensitivity = 0;
     bool latency_critical = false;
     Batch batch;

@@ -91,6 +91,8 @@ class InFlight {
       numa_membw_[numa] += g.membw_bytes_per_second;
       numa_cpus_[numa] += g.exclusive_cpus;
       numa_memory_[numa] += g.memory_bytes;
+      numa_exact_cpus_[numa] += g.exact_cpus;
+      numa_exact_memory_[numa] += g.exact_memory_bytes;
       numa_sensitivity_[numa] = std::max(numa_sensitivity_[numa], g.sensitivity);
       for (const BookingFold::L3Share& share : g.l3) {
         AddPinnedLlc(p, p.numa[numa], share.l3_id, share.llc_bytes, share.sensitivity);
@@ -114,6 +116,8 @@ class InFlight {
   double membw(size_t n) const { return any_ ? numa_membw_[n] : 0; }
   int32_t cpus(size_t n) const { return any_ ? numa_cpus_[n] : 0; }
   int64_t memory(size_t n) const { return any_ ? numa_memory_[n] : 0; }
+  int32_t exact_cpus(size_t n) const { return any_ ? numa_exact_cpus_[n] : 0; }
+  int64_t exact_memory(size_t n) const { return any_ ? numa_exact_memory_[n] : 0; }
   double numa_sensitivity(size_t n) const { return any_ ? numa_sensitivity_[n] : 0; }
   double llc(size_t d) const { return any_ ? l3_llc_[d] : 0; }
   double l3_sensitivity(size_t d) const { return any_ ? l3_sensitivity_[d] : 0; }
@@ -153,6 +157,8 @@ class InFlight {
     std::fill_n(numa_membw_.begin(), p.numa.size(), 0.0);
     std::fill_n(numa_cpus_.begin(), p.numa.size(), 0);
     std::fill_n(numa_memory_.begin(), p.numa.size(), 0);
+    std::fill_n(numa_exact_cpus_.begin(), p.numa.size(), 0);
+    std::fill_n(numa_exact_memory_.begin(), p.numa.size(), 0);
     std::fill_n(numa_sensitivity_.begin(), p.numa.size(), 0.0);
     std::fill_n(l3_llc_.begin(), p.l3.size(), 0.0);
     std::fill_n(l3_sensitivity_.begin(), p.l3.size(), 0.0);
@@ -224,6 +230,10 @@ class InFlight {
       numa_membw_[numa] += b.membw_bytes_per_second;
       numa_cpus_[numa] += b.exclusive_cpus;
       numa_memory_[numa] += b.memory_bytes;
+      if (b.exact) {
+        numa_exact_cpus_[numa] += b.exclusive_cpus;
+        numa_exact_memory_[numa] += b.memory_bytes;
+      }
       numa_sensitivity_[numa] = std::max(numa_sensitivity_[numa], sensitivity);
       AddPinnedLlc(p, p.numa[numa], b.l3_domain, b.llc_bytes, sensitivity);
       return;
@@ -246,6 +256,8 @@ class InFlight {
   std::array<double, kMaxNumaNodes> numa_membw_;
   std::array<int32_t, kMaxNumaNodes> numa_cpus_;
   std::array<int64_t, kMaxNumaNodes> numa_memory_;
+  std::array<int32_t, kMaxNumaNodes> numa_exact_cpus_;
+  std::array<int64_t, kMaxNumaNodes> numa_exact_memory_;
   std::array<double, kMaxNumaNodes> numa_sensitivity_;
   std::array<double, kMaxL3Domains> l3_llc_;
   std::array<double, kMaxL3Domains> l3_sensitivity_;
@@ -263,6 +275,8 @@ struct NoInFlight {
   static constexpr double membw(size_t) { return 0; }
   static constexpr int32_t cpus(size_t) { return 0; }
   static constexpr int64_t memory(size_t) { return 0; }
+  static constexpr int32_t exact_cpus(size_t) { return 0; }
+  static constexpr int64_t exact_memory(size_t) { return 0; }
   static constexpr double numa_sensitivity(size_t) { return 0; }
   static constexpr double llc(size_t) { return 0; }
   static constexpr double l3_sensitivity(size_t) { return 0; }
@@ -597,6 +611,7 @@ void EvaluateLoaded(const PodRequest& pod, const NodeProfile& p, const InFlightT
   // topology_admission.h): only Guaranteed pods give hints; a refusal names
   // the NUMA nodes and the shortfall.
   AdmissionResult placed;
+  bool guessed_admission = false;  // admitted only if guessed bookings are wrong
   if (pod.admission.any_hint) {
     const AdmissionProfile& node = p.admission;
     AdmissionBooked booked;
@@ -613,9 +628,35 @@ void EvaluateLoaded(const PodRequest& pod, const NodeProfile& p, const InFlightT
     if (!Admit(node, pod.admission, booked, placed,
                config.numa_admission ? &out.reason : nullptr) &&
         config.numa_admission) {
-      out.feasible = false;
-      out.score = 0;
-      return;
+      // Refused with every booking counted. Guessed bookings (/prioritize's,
+      // on the node Neighborly liked best, which kube-scheduler may not have
+      // chosen) must not strand pods: refuse only if the exact ones alone
+      // (Reserve's, or none) refuse too; else pass, at a cost (issue 22).
+      bool exact_admits = false;
+      if constexpr (!std::is_same_v<InFlightT, NoInFlight>) {
+        std::array<int32_t, kMaxAdmissionNumaNodes> exact_cpus;
+        std::array<int64_t, kMaxAdmissionNumaNodes> exact_memory;
+        bool differs = false;
+        for (size_t i = 0; i < node.numa.size(); ++i) {
+          exact_cpus[i] = in_flight.exact_cpus(node.numa[i].report_index);
+          exact_memory[i] = in_flight.exact_memory(node.numa[i].report_index);
+          differs = differs || exact_cpus[i] != booked_cpus[i] || exact_memory[i] != booked_memory[i];
+        }
+        if (differs && config.interference.enabled) {
+          const AdmissionBooked exact = {
+              std::span<const int32_t>(exact_cpus.data(), node.numa.size()),
+              std::span<const int64_t>(exact_memory.data(), node.numa.size())};
+          placed = AdmissionResult();
+          exact_admits = Admit(node, pod.admission, exact, placed, nullptr);
+        }
+      }
+      if (!exact_admits) {
+        out.feasible = false;
+        out.score = 0;
+        return;
+      }
+      out.reason.clear();
+      guessed_admission = true;
     }
   }
 
@@ -705,6 +746,7 @@ void EvaluateLoaded(const PodRequest& pod, const NodeProfile& p, const InFlightT
     // SMT: a sensitive pod that would share a core with a sibling thread pays
     // for it (docs/scoring.md section 4).
     if (!placed.full_cores) harm.to_incoming += config.smt_weight * pod.sensitivity;
+    if (guessed_admission) harm.to_incoming += config.interference.guessed_admission_penalty;
     return Finish(out, harm, out.spans_numa ? 1.0 : 0.0, pod, p, config);
   }
 

@@ -38,6 +38,10 @@ struct Booking {
   int32_t exclusive_cpus = 0;  // pinned CPUs it will take on numa_node
   int64_t memory_bytes = 0;
   absl::Time expires_at = absl::InfiniteFuture();
+  // Made by Reserve on the node the scheduler chose (the placement plugin),
+  // not guessed by /prioritize: only exact bookings' CPUs can make the
+  // kubelet's admission refuse a node (issue 22); a guess only lowers its score.
+  bool exact = false;
 };
 
 // Booking describing `req` placed as `decision` says.

@@ -93,6 +93,10 @@ struct InterferenceConfig {
   // Residents whose slowdown each evaluation predicts, per node (the most
   // sensitive first); the rest still count in their domain's demand.
   int max_tracked_residents = 16;
+  // Cost of a node whose kubelet would admit the pod only if a guessed
+  // in-flight booking there (/prioritize's) was not where kube-scheduler put
+  // its pod: it passes, but ranks below one that fits either way.
+  double guessed_admission_penalty = 0.15;
 };
 
 struct ModelConfig {

@@ -145,7 +145,7 @@ class PlacementServiceTest : public ::testing::Test {
   }
 
   FakeClock clock_;
-  ExtenderCore core_{ModelConfig(), clock_};
+  ExtenderCore core_{PressureModelConfig(), clock_};  // strict isolation: refusals to assert
   PlacementMetrics metrics_;
   std::unique_ptr<PlacementServer> server_;
   std::unique_ptr<pv1::Placement::Stub> stub_;
