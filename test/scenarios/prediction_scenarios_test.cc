@@ -347,5 +347,190 @@ TEST_F(PredictionScenarioTest, IsolationHoldsAtSixtyOneSecondsOfStaleness) {
   EXPECT_TRUE(Ask("filter", lc, {"batch-node"})[0].feasible);
 }
 
+// Issue 22: the four failures of the pressure model on held-out fleets, each
+// with today's (default) model and, where a config can reproduce it, the
+// pressure model it replaced (PressureModelConfig) showing the failure.
+class HarmScenarioTest : public PredictionScenarioTest {
+ protected:
+  static std::string CachePod(const std::string& uid, const std::string& suffix, uint64_t llc,
+                              double mpki) {
+    return absl::StrCat(
+        "  - {uid: ", uid, ", namespace: shop, name: cache-6f7d8-", suffix,
+        ", qosClass: Burstable, labels: {pod-template-hash: 6f7d8}, annotations: "
+        "{neighborly.io/class: latency-critical}, cpuRequestMillicores: 1000, llcOccupancyBytes: ",
+        llc, ", membwTotalBytesPerSecond: 1500000000, llcMissesPerKiloInstructions: ", mpki,
+        ", ipc: 1.8}\n");
+  }
+  static json CacheReplica() {
+    return PodJson("cache-6f7d8-zzzzz", "shop", {{"pod-template-hash", "6f7d8"}},
+                   {{"apiVersion", "apps/v1"},
+                    {"kind", "ReplicaSet"},
+                    {"name", "cache-6f7d8"},
+                    {"controller", true}},
+                   kLcResources, {{"neighborly.io/class", "latency-critical"}});
+  }
+  const NodeDecision& On(const std::vector<NodeDecision>& d, const std::vector<std::string>& names,
+                         const std::string& node) {
+    return d[static_cast<size_t>(std::find(names.begin(), names.end(), node) - names.begin())];
+  }
+};
+
+// 1. Crowded caches: three replicas of a 24 MB cache service share both L3s
+// of one node (8-12 MB each measured: what they got, not what they need).
+// Their working set is known from a replica that had room.
+TEST_F(HarmScenarioTest, CrowdedCacheIsJudgedByDemandNotOccupancy) {
+  const std::vector<std::string> names = {"crowded", "roomy", "quiet"};
+  const std::vector<std::string> nodes = {
+      NodeYaml("crowded", CachePod("c1", "aaaaa", 11'000'000, 4) +
+                              CachePod("c2", "bbbbb", 11'000'000, 4) +
+                              CachePod("c3", "ccccc", 11'000'000, 4)),
+      NodeYaml("roomy", CachePod("c4", "ddddd", 24'000'000, 1)), NodeYaml("quiet", kSmallWeb)};
+  for (const bool pressure : {true, false}) {
+    Start(nodes, pressure ? PressureModelConfig() : ModelConfig{});
+    Tick(5);
+    const std::vector<NodeDecision> d = Ask("prioritize", CacheReplica(), names);
+    if (pressure) {  // the failure: the crowded node is a candidate like any other
+      EXPECT_TRUE(On(d, names, "crowded").feasible);
+    } else {
+      EXPECT_FALSE(On(d, names, "crowded").feasible) << On(d, names, "crowded").score;
+      EXPECT_THAT(On(d, names, "crowded").reason, StartsWith("interference:"));
+      EXPECT_TRUE(On(d, names, "quiet").feasible);
+      EXPECT_GE(On(d, names, "quiet").score, 8);
+    }
+  }
+}
+
+// 2. A victim is not an aggressor: an unannotated service squeezed by a
+// streamer misses more and moves more bytes (2.8 -> 14 GB/s, 28 % of the
+// controller) while its IPC falls; its next replica stays standard, not batch.
+TEST_F(HarmScenarioTest, SqueezedServiceIsAVictimNotAnAggressor) {
+  auto catalog = [](const std::string& uid, const std::string& suffix, double ipc, double mpki,
+                    uint64_t membw) {
+    return absl::StrCat("  - {uid: ", uid, ", namespace: shop, name: catalog-5b6c7-", suffix,
+                        ", qosClass: Burstable, labels: {pod-template-hash: 5b6c7}, "
+                        "cpuRequestMillicores: 2000, llcOccupancyBytes: 18000000, "
+                        "membwTotalBytesPerSecond: ",
+                        membw, ", llcMissesPerKiloInstructions: ", mpki, ", ipc: ", ipc, "}\n");
+  };
+  Start({NodeYaml("solo", catalog("k1", "aaaaa", 2.1, 1.5, 2'800'000'000))});
+  Tick(12);  // its uncontended baseline
+  agents_.clear();
+  Replace({NodeYaml("solo", catalog("k1", "aaaaa", 2.1, 1.5, 2'800'000'000)),
+           NodeYaml("squeezed", catalog("k2", "bbbbb", 1.3, 4.4, 14'000'000'000) +
+                                    ScanPod("s1", "x2k4q", 20'000'000'000))},
+          "boot-2");
+  Tick(3);
+  const json replica =
+      PodJson("catalog-5b6c7-zzzzz", "shop", {{"pod-template-hash", "5b6c7"}},
+              {{"apiVersion", "apps/v1"}, {"kind", "ReplicaSet"}, {"name", "catalog-5b6c7"},
+               {"controller", true}},
+              {{"requests", {{"cpu", "2"}}}});
+  Ask("filter", replica, {"solo", "squeezed"});
+  const std::vector<DecisionRecord> r = core_->Decisions("incoming-catalog-5b6c7-zzzzz", 1);
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_EQ(r[0].contention_class, "standard") << r[0].prediction;
+  // The streamer beside it is still what it is.
+  const json scan = PodJson("event-scan-7d9f8c6b5-zzzzz", "analytics",
+                            {{"pod-template-hash", "7d9f8c6b5"}},
+                            {{"apiVersion", "apps/v1"}, {"kind", "ReplicaSet"},
+                             {"name", "event-scan-7d9f8c6b5"}, {"controller", true}},
+                            kScanResources);
+  Ask("filter", scan, {"solo", "squeezed"});
+  const std::vector<DecisionRecord> s = core_->Decisions("incoming-event-scan-7d9f8c6b5-zzzzz", 1);
+  ASSERT_EQ(s.size(), 1u);
+  EXPECT_EQ(s[0].contention_class, "batch") << s[0].prediction;
+}
+
+// 3. When every node holds both classes, class isolation refuses a
+// latency-critical pod everywhere and it stays Pending though the default
+// scheduler would run it; predicted harm (and the least-harm fallback) runs it.
+TEST_F(HarmScenarioTest, MixedFleetDoesNotStrandALatencyCriticalPod) {
+  auto mixed = [](const std::string& n) {
+    return NodeYaml(
+        n, absl::StrCat("  - {uid: b-", n, ", namespace: etl, name: rollup-", n,
+                        ", qosClass: Burstable, labels: {workload-type: batch}, "
+                        "cpuRequestMillicores: 2000, llcOccupancyBytes: 6000000, "
+                        "membwTotalBytesPerSecond: 4000000000, llcMissesPerKiloInstructions: 20}\n"
+                        "  - {uid: l-",
+                        n, ", namespace: shop, name: api-", n,
+                        ", qosClass: Burstable, annotations: {neighborly.io/class: "
+                        "latency-critical}, cpuRequestMillicores: 1000, llcOccupancyBytes: "
+                        "4000000, membwTotalBytesPerSecond: 800000000, "
+                        "llcMissesPerKiloInstructions: 1}\n"));
+  };
+  const std::vector<std::string> names = {"m1", "m2", "m3"};
+  const json lc = PodJson("checkout-x2k4q", "shop", json::object(), json(), kLcResources, kLcHints);
+  for (const bool pressure : {true, false}) {
+    Start({mixed("m1"), mixed("m2"), mixed("m3")}, pressure ? PressureModelConfig() : ModelConfig{});
+    Tick(2);
+    const std::vector<NodeDecision> d = Ask("filter", lc, names);
+    const bool any = std::any_of(d.begin(), d.end(), [](const NodeDecision& x) { return x.feasible; });
+    EXPECT_EQ(any, !pressure) << (pressure ? "the pressure model runs it" : d[0].reason);
+  }
+}
+
+// 4. Scores that decide: a node where the pod would be slowed ~12 % (three
+// 14 MB services overfill its caches) scores
+// points below a quiet one, not within kube-scheduler's noise.
+TEST_F(HarmScenarioTest, MateriallyDifferentCandidatesArePointsApart) {
+  std::string busy;
+  for (const char* suffix : {"aaaaa", "bbbbb", "ccccc"}) {
+    absl::StrAppend(&busy, "  - {uid: w-", suffix, ", namespace: shop, name: search-7c8d9-", suffix,
+                    ", qosClass: Burstable, labels: {pod-template-hash: 7c8d9}, "
+                    "cpuRequestMillicores: 2000, llcOccupancyBytes: 14000000, "
+                    "membwTotalBytesPerSecond: 7000000000, llcMissesPerKiloInstructions: 3}\n");
+  }
+  const std::vector<std::string> names = {"quiet", "busy"};
+  const json lc = PodJson("checkout-x2k4q", "shop", json::object(), json(), kLcResources, kLcHints);
+  int spread[2] = {0, 0};
+  for (const bool pressure : {true, false}) {
+    Start({NodeYaml("quiet", kSmallWeb), NodeYaml("busy", busy)},
+          pressure ? PressureModelConfig() : ModelConfig{});
+    Tick(2);
+    const std::vector<NodeDecision> d = Ask("filter", lc, names);
+    ASSERT_TRUE(d[0].feasible && d[1].feasible) << d[0].reason << d[1].reason;
+    spread[pressure ? 0 : 1] = d[0].score - d[1].score;
+  }
+  EXPECT_GE(spread[1], 3) << "pressure model " << spread[0];
+  EXPECT_GT(spread[1], spread[0]);
+}
+
+// NUMA refusals are exact: /prioritize's guessed booking on the node
+// Neighborly liked best (kube-scheduler may have chosen another) never makes
+// the kubelet's admission refuse the next pod there; Reserve's exact one does.
+TEST_F(HarmScenarioTest, GuessedBookingsDoNotHoldCpus) {
+  const std::string pinned_full =
+      "  - {uid: db-1, namespace: data, name: pg-0, qosClass: Guaranteed, cpuRequestMillicores: "
+      "8000, exclusiveCpus: \"8-15\", llcOccupancyBytes: 2000000, membwTotalBytesPerSecond: "
+      "500000000}\n"
+      "  - {uid: db-2, namespace: data, name: pg-1, qosClass: Guaranteed, cpuRequestMillicores: "
+      "4000, exclusiveCpus: \"0-3\", llcOccupancyBytes: 2000000, membwTotalBytesPerSecond: "
+      "500000000}\n";
+  auto pinned = [](const std::string& name) {
+    return PodJson(name, "shop", json::object(), json(),
+                   {{"requests", {{"cpu", "4"}, {"memory", "1Gi"}}},
+                    {"limits", {{"cpu", "4"}, {"memory", "1Gi"}}}});
+  };
+  const std::vector<std::string> names = {"one-slot"};
+  for (const bool pressure : {true, false}) {
+    Start({NodeYaml("one-slot", pinned_full)}, pressure ? PressureModelConfig() : ModelConfig{});
+    Tick(1);
+    ASSERT_TRUE(Ask("prioritize", pinned("first-x2k4q"), names)[0].feasible);  // guessed booking
+    const NodeDecision second = Ask("filter", pinned("second-x2k4q"), names)[0];
+    EXPECT_EQ(second.feasible, !pressure) << second.reason;
+  }
+  // The scheduler's plugin reserves the first pod there: now the CPUs are taken.
+  const json args = {{"Pod", pinned("first-x2k4q")}, {"Nodes", nullptr}, {"NodeNames", names}};
+  body_.Clear();
+  body_.Assign(args.dump());
+  body_.Seal();
+  ExtenderArgs decoded;
+  ASSERT_TRUE(codec_.Decode(body_, decoded).ok());
+  ASSERT_TRUE(core_->Reserve(decoded.pod, "one-slot", /*teach=*/true));
+  const NodeDecision second = Ask("filter", pinned("second-x2k4q"), names)[0];
+  EXPECT_FALSE(second.feasible);
+  EXPECT_THAT(second.reason, HasSubstr("NUMA admission"));
+}
+
 }  // namespace
 }  // namespace neighborly::extender
