@@ -59,17 +59,19 @@ InterferenceFit InterferenceFit::Restore(const std::array<double, kSums>& sums) 
   return f;
 }
 
-std::optional<InterferenceFit::Result> InterferenceFit::Solve(const Prior& prior) const {
+std::optional<InterferenceFit::Result> InterferenceFit::Solve(const Prior& prior,
+                                                             double unit) const {
   const double w = s_[0];
   if (!(w > 0)) return std::nullopt;
   Result r;
-  r.windows = w;
+  r.windows = w / (unit > 0 ? unit : 1.0);
   const double mx = s_[1] / w, mz = s_[2] / w, my = s_[3] / w;
   r.cache_loss_spread = std::sqrt(std::max(0.0, s_[4] / w - mx * mx));
   r.latency_spread = std::sqrt(std::max(0.0, s_[5] / w - mz * mz));
   // Minimise sum w (y - c0 - c1 x - c2 z)^2 + l (c1 - a c0)^2 + l (c2 - b c0)^2,
   // the ridge in CPI^2 units (l = strength x my^2 makes it scale-free).
-  const double l = std::max(1e-9, prior.strength) * my * my;
+  const double scale = unit > 0 ? unit : 1.0;
+  const double l = std::max(1e-9, prior.strength) * scale * my * my;
   const double a = prior.cache_sensitivity, b = prior.membw_sensitivity;
   std::array<std::array<double, 3>, 3> m = {{{s_[0], s_[1], s_[2]},  //
                                              {s_[1], s_[4], s_[6]},
@@ -99,7 +101,7 @@ std::optional<InterferenceFit::Result> InterferenceFit::Solve(const Prior& prior
   const double tw = s_[9];
   if (tw > 0) {
     const double mm = s_[12] / tw;
-    const double lg = std::max(1e-9, prior.strength);
+    const double lg = std::max(1e-9, prior.strength) * scale;
     // [tw  sx ][m0]   [sm ]      with the ridge lg (g - g_p)^2 on g
     // [sx  sxx+lg][g ] = [sxm + lg g_p]
     const double sx = s_[10], sxx = s_[11] + lg;

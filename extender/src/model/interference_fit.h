@@ -52,8 +52,10 @@ class InterferenceFit {
 
   void Add(const Window& w, double weight);
   void Scale(double factor);
-  // nullopt without any window.
-  std::optional<Result> Solve(const Prior& prior) const;
+  // nullopt without any window. `unit`: the weight one window has now (the
+  // owner's weights grow with time), so that the prior is worth
+  // prior.strength windows whatever the scale.
+  std::optional<Result> Solve(const Prior& prior, double unit = 1.0) const;
   double weight() const { return s_[0]; }
 
   const std::array<double, kSums>& sums() const { return s_; }

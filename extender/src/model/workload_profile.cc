@@ -297,10 +297,10 @@ WorkloadPrediction WorkloadProfile::Predict(absl::Time now, const ModelConfig& c
                                .membw_sensitivity = ic.standard_membw_sensitivity,
                                .traffic_slope = ic.reuse_per_second * p.llc_demand_bytes.value_or(0),
                                .strength = 1.0};
-  if (std::optional<InterferenceFit::Result> r = fit_.Solve(prior)) {
+  if (std::optional<InterferenceFit::Result> r = fit_.Solve(prior, growth)) {
     // How much the data, not the prior, decided the slope: the windows'
-    // information on it (weight x variance of the loss) against the prior's.
-    const double info = (r->windows / growth) * r->cache_loss_spread * r->cache_loss_spread;
+    // information on it (windows x variance of the loss) against the prior's.
+    const double info = r->windows * r->cache_loss_spread * r->cache_loss_spread;
     p.fit_confidence = info / (info + prior.strength);
     p.cache_sensitivity = r->cache_sensitivity;
     p.membw_sensitivity = r->membw_sensitivity;
