@@ -434,7 +434,21 @@ absl::StatusOr<std::string> RenderWorkloadDetail(std::string_view body) {
       "  verdict: ", Verdict(w) == "-" ? "not an aggressor" : Verdict(w));
   const std::string since = String(w, "aggressor_since", "");
   if (!since.empty()) absl::StrAppend(&out, " since ", since);
-  absl::StrAppend(&out, "\n  last measured: ", String(w, "last_update"), "\n\n");
+  absl::StrAppend(&out, "\n  last measured: ", String(w, "last_update"), "\n");
+  // Issue 22: the fitted demand and sensitivities, and how much data decided them.
+  if (const json* fit = Field(w, "interference"); fit != nullptr && fit->is_object()) {
+    auto two = [](double v) { return Fixed(v, 2); };
+    absl::StrAppend(
+        &out, "  needs: ", OrDash(Number(*fit, "llc_demand_bytes"), FormatBytes),
+        " of L3 (working set), ",
+        OrDash(Number(*fit, "solo_membw_bytes_per_second"), FormatBytesPerSecond), " alone\n",
+        "  fitted: cache sensitivity ", OrDash(Number(*fit, "cache_sensitivity"), two),
+        ", bandwidth sensitivity ", OrDash(Number(*fit, "membw_sensitivity"), two),
+        " (fit confidence ", OrDash(Number(*fit, "fit_confidence"), two), "; baseline IPC ",
+        OrDash(Number(*fit, "baseline_ipc"), two), ", MPKI ",
+        OrDash(Number(*fit, "baseline_mpki"), two), ")\n");
+  }
+  absl::StrAppend(&out, "\n");
   std::vector<Row> rows = {{"METRIC", "MEAN", "P95"}};
   const json* metrics = Field(w, "metrics");
   if (metrics != nullptr && metrics->is_object()) {

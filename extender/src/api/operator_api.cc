@@ -156,6 +156,20 @@ nlohmann::json WorkloadViewJson(const WorkloadView& w) {
                         {"aggressorWhy", p.aggressor_why},
                         {"membwEstimated", p.membw_estimated},
                         {"metrics", std::move(metrics)}};
+  // Issue 22: what it needs and how it suffers, with the evidence behind it.
+  {
+    nlohmann::json fit = {{"fitConfidence", Finite(p.fit_confidence)}};
+    auto put = [&fit](const char* key, const std::optional<double>& v) {
+      if (v) fit[key] = Finite(*v);
+    };
+    put("llcDemandBytes", p.llc_demand_bytes);
+    put("soloMembwBytesPerSecond", p.solo_membw_bytes_per_second);
+    put("cacheSensitivity", p.cache_sensitivity);
+    put("membwSensitivity", p.membw_sensitivity);
+    put("baselineIpc", p.baseline_ipc);
+    put("baselineMpki", p.baseline_mpki);
+    out["interference"] = std::move(fit);
+  }
   if (p.llc_bytes) out["predictedLlcBytes"] = Finite(*p.llc_bytes);
   if (p.membw_bytes_per_second)
     out["predictedMembwBytesPerSecond"] = Finite(*p.membw_bytes_per_second);
