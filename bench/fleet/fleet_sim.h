@@ -1,0 +1,91 @@
+// The placement benchmark's discrete-event fleet simulator: pods of a seeded
+// FleetSpec arrive, kube-scheduler's default scoring places them (alone, or
+// combined with the real extender through its HTTP handler, in memory), the
+// kubelet admits them (static CPU manager, single-numa-node), they start after
+// a start-up delay, Jobs finish, and the ground truth (ground_truth.h) says
+// how much each running pod is slowed. Every node's agent reports every
+// `report_interval_s` (jittered) what the ground truth makes it measure, as a
+// one-node scenario the real simulator (node-agent/src/simulate) turns into
+// its NodeReport; the extender ingests it. Time is simulated: the extender's
+// clock is a FakeClock moved to each event, so bookings expire and telemetry
+// ages in simulated seconds.
+//
+//   FleetSpec fleet = GenerateFleet(1, {});
+//   FleetResult r = SimulateFleet(fleet, SimOptions{.neighborly = true});
+//   FleetSummary s = Summarise(r);   // s.lc_over_1_2, s.pending_at_end, ...
+#ifndef NEIGHBORLY_BENCH_FLEET_FLEET_SIM_H_
+#define NEIGHBORLY_BENCH_FLEET_FLEET_SIM_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "bench/fleet/ground_truth.h"
+#include "bench/fleet/workload_mix.h"
+
+namespace neighborly::fleet {
+
+struct SimOptions {
+  bool neighborly = false;  // false: kube-scheduler's default plugins alone
+  int64_t extender_weight = 2;
+  double report_interval_s = 5;
+  double report_jitter = 0.1;  // each report +-10 % of the interval
+  // Between binding and the containers running (image pull, start): a pod is
+  // in the agent's reports (and on the node's resources) only from then on.
+  double min_startup_s = 3, max_startup_s = 10;
+  // kube-scheduler retries unschedulable pods; here every this often.
+  double retry_interval_s = 10;
+  double tail_s = 60;  // the run ends this long after the last arrival
+  GroundTruthParams truth;
+};
+
+enum class PodPhase { kPending, kStarting, kRunning, kSucceeded, kFailed };
+
+struct PodResult {
+  std::string name;
+  int workload = 0;
+  WorkloadKind kind = WorkloadKind::kStandard;
+  PodPhase phase = PodPhase::kPending;   // at the end of the run
+  std::string node;                      // where it was bound (empty: never)
+  bool pinned = false;                   // exclusive CPUs from the kubelet
+  bool was_pending = false;              // refused everywhere at least once
+  bool topology_affinity_error = false;  // the kubelet refused it (not retried)
+  double slowdown_end = 0;               // running at the end: its slowdown then
+  double slowdown_mean = 0;              // time-average over the time it ran
+  double running_s = 0;
+};
+
+struct FleetResult {
+  std::vector<PodResult> pods;  // in arrival order
+  int nodes = 0;
+  double cpu_requested_fraction_end = 0;  // bound pods' CPU requests / allocatable
+  uint64_t reports = 0;                   // reports the extender ingested
+  uint64_t extender_filtered_out = 0;     // candidates the extender's /filter removed
+  uint64_t extender_refused_all = 0;      // scheduling attempts where it removed every one
+};
+
+FleetResult SimulateFleet(const FleetSpec& fleet, const SimOptions& options);
+
+struct FleetSummary {
+  int lc_pods = 0;
+  int lc_running_end = 0;
+  int lc_over_1_2 = 0;  // at the end of the run
+  int lc_over_1_5 = 0;
+  double lc_p99 = 0, lc_worst = 0;
+  double lc_mean_time_average = 0;  // mean over LC pods of their time-averaged slowdown
+  int lc_time_average_over_1_2 = 0;
+  double batch_mean_slowdown = 0;  // mean over batch pods that ran, time-averaged
+  int pending_end = 0;             // never placed by the end
+  int ever_pending = 0;
+  int topology_affinity_errors = 0;
+  double cpu_requested_fraction_end = 0;
+};
+
+FleetSummary Summarise(const FleetResult& result);
+
+// Pods `candidate` left Pending at the end that `reference` placed and ran.
+int PendingThatReferenceRan(const FleetResult& candidate, const FleetResult& reference);
+
+}  // namespace neighborly::fleet
+
+#endif  // NEIGHBORLY_BENCH_FLEET_FLEET_SIM_H_

@@ -1,0 +1,244 @@
+// The placement benchmark (make bench-placement; docs/placement-benchmark.md):
+// seeded fleets placed by kube-scheduler's default scoring alone ("default")
+// and combined with the real extender fed by the real agent simulator
+// ("neighborly"), judged by a ground-truth interference model of the
+// benchmark's own. Prints per fleet and mode the latency-critical pods slowed
+// more than 1.2x and 1.5x, their p99 and worst slowdown, batch slowdown, pods
+// left Pending, TopologyAffinityErrors and CPU requested.
+//
+//   build/default/bench/placement_bench                  # fleets of seeds 1, 2, 3
+//   build/default/bench/placement_bench --fleets 5 --seed 10 --report-interval 1
+//   build/default/bench/placement_bench --perturb        # conclusions under moved parameters
+//   build/default/bench/placement_bench --json
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "bench/fleet/fleet_sim.h"
+
+namespace neighborly::fleet {
+namespace {
+
+struct Flags {
+  int fleets = 3;
+  uint64_t seed = 1;
+  int arrivals = 0;  // 0: per fleet, 210..300
+  double report_interval_s = 5;
+  bool perturb = false;
+  bool json = false;
+};
+
+int Usage(const std::string& error) {
+  if (!error.empty()) std::fprintf(stderr, "placement_bench: %s\n", error.c_str());
+  std::fprintf(stderr,
+               "usage: placement_bench [--fleets N] [--seed S] [--arrivals N] "
+               "[--report-interval SECONDS] [--perturb] [--json]\n");
+  return 2;
+}
+
+// A ground-truth variation of --perturb.
+struct Variant {
+  std::string name;
+  GroundTruthParams params;
+};
+
+std::vector<Variant> Variants(bool perturb) {
+  std::vector<Variant> out = {{"base", {}}};
+  if (!perturb) return out;
+  auto add = [&](std::string name, auto change) {
+    GroundTruthParams p;
+    change(p);
+    out.push_back({std::move(name), p});
+  };
+  add("sensitivity x0.7", [](GroundTruthParams& p) { p.sensitivity_scale = 0.7; });
+  add("sensitivity x1.3", [](GroundTruthParams& p) { p.sensitivity_scale = 1.3; });
+  add("latency flatter", [](GroundTruthParams& p) {
+    p.latency_a = 0.3;
+    p.latency_b = 3;
+  });
+  add("latency steeper", [](GroundTruthParams& p) {
+    p.latency_a = 1.2;
+    p.latency_b = 1.5;
+  });
+  add("working sets x0.8", [](GroundTruthParams& p) { p.working_set_scale = 0.8; });
+  add("working sets x1.2", [](GroundTruthParams& p) { p.working_set_scale = 1.2; });
+  return out;
+}
+
+struct Row {
+  std::string variant;
+  uint64_t seed;
+  int nodes;
+  int pods;
+  std::string mode;
+  FleetSummary s;
+  int pending_default_ran = 0;
+  uint64_t refused_all = 0;
+};
+
+std::string RowJson(const Row& r) {
+  const FleetSummary& s = r.s;
+  return absl::StrFormat(
+      R"({"variant":"%s","seed":%d,"nodes":%d,"pods":%d,"mode":"%s","lc_pods":%d,)"
+      R"("lc_running_end":%d,"lc_over_1_2":%d,"lc_over_1_5":%d,"lc_p99":%.3f,"lc_worst":%.3f,)"
+      R"("lc_time_average_mean":%.3f,"lc_time_average_over_1_2":%d,"batch_mean_slowdown":%.3f,)"
+      R"("pending_end":%d,"ever_pending":%d,"pending_that_default_ran":%d,)"
+      R"("topology_affinity_errors":%d,"cpu_requested_end":%.3f,"extender_refused_all":%d})",
+      r.variant, r.seed, r.nodes, r.pods, r.mode, s.lc_pods, s.lc_running_end, s.lc_over_1_2,
+      s.lc_over_1_5, s.lc_p99, s.lc_worst, s.lc_mean_time_average, s.lc_time_average_over_1_2,
+      s.batch_mean_slowdown, s.pending_end, s.ever_pending, r.pending_default_ran,
+      s.topology_affinity_errors, s.cpu_requested_fraction_end, r.refused_all);
+}
+
+void PrintHeader() {
+  std::printf("%-18s %4s %5s %4s %-10s %6s %6s %6s %6s %7s %7s %7s %7s %8s %5s %7s\n",
+              "ground truth", "seed", "nodes", "pods", "mode", "LC>1.2", "LC>1.5", "LCp99", "LCmax",
+              "LCtavg", "tavg>1.2", "batch", "pending", "pend(d.ran)", "TAE", "cpu req");
+}
+
+void PrintRow(const Row& r) {
+  const FleetSummary& s = r.s;
+  std::printf(
+      "%-18s %4d %5d %4d %-10s %3d/%-2d %6d %6.2f %6.2f %7.3f %8d %7.3f %7d %11d %5d %6.1f%%\n",
+      r.variant.c_str(), static_cast<int>(r.seed), r.nodes, r.pods, r.mode.c_str(), s.lc_over_1_2,
+      s.lc_running_end, s.lc_over_1_5, s.lc_p99, s.lc_worst, s.lc_mean_time_average,
+      s.lc_time_average_over_1_2, s.batch_mean_slowdown, s.pending_end, r.pending_default_ran,
+      s.topology_affinity_errors, 100 * s.cpu_requested_fraction_end);
+}
+
+int Run(const Flags& flags) {
+  MixOptions mix;
+  mix.arrivals = flags.arrivals;
+  std::vector<Row> rows;
+  if (!flags.json) {
+    std::printf(
+        "placement benchmark: %d fleet(s) from seed %d, reports every %.1f s, extender weight 2\n"
+        "LC>1.2 / LC>1.5 / LCp99 / LCmax: latency-critical pods running at the end of the run, by "
+        "their slowdown then;\nLCtavg, tavg>1.2: each LC pod's slowdown averaged over the time it "
+        "ran; batch: mean time-averaged slowdown of batch pods;\npending: pods never placed by the "
+        "end (retried every 10 s); pend(d.ran): of them, placed by the default scheduler;\nTAE: "
+        "TopologyAffinityErrors (kubelet refused, not retried); cpu req: requested / allocatable "
+        "at the end\n\n",
+        flags.fleets, static_cast<int>(flags.seed), flags.report_interval_s);
+    PrintHeader();
+  }
+  int holds = 0, variants_run = 0;
+  for (const Variant& v : Variants(flags.perturb)) {
+    int lc_default = 0, lc_neighborly = 0, pending_neighborly = 0, pending_default = 0;
+    for (int f = 0; f < flags.fleets; ++f) {
+      const uint64_t seed = flags.seed + static_cast<uint64_t>(f);
+      const FleetSpec fleet = GenerateFleet(seed, mix);
+      SimOptions options;
+      options.report_interval_s = flags.report_interval_s;
+      options.truth = v.params;
+      options.neighborly = false;
+      const FleetResult by_default = SimulateFleet(fleet, options);
+      options.neighborly = true;
+      const FleetResult by_neighborly = SimulateFleet(fleet, options);
+      const int pods = static_cast<int>(fleet.arrivals.size());
+      const int nodes = static_cast<int>(fleet.nodes.size());
+      Row d{v.name, seed, nodes, pods, "default", Summarise(by_default), 0, 0};
+      Row n{v.name,
+            seed,
+            nodes,
+            pods,
+            "neighborly",
+            Summarise(by_neighborly),
+            PendingThatReferenceRan(by_neighborly, by_default),
+            by_neighborly.extender_refused_all};
+      lc_default += d.s.lc_over_1_2;
+      lc_neighborly += n.s.lc_over_1_2;
+      pending_default += d.s.pending_end;
+      pending_neighborly += n.s.pending_end;
+      for (const Row* r : {&d, &n}) {
+        if (flags.json) {
+          std::printf("%s\n", RowJson(*r).c_str());
+        } else {
+          PrintRow(*r);
+        }
+        std::fflush(stdout);
+      }
+      rows.push_back(d);
+      rows.push_back(n);
+    }
+    // The issue's bar (issue 22, "Done when"): at most half the default's
+    // victims, with at most 1 % more pods left Pending.
+    const int pods_total = [&] {
+      int t = 0;
+      for (const Row& r : rows) {
+        if (r.variant == v.name && r.mode == "default") t += r.pods;
+      }
+      return t;
+    }();
+    const bool fewer_victims = 2 * lc_neighborly <= lc_default;
+    const bool no_stranding = (pending_neighborly - pending_default) * 100 <= pods_total;
+    ++variants_run;
+    holds += fewer_victims && no_stranding ? 1 : 0;
+    if (!flags.json) {
+      std::printf(
+          "%-18s summed: LC>1.2 default %d, neighborly %d (%s); Pending default %d, neighborly %d "
+          "(%s)\n\n",
+          v.name.c_str(), lc_default, lc_neighborly, fewer_victims ? "<= 0.5x: yes" : "<= 0.5x: no",
+          pending_default, pending_neighborly, no_stranding ? "within 1 %: yes" : "within 1 %: no");
+      if (flags.perturb) PrintHeader();
+    }
+  }
+  if (!flags.json) {
+    std::printf(
+        "issue 22's bar (LC>1.2 <= 0.5x default, Pending within 1 %% of pods) met under %d "
+        "of %d ground truth(s)\n",
+        holds, variants_run);
+  }
+  return 0;
+}
+
+}  // namespace
+}  // namespace neighborly::fleet
+
+int main(int argc, char** argv) {
+  using neighborly::fleet::Usage;
+  neighborly::fleet::Flags flags;
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    std::string value;
+    if (const size_t eq = arg.find('='); eq != std::string::npos) {
+      value = arg.substr(eq + 1);
+      arg = arg.substr(0, eq);
+    }
+    auto next = [&]() -> std::string {
+      if (!value.empty()) return value;
+      if (i + 1 < argc) return argv[++i];
+      return std::string();
+    };
+    if (arg == "--perturb") {
+      flags.perturb = true;
+    } else if (arg == "--json") {
+      flags.json = true;
+    } else if (arg == "--fleets") {
+      if (!absl::SimpleAtoi(next(), &flags.fleets) || flags.fleets < 1) {
+        return Usage("--fleets needs a positive integer");
+      }
+    } else if (arg == "--seed") {
+      if (!absl::SimpleAtoi(next(), &flags.seed)) return Usage("--seed needs an integer");
+    } else if (arg == "--arrivals") {
+      if (!absl::SimpleAtoi(next(), &flags.arrivals) || flags.arrivals < 1) {
+        return Usage("--arrivals needs a positive integer");
+      }
+    } else if (arg == "--report-interval") {
+      if (!absl::SimpleAtod(next(), &flags.report_interval_s) || flags.report_interval_s <= 0) {
+        return Usage("--report-interval needs seconds > 0");
+      }
+    } else if (arg == "--help" || arg == "-h") {
+      Usage("");
+      return 0;
+    } else {
+      return Usage(absl::StrCat("unknown flag ", arg));
+    }
+  }
+  return neighborly::fleet::Run(flags);
+}
