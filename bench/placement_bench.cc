@@ -31,13 +31,14 @@ struct Flags {
   double report_interval_s = 5;
   bool perturb = false;
   bool json = false;
+  bool pods = false;  // also every pod's outcome
 };
 
 int Usage(const std::string& error) {
   if (!error.empty()) std::fprintf(stderr, "placement_bench: %s\n", error.c_str());
   std::fprintf(stderr,
                "usage: placement_bench [--fleets N] [--seed S] [--arrivals N] "
-               "[--report-interval SECONDS] [--perturb] [--json]\n");
+               "[--report-interval SECONDS] [--perturb] [--json] [--pods]\n");
   return 2;
 }
 
@@ -111,6 +112,38 @@ void PrintRow(const Row& r) {
       s.topology_affinity_errors, 100 * s.cpu_requested_fraction_end);
 }
 
+const char* PhaseName(PodPhase phase) {
+  switch (phase) {
+    case PodPhase::kPending:
+      return "Pending";
+    case PodPhase::kStarting:
+      return "Starting";
+    case PodPhase::kRunning:
+      return "Running";
+    case PodPhase::kSucceeded:
+      return "Succeeded";
+    case PodPhase::kFailed:
+      return "Failed";
+  }
+  return "?";
+}
+
+// One line per pod: its workload's traits and where each mode put it.
+void PrintPods(const FleetSpec& fleet, const FleetResult& a, const FleetResult& b) {
+  for (size_t i = 0; i < a.pods.size(); ++i) {
+    const Workload& w = fleet.workloads[static_cast<size_t>(a.pods[i].workload)];
+    std::printf("  %-44s %-16s %s%s%s%s |", a.pods[i].name.c_str(), KindName(w.kind),
+                w.annotated_latency_critical ? "annotated " : "",
+                w.labelled_batch ? "labelled " : "", w.cache_sensitive ? "cache-sensitive " : "",
+                w.streaming ? "streaming " : "");
+    for (const PodResult* p : {&a.pods[i], &b.pods[i]}) {
+      std::printf(" %-8s %-9s %s end %.2f mean %.2f |", p->node.c_str(), PhaseName(p->phase),
+                  p->pinned ? "pinned" : "shared", p->slowdown_end, p->slowdown_mean);
+    }
+    std::printf("\n");
+  }
+}
+
 int Run(const Flags& flags) {
   MixOptions mix;
   mix.arrivals = flags.arrivals;
@@ -165,6 +198,7 @@ int Run(const Flags& flags) {
       }
       rows.push_back(d);
       rows.push_back(n);
+      if (flags.pods) PrintPods(fleet, by_default, by_neighborly);
     }
     // The issue's bar (issue 22, "Done when"): at most half the default's
     // victims, with at most 1 % more pods left Pending.
@@ -215,7 +249,9 @@ int main(int argc, char** argv) {
       if (i + 1 < argc) return argv[++i];
       return std::string();
     };
-    if (arg == "--perturb") {
+    if (arg == "--pods") {
+      flags.pods = true;
+    } else if (arg == "--perturb") {
       flags.perturb = true;
     } else if (arg == "--json") {
       flags.json = true;

@@ -27,11 +27,11 @@ TEST(DefaultScheduler, FilterDropsNodesWhereTheRequestsDoNotFit) {
 
 TEST(DefaultScheduler, LeastAllocatedAndBalancedFollowKubeScheduler) {
   const PodRequest pod{.millicores = 0, .memory_bytes = 0};
-  // cpu 50 % requested, memory 10 %: LeastAllocated (50 + 90) / 2 = 70;
-  // BalancedAllocation (1 - |0.5 - 0.1| / 2) * 100 = 80.
-  const NodeLoad n = Node(8000, static_cast<int64_t>(6.4 * static_cast<double>(kGiB)));
-  EXPECT_EQ(LeastAllocatedScore(n, pod), 70);
-  EXPECT_EQ(BalancedAllocationScore(n, pod), 80);
+  // cpu 50 % requested, memory 25 %: LeastAllocated (50 + 75) / 2 = 62 (integers);
+  // BalancedAllocation (1 - |0.5 - 0.25| / 2) * 100 = 87.5, truncated to 87.
+  const NodeLoad n = Node(8000, 16 * kGiB);
+  EXPECT_EQ(LeastAllocatedScore(n, pod), 62);
+  EXPECT_EQ(BalancedAllocationScore(n, pod), 87);
 }
 
 TEST(DefaultScheduler, PrefersTheEmptierNode) {

@@ -75,14 +75,14 @@ Workload LatencyCritical(Rng& rng) {
   if (w.cache_sensitive) {
     b.working_set_bytes = rng.Uniform(10, 28) * kMB;
     b.footprint_bytes = b.working_set_bytes * 1.5;
-    b.mpki_cold = rng.Uniform(15, 30);
-    b.mpki_floor = rng.Uniform(0.3, 1.0);
-    b.curve_exponent = rng.Uniform(1.5, 3);
-    b.mlp = rng.Uniform(1.5, 2.5);
+    b.mpki_cold = rng.Uniform(6, 14);
+    b.mpki_floor = rng.Uniform(0.3, 0.8);
+    b.curve_exponent = rng.Uniform(1.5, 2.5);
+    b.mlp = rng.Uniform(2, 3);
   } else {
     b.working_set_bytes = rng.Uniform(2, 6) * kMB;
     b.footprint_bytes = b.working_set_bytes * 1.5;
-    b.mpki_cold = rng.Uniform(4, 8);
+    b.mpki_cold = rng.Uniform(3, 6);
     b.mpki_floor = rng.Uniform(0.2, 0.5);
     b.curve_exponent = 2;
     b.mlp = rng.Uniform(2, 3);
@@ -104,7 +104,7 @@ Workload Batch(Rng& rng) {
   MemoryBehaviour& b = w.behaviour;
   if (w.streaming) {
     b.cpi_core = rng.Uniform(0.45, 0.6);
-    b.mpki_cold = rng.Uniform(25, 40);
+    b.mpki_cold = rng.Uniform(15, 30);
     b.mpki_floor = b.mpki_cold * 0.85;
     b.working_set_bytes = 200 * kMB;
     b.footprint_bytes = rng.Uniform(300, 800) * kMB;
@@ -125,7 +125,7 @@ Workload Batch(Rng& rng) {
 Workload Standard(Rng& rng) {
   Workload w;
   w.kind = WorkloadKind::kStandard;
-  w.cpu_request_millicores = Millicores(rng.Uniform(0.5, 2));
+  w.cpu_request_millicores = Millicores(rng.Uniform(1, 2.5));
   w.cpu_limit_millicores = 2 * w.cpu_request_millicores;
   w.cpu_usage_fraction = rng.Uniform(0.4, 0.8);
   w.memory_request_bytes = kGiB * rng.Int(1, 4);

@@ -79,7 +79,7 @@ struct MixOptions {
   int arrivals = 0;                 // > 0: exactly this many
   double mean_arrival_gap_s = 1.5;  // pods per second over the run, on average
   double static_node_share = 0.4;   // nodes with the static CPU manager
-  double target_cpu_requested_min = 0.65, target_cpu_requested_max = 0.85;
+  double target_cpu_requested_min = 0.7, target_cpu_requested_max = 0.9;
 };
 
 struct FleetSpec {
