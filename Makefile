@@ -5,7 +5,8 @@ PRESET ?= default
 JOBS ?= $(shell nproc)
 
 .PHONY: all setup configure build test demo asan bench chart-test format clean fuzz fuzz-smoke \
-        image image-test scheduler-image e2e bench-scheduler
+        image image-test scheduler-image e2e bench-scheduler \
+        bench-placement
 
 all: build
 
@@ -64,6 +65,13 @@ e2e: build
 # of test or e2e. BENCH_FILTER=smoke: five nodes per mode.
 bench-scheduler: build
 	@scripts/bench-scheduler.sh build/$(PRESET)
+
+# The placement fleet benchmark: seeded fleets placed by kube-scheduler's
+# default scoring alone and with the real extender, judged by the benchmark's
+# own interference ground truth, also under moved parameters
+# (docs/placement-benchmark.md; numbers in docs/performance.md). Under a minute.
+bench-placement: build
+	@scripts/bench-placement.sh build/$(PRESET)
 
 # Same tests under AddressSanitizer + UndefinedBehaviorSanitizer.
 asan:

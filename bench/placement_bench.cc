@@ -158,10 +158,10 @@ int Run(const Flags& flags) {
         "TopologyAffinityErrors (kubelet refused, not retried); cpu req: requested / allocatable "
         "at the end\n\n",
         flags.fleets, static_cast<int>(flags.seed), flags.report_interval_s);
-    PrintHeader();
   }
-  int holds = 0, variants_run = 0;
+  int holds = 0, fewer = 0, variants_run = 0;
   for (const Variant& v : Variants(flags.perturb)) {
+    if (!flags.json) PrintHeader();
     int lc_default = 0, lc_neighborly = 0, pending_neighborly = 0, pending_default = 0;
     for (int f = 0; f < flags.fleets; ++f) {
       const uint64_t seed = flags.seed + static_cast<uint64_t>(f);
@@ -213,20 +213,22 @@ int Run(const Flags& flags) {
     const bool no_stranding = (pending_neighborly - pending_default) * 100 <= pods_total;
     ++variants_run;
     holds += fewer_victims && no_stranding ? 1 : 0;
+    fewer += lc_neighborly < lc_default ? 1 : 0;
     if (!flags.json) {
       std::printf(
-          "%-18s summed: LC>1.2 default %d, neighborly %d (%s); Pending default %d, neighborly %d "
-          "(%s)\n\n",
-          v.name.c_str(), lc_default, lc_neighborly, fewer_victims ? "<= 0.5x: yes" : "<= 0.5x: no",
-          pending_default, pending_neighborly, no_stranding ? "within 1 %: yes" : "within 1 %: no");
-      if (flags.perturb) PrintHeader();
+          "%-18s summed: LC>1.2 default %d, neighborly %d (%s, %s); Pending default %d, "
+          "neighborly %d (%s)\n\n",
+          v.name.c_str(), lc_default, lc_neighborly,
+          lc_neighborly < lc_default ? "fewer" : "not fewer",
+          fewer_victims ? "<= 0.5x: yes" : "<= 0.5x: no", pending_default, pending_neighborly,
+          no_stranding ? "within 1 %: yes" : "within 1 %: no");
     }
   }
   if (!flags.json) {
     std::printf(
-        "issue 22's bar (LC>1.2 <= 0.5x default, Pending within 1 %% of pods) met under %d "
-        "of %d ground truth(s)\n",
-        holds, variants_run);
+        "neighborly left fewer LC pods > 1.2x than default under %d of %d ground truth(s); issue "
+        "22's bar (LC>1.2 <= 0.5x default, Pending within 1 %% of pods) met under %d\n",
+        fewer, variants_run, holds);
   }
   return 0;
 }
