@@ -96,10 +96,14 @@ Workload Batch(Rng& rng) {
   w.is_job = true;
   w.labelled_batch = rng.Chance(0.5);
   w.streaming = rng.Chance(0.75);
-  w.cpu_request_millicores = 1000 * rng.Int(2, 6);
-  w.cpu_limit_millicores = w.cpu_request_millicores * 2;
+  w.cpu_request_millicores = 1000 * rng.Int(3, 8);
+  // Many batch Jobs set limits = requests (Guaranteed): on a static node the
+  // kubelet pins them too.
+  w.guaranteed = rng.Chance(0.4);
+  w.cpu_limit_millicores = w.cpu_request_millicores * (w.guaranteed ? 1 : 2);
   w.cpu_usage_fraction = rng.Uniform(0.9, 1.0);
   w.memory_request_bytes = kGiB * rng.Int(4, 16);
+  if (w.guaranteed) w.memory_limit_bytes = w.memory_request_bytes;
   w.duration_s = rng.Uniform(120, 420);
   MemoryBehaviour& b = w.behaviour;
   if (w.streaming) {
