@@ -10,6 +10,8 @@
 //   build/default/bench/placement_bench --fleets 5 --seed 10 --report-interval 1
 //   build/default/bench/placement_bench --perturb        # conclusions under moved parameters
 //   build/default/bench/placement_bench --json
+//   build/default/bench/placement_bench --extender-config my-extender.yaml   # another model config
+//   build/default/bench/placement_bench --pods       # every pod, where each mode put it
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -32,13 +34,15 @@ struct Flags {
   bool perturb = false;
   bool json = false;
   bool pods = false;  // also every pod's outcome
+  std::string extender_config;
 };
 
 int Usage(const std::string& error) {
   if (!error.empty()) std::fprintf(stderr, "placement_bench: %s\n", error.c_str());
-  std::fprintf(stderr,
-               "usage: placement_bench [--fleets N] [--seed S] [--arrivals N] "
-               "[--report-interval SECONDS] [--perturb] [--json] [--pods]\n");
+  std::fprintf(
+      stderr,
+      "usage: placement_bench [--fleets N] [--seed S] [--arrivals N] "
+      "[--report-interval SECONDS] [--perturb] [--json] [--pods] [--extender-config FILE]\n");
   return 2;
 }
 
@@ -169,6 +173,7 @@ int Run(const Flags& flags) {
       SimOptions options;
       options.report_interval_s = flags.report_interval_s;
       options.truth = v.params;
+      options.extender_config_file = flags.extender_config;
       options.neighborly = false;
       const FleetResult by_default = SimulateFleet(fleet, options);
       options.neighborly = true;
@@ -253,6 +258,9 @@ int main(int argc, char** argv) {
     };
     if (arg == "--pods") {
       flags.pods = true;
+    } else if (arg == "--extender-config") {
+      flags.extender_config = next();
+      if (flags.extender_config.empty()) return Usage("--extender-config needs a file");
     } else if (arg == "--perturb") {
       flags.perturb = true;
     } else if (arg == "--json") {

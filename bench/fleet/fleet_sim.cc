@@ -31,14 +31,16 @@ namespace {
   std::abort();
 }
 
-// The extender exactly as neighborly-extender builds it from an empty
-// configuration (no --config): the default ModelConfig and the core's
-// options main.cc derives from the defaults. Learning from the scheduler is
+// The extender exactly as neighborly-extender builds it from its
+// configuration (by default none, as without --config): the ModelConfig and
+// the core's options main.cc derives from it. Learning from the scheduler is
 // off there (no http.tls.clientCaFile); one evaluation thread (the default
 // adds helpers only for requests of 1,024 names or more).
-std::unique_ptr<extender::ExtenderCore> DefaultExtender(const Clock& clock) {
-  absl::StatusOr<extender::ExtenderConfig> config =
-      extender::LoadExtenderConfig(extender::CommandLine{});
+std::unique_ptr<extender::ExtenderCore> MakeExtender(const Clock& clock,
+                                                     const std::string& config_file) {
+  extender::CommandLine command_line;
+  command_line.config_file = config_file;
+  absl::StatusOr<extender::ExtenderConfig> config = extender::LoadExtenderConfig(command_line);
   if (!config.ok()) Die(std::string(config.status().message()));
   return std::make_unique<extender::ExtenderCore>(
       config->model, clock,
@@ -108,7 +110,7 @@ class Simulation {
       pods_.push_back(std::move(p));
     }
     if (options.neighborly) {
-      core_ = DefaultExtender(clock_);
+      core_ = MakeExtender(clock_, options.extender_config_file);
       handler_ = std::make_unique<extender::ExtenderHandler>(*core_, nullptr);
     }
   }

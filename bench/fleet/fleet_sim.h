@@ -28,6 +28,9 @@ namespace neighborly::fleet {
 struct SimOptions {
   bool neighborly = false;  // false: kube-scheduler's default plugins alone
   int64_t extender_weight = 2;
+  // The extender's YAML config (docs/configuration.md); empty: the defaults,
+  // as neighborly-extender without --config.
+  std::string extender_config_file;
   double report_interval_s = 5;
   double report_jitter = 0.1;  // each report +-10 % of the interval
   // Between binding and the containers running (image pull, start): a pod is
