@@ -94,7 +94,11 @@ struct NodeState {
 class Simulation {
  public:
   Simulation(const FleetSpec& fleet, const SimOptions& options)
-      : fleet_(fleet), options_(options), rng_(fleet.seed * 7919 + 17), host_rng_(fleet.seed) {
+      : fleet_(fleet),
+        options_(options),
+        rng_(fleet.seed * 7919 + 17),
+        report_rng_(fleet.seed * 104729 + 3),
+        host_rng_(fleet.seed) {
     for (const NodeSpec& spec : fleet.nodes) {
       NodeState n;
       n.spec = &spec;
@@ -120,7 +124,7 @@ class Simulation {
     for (size_t i = 0; i < nodes_.size(); ++i) {
       // Agents were running before the first pod: each node's first report
       // lands at its own phase within the interval before time 0.
-      const double first = -interval + rng_.Uniform(0, interval);
+      const double first = -interval + report_rng_.Uniform(0, interval);
       nodes_[i].last_report_s = first - interval;
       Push(first, EventType::kReport, static_cast<int>(i));
     }
@@ -366,7 +370,8 @@ class Simulation {
   void Report(int node_index) {
     NodeState& node = nodes_[static_cast<size_t>(node_index)];
     const double interval = options_.report_interval_s;
-    Push(now_s_ + interval * (1 + rng_.Uniform(-options_.report_jitter, options_.report_jitter)),
+    Push(now_s_ +
+             interval * (1 + report_rng_.Uniform(-options_.report_jitter, options_.report_jitter)),
          EventType::kReport, node_index);
     if (!core_) {
       node.last_report_s = now_s_;
@@ -434,7 +439,10 @@ class Simulation {
 
   const FleetSpec& fleet_;
   const SimOptions options_;
+  // Start-up delays; the reports' phases and jitter draw from their own, so
+  // the default mode's run does not depend on the report interval.
   Rng rng_;
+  Rng report_rng_;
   std::mt19937_64 host_rng_;
   FakeClock clock_;
   std::unique_ptr<extender::ExtenderCore> core_;
