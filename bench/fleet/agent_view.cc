@@ -30,13 +30,6 @@ uint64_t Fnv(const std::string& s) {
   return h;
 }
 
-uint64_t Mix(uint64_t a, uint64_t b) {
-  uint64_t z = a * 0x9E3779B97F4A7C15ULL + b + 0x632BE59BD9B4E019ULL;
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-  return z ^ (z >> 31);
-}
-
 }  // namespace
 
 const char* QosClassOf(const Workload& w) {
@@ -46,14 +39,11 @@ const char* QosClassOf(const Workload& w) {
 
 PodIdentity IdentityOf(const Workload& w, int replica, uint64_t seed) {
   PodIdentity id;
-  const uint64_t h = Mix(Mix(seed, Fnv(w.name)), static_cast<uint64_t>(replica));
-  static constexpr char kAlphabet[] = "bcdfghjklmnpqrstvwxz2456789";
-  std::string suffix;
-  for (int i = 0; i < 5; ++i) suffix += kAlphabet[(h >> (i * 6)) % (sizeof(kAlphabet) - 1)];
-  id.uid = absl::StrFormat("%08x-%04x-4%03x-8%03x-%012x", static_cast<uint32_t>(h >> 32),
-                           static_cast<uint32_t>(h >> 16) & 0xffff,
-                           static_cast<uint32_t>(Mix(h, 1)) & 0xfff,
-                           static_cast<uint32_t>(Mix(h, 2)) & 0xfff, Mix(h, 3) & 0xffffffffffffULL);
+  // Its own generator per pod, so that a pod's name and uid do not depend on
+  // the others'.
+  Rng rng(seed ^ Fnv(w.name) ^ (static_cast<uint64_t>(replica) << 48));
+  const std::string suffix = RandomSuffix(rng, 5);
+  id.uid = RandomUid(rng);
   if (w.is_job) {
     id.name = absl::StrCat(w.name, "-", suffix);
     id.labels = {{"job-name", w.name},

@@ -36,20 +36,6 @@ const char* const kStandardNames[] = {"web",         "notify",   "cron-api",   "
 const char* const kBatchNames[] = {"event-scan",  "etl-orders", "logs-compact", "index-build",
                                    "clickstream", "backfill",   "ml-features",  "dedupe"};
 
-std::string Hex(Rng& rng, int digits) {
-  static constexpr char kAlphabet[] = "bcdfghjklmnpqrstvwxz2456789";
-  std::string s;
-  for (int i = 0; i < digits; ++i) s += kAlphabet[rng.Next() % (sizeof(kAlphabet) - 1)];
-  return s;
-}
-
-std::string Uid(Rng& rng) {
-  const uint64_t a = rng.Next(), b = rng.Next();
-  return absl::StrFormat("%08x-%04x-4%03x-a%03x-%012x", static_cast<uint32_t>(a >> 32),
-                         static_cast<uint32_t>(a >> 16) & 0xffff, static_cast<uint32_t>(a) & 0xfff,
-                         static_cast<uint32_t>(b >> 48) & 0xfff, b & 0xffffffffffffULL);
-}
-
 // Rounds to the 100m a manifest would carry.
 int64_t Millicores(double cpus) { return static_cast<int64_t>(std::lround(cpus * 10)) * 100; }
 
@@ -146,6 +132,20 @@ Workload Standard(Rng& rng) {
 
 }  // namespace
 
+std::string RandomSuffix(Rng& rng, int digits) {
+  static constexpr char kAlphabet[] = "bcdfghjklmnpqrstvwxz2456789";
+  std::string s;
+  for (int i = 0; i < digits; ++i) s += kAlphabet[rng.Next() % (sizeof(kAlphabet) - 1)];
+  return s;
+}
+
+std::string RandomUid(Rng& rng) {
+  const uint64_t a = rng.Next(), b = rng.Next();
+  return absl::StrFormat("%08x-%04x-4%03x-a%03x-%012x", static_cast<uint32_t>(a >> 32),
+                         static_cast<uint32_t>(a >> 16) & 0xffff, static_cast<uint32_t>(a) & 0xfff,
+                         static_cast<uint32_t>(b >> 48) & 0xfff, b & 0xffffffffffffULL);
+}
+
 const char* KindName(WorkloadKind kind) {
   switch (kind) {
     case WorkloadKind::kLatencyCritical:
@@ -215,8 +215,8 @@ FleetSpec GenerateFleet(uint64_t seed, const MixOptions& options) {
     w.namespace_name = w.kind == WorkloadKind::kBatch
                            ? "analytics"
                            : kNamespaces[rng.Next() % std::size(kNamespaces)];
-    w.template_hash = w.is_job ? "" : Hex(rng, 10);
-    w.owner_uid = Uid(rng);
+    w.template_hash = w.is_job ? "" : RandomSuffix(rng, 10);
+    w.owner_uid = RandomUid(rng);
     n = std::min(n, arrivals - pods);
     pods += n;
     fleet.workloads.push_back(std::move(w));

@@ -107,6 +107,11 @@ class Rng {
   uint64_t state_;
 };
 
+// A pod-name suffix of `digits` characters from the Kubernetes alphabet
+// (consonants and digits, as utilrand.String) and an RFC 4122 v4 UID.
+std::string RandomSuffix(Rng& rng, int digits);
+std::string RandomUid(Rng& rng);
+
 }  // namespace neighborly::fleet
 
 #endif  // NEIGHBORLY_BENCH_FLEET_WORKLOAD_MIX_H_
