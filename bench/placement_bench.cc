@@ -12,6 +12,7 @@
 //   build/default/bench/placement_bench --json
 //   build/default/bench/placement_bench --extender-config my-extender.yaml   # another model config
 //   build/default/bench/placement_bench --pods       # every pod, where each mode put it
+//   build/default/bench/placement_bench --oracle     # also the ground truth as the extender
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -33,16 +34,17 @@ struct Flags {
   double report_interval_s = 5;
   bool perturb = false;
   bool json = false;
-  bool pods = false;  // also every pod's outcome
+  bool pods = false;    // also every pod's outcome
+  bool oracle = false;  // also the ground truth as the extender
   std::string extender_config;
 };
 
 int Usage(const std::string& error) {
   if (!error.empty()) std::fprintf(stderr, "placement_bench: %s\n", error.c_str());
-  std::fprintf(
-      stderr,
-      "usage: placement_bench [--fleets N] [--seed S] [--arrivals N] "
-      "[--report-interval SECONDS] [--perturb] [--json] [--pods] [--extender-config FILE]\n");
+  std::fprintf(stderr,
+               "usage: placement_bench [--fleets N] [--seed S] [--arrivals N] "
+               "[--report-interval SECONDS] [--perturb] [--json] [--pods] [--oracle] "
+               "[--extender-config FILE]\n");
   return 2;
 }
 
@@ -167,6 +169,7 @@ int Run(const Flags& flags) {
   for (const Variant& v : Variants(flags.perturb)) {
     if (!flags.json) PrintHeader();
     int lc_default = 0, lc_neighborly = 0, pending_neighborly = 0, pending_default = 0;
+    int lc_oracle = 0, pending_oracle = 0;
     for (int f = 0; f < flags.fleets; ++f) {
       const uint64_t seed = flags.seed + static_cast<uint64_t>(f);
       const FleetSpec fleet = GenerateFleet(seed, mix);
@@ -174,9 +177,9 @@ int Run(const Flags& flags) {
       options.report_interval_s = flags.report_interval_s;
       options.truth = v.params;
       options.extender_config_file = flags.extender_config;
-      options.neighborly = false;
+      options.scorer = Scorer::kDefault;
       const FleetResult by_default = SimulateFleet(fleet, options);
-      options.neighborly = true;
+      options.scorer = Scorer::kNeighborly;
       const FleetResult by_neighborly = SimulateFleet(fleet, options);
       const int pods = static_cast<int>(fleet.arrivals.size());
       const int nodes = static_cast<int>(fleet.nodes.size());
@@ -193,16 +196,24 @@ int Run(const Flags& flags) {
       lc_neighborly += n.s.lc_over_1_2;
       pending_default += d.s.pending_end;
       pending_neighborly += n.s.pending_end;
-      for (const Row* r : {&d, &n}) {
+      std::vector<Row> fleet_rows = {d, n};
+      if (flags.oracle) {
+        options.scorer = Scorer::kOracle;
+        const FleetResult by_oracle = SimulateFleet(fleet, options);
+        fleet_rows.push_back(Row{v.name, seed, nodes, pods, "oracle", Summarise(by_oracle),
+                                 PendingThatReferenceRan(by_oracle, by_default), 0});
+        lc_oracle += fleet_rows.back().s.lc_over_1_2;
+        pending_oracle += fleet_rows.back().s.pending_end;
+      }
+      for (const Row& r : fleet_rows) {
         if (flags.json) {
-          std::printf("%s\n", RowJson(*r).c_str());
+          std::printf("%s\n", RowJson(r).c_str());
         } else {
-          PrintRow(*r);
+          PrintRow(r);
         }
         std::fflush(stdout);
+        rows.push_back(r);
       }
-      rows.push_back(d);
-      rows.push_back(n);
       if (flags.pods) PrintPods(fleet, by_default, by_neighborly);
     }
     // The issue's bar (issue 22, "Done when"): at most half the default's
@@ -227,6 +238,10 @@ int Run(const Flags& flags) {
           lc_neighborly < lc_default ? "fewer" : "not fewer",
           fewer_victims ? "<= 0.5x: yes" : "<= 0.5x: no", pending_default, pending_neighborly,
           no_stranding ? "within 1 %: yes" : "within 1 %: no");
+      if (flags.oracle) {
+        std::printf("%-18s oracle (the ground truth as extender): LC>1.2 %d, Pending %d\n\n",
+                    v.name.c_str(), lc_oracle, pending_oracle);
+      }
     }
   }
   if (!flags.json) {
@@ -261,6 +276,8 @@ int main(int argc, char** argv) {
     } else if (arg == "--extender-config") {
       flags.extender_config = next();
       if (flags.extender_config.empty()) return Usage("--extender-config needs a file");
+    } else if (arg == "--oracle") {
+      flags.oracle = true;
     } else if (arg == "--perturb") {
       flags.perturb = true;
     } else if (arg == "--json") {

@@ -4,10 +4,10 @@
 # Seeded fleets placed by kube-scheduler's default scoring alone and combined
 # with the real extender (weight 2) fed by the real agent simulator, judged by
 # the benchmark's own interference ground truth; then the same fleets under
-# moved ground-truth parameters (--perturb). Prints the tables
-# docs/performance.md records ("Placement quality"). About 10 s per fleet and
-# ground truth on a 2-core VM; the default run (3 fleets, base + 6 variants)
-# takes well under a minute.
+# moved ground-truth parameters (--perturb), each also with the ground truth
+# itself as the extender (--oracle, the yardstick). Prints the tables
+# docs/performance.md records ("Placement quality"). About 35 s on the 2-core
+# VM (3 fleets x 7 ground truths x 3 modes).
 # Usage: scripts/bench-placement.sh [BUILD_DIR [placement_bench flags]]
 #   e.g. scripts/bench-placement.sh build/default --fleets 5 --seed 10
 #   BENCH_PERTURB=0   the base ground truth only
@@ -22,6 +22,6 @@ if [[ ! -x "${bin}" ]]; then
 fi
 echo "bench-placement: $(git -C "${root}" rev-parse --short HEAD 2>/dev/null || echo '?'), ${bin}"
 if [[ "${BENCH_PERTURB:-1}" == 0 ]]; then
-  exec "${bin}" "$@"
+  exec "${bin}" --oracle "$@"
 fi
-exec "${bin}" --perturb "$@"
+exec "${bin}" --perturb --oracle "$@"

@@ -113,7 +113,7 @@ class Simulation {
       p.identity = IdentityOf(*p.workload, a.replica, fleet.seed);
       pods_.push_back(std::move(p));
     }
-    if (options.neighborly) {
+    if (options.scorer == Scorer::kNeighborly) {
       core_ = MakeExtender(clock_, options.extender_config_file);
       handler_ = std::make_unique<extender::ExtenderHandler>(*core_, nullptr);
     }
@@ -249,9 +249,17 @@ class Simulation {
       }
       feasible = std::move(passed);
     }
+    std::vector<int64_t> oracle_scores;
+    if (options_.scorer == Scorer::kOracle) {
+      feasible = OracleFilterAndScore(pod, feasible, oracle_scores);
+      if (feasible.empty()) return false;
+    }
     size_t chosen = feasible[0];
     if (feasible.size() > 1) {  // with one feasible node kube-scheduler skips scoring
       std::vector<int64_t> scores = ScoreNodes(loads, feasible, request);
+      for (size_t k = 0; k < oracle_scores.size(); ++k) {
+        scores[k] += ExtenderContribution(oracle_scores[k], options_.extender_weight);
+      }
       if (core_) {
         const nlohmann::json reply =
             Call(extender::Verb::kPrioritize, ArgsJson(pod_json, feasible, names_));
@@ -278,7 +286,7 @@ class Simulation {
     pod.node = node_index;
     // The kubelet admits at once: a Guaranteed pod with integer CPUs on a
     // static node needs them on one NUMA node (single-numa-node).
-    if (node.spec->static_cpu_manager && w.guaranteed && w.cpu_request_millicores % 1000 == 0) {
+    if (PinnedByKubelet(node, w)) {
       pod.exclusive = node.cpus->Allocate(static_cast<int>(w.cpu_request_millicores / 1000));
       if (!pod.exclusive) {
         pod.phase = PodPhase::kFailed;  // TopologyAffinityError; the pod is not retried
@@ -341,30 +349,121 @@ class Simulation {
     node.solved_at_s = now_s_;
   }
 
-  void Solve(NodeState& node) {
-    const std::vector<int> shared = node.cpus->SharedPoolPerSocket();
+  bool PinnedByKubelet(const NodeState& node, const Workload& w) const {
+    return node.spec->static_cpu_manager && w.guaranteed && w.cpu_request_millicores % 1000 == 0;
+  }
+
+  // Where `pod`'s threads and memory are on `node` (its exclusive CPUs, else
+  // the shared pool as `shared` CPUs per socket).
+  Placement PlacementOf(const PodState& pod, const NodeState& node,
+                        const std::optional<ExclusiveCpus>& exclusive,
+                        const std::vector<int>& shared) const {
     double shared_total = 0;
     for (int c : shared) shared_total += c;
+    Placement pl;
+    pl.behaviour = pod.workload->behaviour;
+    pl.cpus = UsageCores(pod);
+    pl.socket_share.assign(static_cast<size_t>(node.spec->shape.sockets), 0);
+    if (exclusive) {
+      pl.socket_share[static_cast<size_t>(exclusive->numa_node)] = 1;
+    } else {
+      for (size_t s = 0; s < shared.size(); ++s) pl.socket_share[s] = shared[s] / shared_total;
+    }
+    pl.memory_share = pl.socket_share;
+    return pl;
+  }
+
+  void Solve(NodeState& node) {
+    const std::vector<int> shared = node.cpus->SharedPoolPerSocket();
     std::vector<Placement> placements;
     for (int index : node.running) {
       const PodState& p = pods_[static_cast<size_t>(index)];
-      Placement pl;
-      pl.behaviour = p.workload->behaviour;
-      pl.cpus = UsageCores(p);
-      pl.socket_share.assign(static_cast<size_t>(node.spec->shape.sockets), 0);
-      if (p.exclusive) {
-        pl.socket_share[static_cast<size_t>(p.exclusive->numa_node)] = 1;
-      } else {
-        for (size_t s = 0; s < shared.size(); ++s) pl.socket_share[s] = shared[s] / shared_total;
-      }
-      pl.memory_share = pl.socket_share;
-      placements.push_back(std::move(pl));
+      placements.push_back(PlacementOf(p, node, p.exclusive, shared));
     }
     node.outcome = SolveNode(node.spec->shape, placements, options_.truth);
     for (size_t k = 0; k < node.running.size(); ++k) {
       pods_[static_cast<size_t>(node.running[k])].slowdown_now = node.outcome.pods[k].slowdown;
     }
     node.solved_at_s = now_s_;
+  }
+
+  // The oracle's harm of a node's pods: each latency-critical pod's slowdown
+  // above 1, and a whole point for each above the 1.2x the benchmark counts;
+  // a quarter of the others' (batch throughput counts, less).
+  double Harm(const std::vector<const Workload*>& workloads, const NodeOutcome& out) const {
+    double harm = 0;
+    for (size_t k = 0; k < workloads.size(); ++k) {
+      const double excess = out.pods[k].slowdown - 1;
+      if (workloads[k]->kind == WorkloadKind::kLatencyCritical) {
+        harm += excess + (out.pods[k].slowdown > 1.2 ? 1 : 0);
+      } else {
+        harm += 0.25 * excess;
+      }
+    }
+    return harm;
+  }
+
+  // The oracle extender: the ground truth's added harm of `pod` on each
+  // candidate, with the bound pods (starting ones too) where the kubelet put
+  // them. Refuses what the kubelet would refuse (exact NUMA admission) and,
+  // while some candidate keeps every latency-critical pod within 1.2x, the
+  // candidates that do not; scores 10 (least harm) .. 0 (most).
+  std::vector<size_t> OracleFilterAndScore(const PodState& pod, const std::vector<size_t>& feasible,
+                                           std::vector<int64_t>& scores) const {
+    std::vector<size_t> admitted;
+    std::vector<double> added;
+    std::vector<bool> within;
+    for (size_t k : feasible) {
+      const NodeState& node = nodes_[k];
+      KubeletCpus trial = *node.cpus;
+      std::optional<ExclusiveCpus> exclusive;
+      if (PinnedByKubelet(node, *pod.workload)) {
+        exclusive = trial.Allocate(static_cast<int>(pod.workload->cpu_request_millicores / 1000));
+        if (!exclusive) continue;
+      }
+      std::vector<const Workload*> workloads;
+      std::vector<Placement> before, after;
+      const std::vector<int> shared_before = node.cpus->SharedPoolPerSocket();
+      const std::vector<int> shared_after = trial.SharedPoolPerSocket();
+      for (int b : node.bound) {
+        const PodState& p = pods_[static_cast<size_t>(b)];
+        workloads.push_back(p.workload);
+        before.push_back(PlacementOf(p, node, p.exclusive, shared_before));
+        after.push_back(PlacementOf(p, node, p.exclusive, shared_after));
+      }
+      const double harm_before =
+          before.empty() ? 0 : Harm(workloads, SolveNode(node.spec->shape, before, options_.truth));
+      workloads.push_back(pod.workload);
+      after.push_back(PlacementOf(pod, node, exclusive, shared_after));
+      const NodeOutcome out = SolveNode(node.spec->shape, after, options_.truth);
+      bool ok = true;
+      for (size_t j = 0; j < workloads.size(); ++j) {
+        if (workloads[j]->kind == WorkloadKind::kLatencyCritical && out.pods[j].slowdown > 1.2) {
+          ok = false;
+        }
+      }
+      admitted.push_back(k);
+      added.push_back(Harm(workloads, out) - harm_before);
+      within.push_back(ok);
+    }
+    std::vector<size_t> passed;
+    std::vector<double> passed_harm;
+    const bool any_within = std::find(within.begin(), within.end(), true) != within.end();
+    for (size_t j = 0; j < admitted.size(); ++j) {
+      if (!any_within || within[j]) {
+        passed.push_back(admitted[j]);
+        passed_harm.push_back(added[j]);
+      }
+    }
+    scores.clear();
+    if (passed.empty()) return passed;
+    const double best = *std::min_element(passed_harm.begin(), passed_harm.end());
+    const double worst = *std::max_element(passed_harm.begin(), passed_harm.end());
+    for (double h : passed_harm) {
+      scores.push_back(worst - best < 1e-3 ? kMaxExtenderPriority
+                                           : std::llround(10 * (worst - h) / (worst - best)));
+    }
+    return passed;
   }
 
   void Report(int node_index) {

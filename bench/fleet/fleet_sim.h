@@ -11,7 +11,7 @@
 // ages in simulated seconds.
 //
 //   FleetSpec fleet = GenerateFleet(1, {});
-//   FleetResult r = SimulateFleet(fleet, SimOptions{.neighborly = true});
+//   FleetResult r = SimulateFleet(fleet, SimOptions{.scorer = Scorer::kNeighborly});
 //   FleetSummary s = Summarise(r);   // s.lc_over_1_2, s.pending_at_end, ...
 #ifndef NEIGHBORLY_BENCH_FLEET_FLEET_SIM_H_
 #define NEIGHBORLY_BENCH_FLEET_FLEET_SIM_H_
@@ -25,8 +25,18 @@
 
 namespace neighborly::fleet {
 
+// Who joins kube-scheduler's default plugins.
+enum class Scorer {
+  kDefault,     // nobody: the default plugins alone
+  kNeighborly,  // the real extender, as an HTTP extender
+  // The ground truth itself as an extender, with the same integration
+  // (filter, 0..10 scores at weight 2): what perfect knowledge of the
+  // interference would reach. A yardstick, not a product.
+  kOracle,
+};
+
 struct SimOptions {
-  bool neighborly = false;  // false: kube-scheduler's default plugins alone
+  Scorer scorer = Scorer::kDefault;
   int64_t extender_weight = 2;
   // The extender's YAML config (docs/configuration.md); empty: the defaults,
   // as neighborly-extender without --config.
