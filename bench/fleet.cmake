@@ -31,6 +31,7 @@ if(TARGET neighborly_http AND TARGET neighborly_core AND TARGET neighborly_agent
     SOURCES ${CMAKE_CURRENT_LIST_DIR}/fleet/ground_truth_test.cc
       ${CMAKE_CURRENT_LIST_DIR}/fleet/default_scheduler_test.cc
       ${CMAKE_CURRENT_LIST_DIR}/fleet/kubelet_cpus_test.cc
+      ${CMAKE_CURRENT_LIST_DIR}/fleet/fleet_sim_test.cc
     LIBS neighborly_fleet_sim neighborly_fleet_model)
   # One small fleet through the whole path (extender, agent simulator, ground
   # truth): the binary must run and print its table.

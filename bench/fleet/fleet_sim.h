@@ -11,7 +11,9 @@
 // ages in simulated seconds.
 //
 //   FleetSpec fleet = GenerateFleet(1, {});
-//   FleetResult r = SimulateFleet(fleet, SimOptions{.scorer = Scorer::kNeighborly});
+//   SimOptions options;
+//   options.scorer = Scorer::kNeighborly;
+//   FleetResult r = SimulateFleet(fleet, options);
 //   FleetSummary s = Summarise(r);   // s.lc_over_1_2, s.pending_at_end, ...
 #ifndef NEIGHBORLY_BENCH_FLEET_FLEET_SIM_H_
 #define NEIGHBORLY_BENCH_FLEET_FLEET_SIM_H_

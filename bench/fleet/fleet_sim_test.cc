@@ -1,0 +1,112 @@
+#include "bench/fleet/fleet_sim.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+namespace neighborly::fleet {
+namespace {
+
+NodeSpec SmallNode(std::string name, bool static_cpu_manager) {
+  NodeSpec n;
+  n.name = std::move(name);
+  n.cores_per_socket = 4;
+  n.threads_per_core = 1;
+  n.memory_bytes_per_socket = int64_t{16} << 30;
+  n.static_cpu_manager = static_cpu_manager;
+  return n;
+}
+
+Workload Deployment(std::string name, WorkloadKind kind, int cpus) {
+  Workload w;
+  w.namespace_name = "shop";
+  w.name = std::move(name);
+  w.kind = kind;
+  w.template_hash = "5d8f7c6b9a";
+  w.owner_uid = "uid-" + w.name;
+  w.cpu_request_millicores = 1000 * cpus;
+  w.memory_request_bytes = int64_t{1} << 30;
+  return w;
+}
+
+void Arrive(FleetSpec& fleet, Workload w) {
+  fleet.workloads.push_back(std::move(w));
+  fleet.arrivals.push_back({static_cast<double>(fleet.arrivals.size()),
+                            static_cast<int>(fleet.workloads.size()) - 1, 0});
+  fleet.last_arrival_s = fleet.arrivals.back().at_s;
+}
+
+// The simulator counts a TopologyAffinityError when kube-scheduler's fit
+// passes but no NUMA node has the pinned pod's CPUs, and does not retry it.
+TEST(FleetSimulator, CountsTopologyAffinityErrors) {
+  FleetSpec fleet;
+  fleet.seed = 1;
+  // 7 allocatable cpus: 3 on NUMA 0 (cpu 0 is reserved), 4 on NUMA 1.
+  fleet.nodes.push_back(SmallNode("node-01", /*static_cpu_manager=*/true));
+  for (int cpus : {2, 2, 3}) {
+    Workload w = Deployment("pinned-" + std::to_string(fleet.workloads.size()),
+                            WorkloadKind::kLatencyCritical, cpus);
+    w.guaranteed = true;
+    w.cpu_limit_millicores = w.cpu_request_millicores;
+    w.memory_limit_bytes = w.memory_request_bytes;
+    Arrive(fleet, w);
+  }
+  const FleetResult r = SimulateFleet(fleet, SimOptions{});
+  const FleetSummary s = Summarise(r);
+  EXPECT_EQ(s.topology_affinity_errors, 1);
+  EXPECT_TRUE(r.pods[2].topology_affinity_error);
+  EXPECT_EQ(r.pods[2].phase, PodPhase::kFailed);
+  EXPECT_EQ(s.pending_end, 0);
+  EXPECT_TRUE(r.pods[0].pinned);
+  EXPECT_EQ(s.lc_running_end, 2);
+}
+
+// The yardstick sees the interference the default scores cannot: the
+// default puts a cache-sensitive service on the emptier node, beside a
+// streamer; the oracle puts it beside the big compute-bound pod.
+TEST(FleetSimulator, TheOracleKeepsACacheSensitiveServiceAwayFromAStreamer) {
+  FleetSpec fleet;
+  fleet.seed = 3;
+  fleet.nodes.push_back(SmallNode("node-01", false));
+  fleet.nodes.push_back(SmallNode("node-02", false));
+  for (NodeSpec& n : fleet.nodes) n.shape.l3_bytes_per_socket = 20e6;
+  Workload compute = Deployment("compute", WorkloadKind::kStandard, 5);
+  compute.behaviour.mpki_cold = 1;
+  compute.behaviour.mpki_floor = 0.5;
+  compute.behaviour.working_set_bytes = 1e6;
+  compute.behaviour.footprint_bytes = 1e6;
+  Arrive(fleet, compute);
+  Workload scan = Deployment("scan", WorkloadKind::kBatch, 3);
+  scan.is_job = true;
+  scan.duration_s = 3600;
+  scan.behaviour.mpki_cold = 30;
+  scan.behaviour.mpki_floor = 25;
+  scan.behaviour.working_set_bytes = 200e6;
+  scan.behaviour.footprint_bytes = 400e6;
+  scan.behaviour.curve_exponent = 0.5;
+  scan.behaviour.mlp = 6;
+  scan.cpu_usage_fraction = 1;
+  Arrive(fleet, scan);
+  Workload service = Deployment("catalog", WorkloadKind::kLatencyCritical, 1);
+  service.behaviour.working_set_bytes = 12e6;
+  service.behaviour.footprint_bytes = 18e6;
+  service.behaviour.mpki_cold = 12;
+  Arrive(fleet, service);
+
+  const FleetResult by_default = SimulateFleet(fleet, SimOptions{});
+  SimOptions oracle;
+  oracle.scorer = Scorer::kOracle;
+  const FleetResult by_oracle = SimulateFleet(fleet, oracle);
+  ASSERT_EQ(by_default.pods[2].phase, PodPhase::kRunning);
+  ASSERT_EQ(by_oracle.pods[2].phase, PodPhase::kRunning);
+  EXPECT_EQ(by_default.pods[2].node, by_default.pods[1].node);
+  EXPECT_EQ(by_oracle.pods[2].node, by_oracle.pods[0].node);
+  EXPECT_GT(by_default.pods[2].slowdown_end, 1.2);
+  EXPECT_LT(by_oracle.pods[2].slowdown_end, by_default.pods[2].slowdown_end);
+  for (const FleetResult* r : {&by_default, &by_oracle}) {
+    for (const PodResult& p : r->pods) EXPECT_GE(p.slowdown_end, 1.0);
+  }
+}
+
+}  // namespace
+}  // namespace neighborly::fleet
