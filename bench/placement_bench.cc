@@ -32,6 +32,7 @@ struct Flags {
   uint64_t seed = 1;
   int arrivals = 0;  // 0: per fleet, 210..300
   double report_interval_s = 5;
+  double measurement_noise = 0.05;
   bool perturb = false;
   bool json = false;
   bool pods = false;    // also every pod's outcome
@@ -43,7 +44,8 @@ int Usage(const std::string& error) {
   if (!error.empty()) std::fprintf(stderr, "placement_bench: %s\n", error.c_str());
   std::fprintf(stderr,
                "usage: placement_bench [--fleets N] [--seed S] [--arrivals N] "
-               "[--report-interval SECONDS] [--perturb] [--json] [--pods] [--oracle] "
+               "[--report-interval SECONDS] [--measurement-noise SHARE] [--perturb] [--json] "
+               "[--pods] [--oracle] "
                "[--extender-config FILE]\n");
   return 2;
 }
@@ -175,6 +177,7 @@ int Run(const Flags& flags) {
       const FleetSpec fleet = GenerateFleet(seed, mix);
       SimOptions options;
       options.report_interval_s = flags.report_interval_s;
+      options.measurement_noise = flags.measurement_noise;
       options.truth = v.params;
       options.extender_config_file = flags.extender_config;
       options.scorer = Scorer::kDefault;
@@ -291,6 +294,11 @@ int main(int argc, char** argv) {
     } else if (arg == "--arrivals") {
       if (!absl::SimpleAtoi(next(), &flags.arrivals) || flags.arrivals < 1) {
         return Usage("--arrivals needs a positive integer");
+      }
+    } else if (arg == "--measurement-noise") {
+      if (!absl::SimpleAtod(next(), &flags.measurement_noise) || flags.measurement_noise < 0 ||
+          flags.measurement_noise >= 1) {
+        return Usage("--measurement-noise needs a share in [0, 1)");
       }
     } else if (arg == "--report-interval") {
       if (!absl::SimpleAtod(next(), &flags.report_interval_s) || flags.report_interval_s <= 0) {

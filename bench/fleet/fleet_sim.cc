@@ -486,8 +486,16 @@ class Simulation {
         m.exclusive_cpus = p.exclusive->cpus;
         m.numa_node = p.exclusive->numa_node;
       }
-      m.cpu_usage_cores = UsageCores(p);
+      auto noisy = [&](double v) {
+        return v *
+               (1 + report_rng_.Uniform(-options_.measurement_noise, options_.measurement_noise));
+      };
+      m.cpu_usage_cores = noisy(UsageCores(p));
       m.truth = node.outcome.pods[k];
+      m.truth.llc_occupancy_bytes = noisy(m.truth.llc_occupancy_bytes);
+      m.truth.membw_bytes_per_second = noisy(m.truth.membw_bytes_per_second);
+      m.truth.ipc = noisy(m.truth.ipc);
+      m.truth.mpki = noisy(m.truth.mpki);
       measured.push_back(std::move(m));
     }
     absl::StatusOr<agent::Scenario> scenario =

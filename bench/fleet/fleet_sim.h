@@ -45,6 +45,9 @@ struct SimOptions {
   std::string extender_config_file;
   double report_interval_s = 5;
   double report_jitter = 0.1;  // each report +-10 % of the interval
+  // A window's counters vary around the steady state: each measurement of a
+  // report is off by up to this share (uniform), independently.
+  double measurement_noise = 0.05;
   // Between binding and the containers running (image pull, start): a pod is
   // in the agent's reports (and on the node's resources) only from then on.
   double min_startup_s = 3, max_startup_s = 10;
