@@ -291,7 +291,9 @@ absl::StatusOr<ExtenderConfig> ParseExtenderConfig(std::string_view text,
                          {"batchMembwSensitivity", p.Double(i.batch_membw_sensitivity, 0, 10)},
                          {"scoreStep", p.Double(i.score_step, 1e-4, 10)},
                          {"maxTrackedResidents", p.Integer(i.max_tracked_residents, 0, 64)},
-                         {"guessedAdmissionPenalty", p.Double(i.guessed_admission_penalty, 0, 10)}});
+                         {"guessedAdmissionPenalty", p.Double(i.guessed_admission_penalty, 0, 10)},
+                         {"guessedBookingsRefuse", p.Bool(i.guessed_bookings_refuse)},
+                         {"bookSingleCandidate", p.Bool(i.book_single_candidate)}});
                }},
               {"defaultFootprints",
                [&](const yaml::Value& f) {

@@ -178,7 +178,11 @@ TEST(DecisionReuseTest, ShapesDifferInWhatEvaluationReads) {
 TEST(DecisionReuseTest, KeepsFromAShapesSecondRequestAndAtMostFourShapes) {
   FakeClock clock;
   clock.Set(absl::FromUnixSeconds(1'700'000'000));
-  ExtenderCore core(ModelConfig{}, clock, {.max_nodes = 64});
+  // Its one-node /filter requests would book each pod there (a new booking
+  // list, so nothing to reuse): this test counts reuse alone.
+  ModelConfig config;
+  config.interference.book_single_candidate = false;
+  ExtenderCore core(config, clock, {.max_nodes = 64});
   const tv1::NodeReport r = Report(1, 4, 1, clock.Now() - absl::Seconds(1), 0);
   ASSERT_TRUE(core.Ingest(r).ok());
   const std::vector<std::string_view> names = {"node-001"};

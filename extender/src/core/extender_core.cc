@@ -507,10 +507,47 @@ void ExtenderCore::Impl::Decide(std::string_view verb, const IncomingPod& pod,
   }
 
   std::string booked_node;
-  if (book && !pod.uid.empty()) {
-    size_t best = nodes.size();
+  // kube-scheduler binds a pod that only one node passes without asking
+  // /prioritize (no scoring with one feasible node): book it from /filter
+  // then, or a burst of replicas would all land on that node unbooked (and
+  // fail the kubelet's NUMA admission one after another; issue 22).
+  if (!book && !pod.uid.empty() && verb == "filter" && config.interference.enabled &&
+      config.interference.book_single_candidate) {
+    size_t passed = 0, only = nodes.size();
     for (size_t i = 0; i < nodes.size(); ++i) {
-      if (out[i].feasible && (best == nodes.size() || out[i].score > out[best].score)) best = i;
+      if (out[i].feasible) {
+        ++passed;
+        only = i;
+      }
+    }
+    if (passed == 1 && out[only].has_telemetry) {
+      Booking booking = MakeBooking(pod.uid, req, out[only], now + config.booking_ttl);
+      booking.exact = true;  // the scheduler has no other choice
+      if (ledger.Book(nodes[only], std::move(booking))) booked_node = std::string(nodes[only]);
+    }
+  }
+  if (book && !pod.uid.empty()) {
+    // The best-scoring feasible node; among equals, the one kube-scheduler's
+    // LeastAllocated most likely takes (the least requested, counting what is
+    // booked there), so that the guess is where the pod goes more often.
+    size_t best = nodes.size();
+    double best_load = 0;
+    for (size_t i = 0; i < nodes.size(); ++i) {
+      // A node without telemetry is not booked (as Reserve does not): the
+      // model cannot place the pod on it.
+      if (!out[i].feasible || !out[i].has_telemetry) continue;
+      if (best < nodes.size() && out[i].score < out[best].score) continue;
+      double load = 1e9;
+      if (const ClusterState::Entry* e = view.Find(nodes[i], NodeNameHash(nodes[i]))) {
+        if (const NodeSnapshot* snap = e->snapshot.load()) {
+          const BookingList* b = e->bookings.load();
+          load = snap->profile.cpu_requested_share + 0.05 * (b != nullptr ? b->size() : 0);
+        }
+      }
+      if (best == nodes.size() || out[i].score > out[best].score || load < best_load) {
+        best = i;
+        best_load = load;
+      }
     }
     if (best < nodes.size() &&
         ledger.Book(nodes[best], MakeBooking(pod.uid, req, out[best], now + config.booking_ttl))) {

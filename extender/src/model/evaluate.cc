@@ -204,10 +204,13 @@ class InFlight {
       numa_memory_[n] += static_cast<int64_t>(memory_bytes * w);
       numa_sensitivity_[n] = std::max(numa_sensitivity_[n], sensitivity);
     }
+    // The harm model keeps a shared-pool pod's whole working set in each L3
+    // domain it runs on (PredictPlacement); the pressure model spreads it.
+    const bool whole = config_->interference.enabled;
     for (size_t d = 0; d < p.l3.size(); ++d) {
       const double w = p.l3[d].shared_weight;
       if (w <= 0) continue;
-      l3_llc_[d] += llc_bytes * w;
+      l3_llc_[d] += whole ? llc_bytes : llc_bytes * w;
       l3_sensitivity_[d] = std::max(l3_sensitivity_[d], sensitivity);
     }
   }
@@ -335,11 +338,12 @@ void PredictPlacement(const PodRequest& pod, const NodeProfile& p, const InFligh
     db[d] = l3.demand_bytes + booked;
     kb[d] = l3.cold_demand + booked * booking_cold;
     const double w = pinned ? (static_cast<int>(d) == pinned_l3 ? 1.0 : 0.0) : l3.shared_weight;
-    da[d] = db[d] + w * in.llc_bytes;
-    ka[d] = kb[d] + w * in.llc_bytes * in_cold;
+    // The whole working set in each domain it runs on, colder where it runs less.
+    da[d] = db[d] + (w > 0 ? in.llc_bytes : 0);
+    ka[d] = kb[d] + (w > 0 ? in.llc_bytes * in_cold / w : 0);
     x_in[d] = 0;
     if (w > 0) {
-      x_in[d] = CacheLoss(in_cold, da[d], ka[d], l3.size_bytes);
+      x_in[d] = CacheLoss(in_cold / w, da[d], ka[d], l3.size_bytes);
       extra[l3.numa_index] += ic.reuse_per_second * w * in.llc_bytes * x_in[d];
       in_weight += w;
       cache_loss = std::max(cache_loss, x_in[d]);
@@ -353,7 +357,7 @@ void PredictPlacement(const PodRequest& pod, const NodeProfile& p, const InFligh
     const L3Profile& l3 = p.l3[t.l3_index];
     xb[i] = CacheLoss(t.coldness, db[t.l3_index], kb[t.l3_index], l3.size_bytes);
     xa[i] = CacheLoss(t.coldness, da[t.l3_index], ka[t.l3_index], l3.size_bytes);
-    extra[t.numa_index] += ic.reuse_per_second * t.llc_bytes * (xa[i] - xb[i]);
+    extra[t.numa_index] += ic.reuse_per_second * t.share * t.llc_bytes * (xa[i] - xb[i]);
   }
   for (size_t n = 0; n < numa_count; ++n) {
     const NumaProfile& numa = p.numa[n];
@@ -630,8 +634,10 @@ void EvaluateLoaded(const PodRequest& pod, const NodeProfile& p, const InFlightT
         config.numa_admission) {
       // Refused with every booking counted. Guessed bookings (/prioritize's,
       // on the node Neighborly liked best, which kube-scheduler may not have
-      // chosen) must not strand pods: refuse only if the exact ones alone
-      // (Reserve's, or none) refuse too; else pass, at a cost (issue 22).
+      // chosen) must not strand pods: if the exact ones alone (Reserve's, or
+      // none) admit, the refusal is soft ("in-flight: ..."), and the
+      // least-harm fallback passes the node, at a cost, when every candidate
+      // refuses (issue 22).
       bool exact_admits = false;
       if constexpr (!std::is_same_v<InFlightT, NoInFlight>) {
         std::array<int32_t, kMaxAdmissionNumaNodes> exact_cpus;
@@ -651,6 +657,12 @@ void EvaluateLoaded(const PodRequest& pod, const NodeProfile& p, const InFlightT
         }
       }
       if (!exact_admits) {
+        out.feasible = false;
+        out.score = 0;
+        return;
+      }
+      if (config.interference.guessed_bookings_refuse) {
+        out.reason.insert(0, "in-flight: ");
         out.feasible = false;
         out.score = 0;
         return;
@@ -893,6 +905,7 @@ void EvaluateNodeLeastHarm(const PodRequest& pod, const NodeProfile* profile,
   relaxed.membw_headroom = std::numeric_limits<double>::infinity();
   relaxed.interference.max_slowdown = std::numeric_limits<double>::infinity();
   relaxed.interference.min_added_slowdown = std::numeric_limits<double>::infinity();
+  relaxed.interference.guessed_bookings_refuse = false;
   EvaluateNode(pod, profile, bookings, now, relaxed, out, fold);
   out.least_harm = out.feasible;
 }
@@ -900,7 +913,7 @@ void EvaluateNodeLeastHarm(const PodRequest& pod, const NodeProfile* profile,
 bool IsSoftRejection(const NodeDecision& d) {
   return !d.feasible && d.has_telemetry &&
          (d.reason.starts_with("isolation") || d.reason.starts_with("membw") ||
-          d.reason.starts_with("interference"));
+          d.reason.starts_with("interference") || d.reason.starts_with("in-flight"));
 }
 
 }  // namespace neighborly::extender

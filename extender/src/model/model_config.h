@@ -97,6 +97,12 @@ struct InterferenceConfig {
   // in-flight booking there (/prioritize's) was not where kube-scheduler put
   // its pod: it passes, but ranks below one that fits either way.
   double guessed_admission_penalty = 0.15;
+  // A node that admits the pod only if a guessed booking there is wrong is
+  // refused softly (the least-harm fallback may pass it; false: pass it now).
+  bool guessed_bookings_refuse = true;
+  // /filter books the pod on the only node that passes (kube-scheduler binds
+  // it there without asking /prioritize).
+  bool book_single_candidate = true;
 };
 
 struct ModelConfig {

@@ -45,12 +45,16 @@ void PredictResidents(const google::protobuf::RepeatedPtrField<tv1::PodReport>& 
                       NodeProfile& p) {
   const InterferenceConfig& ic = config.interference;
   for (L3Profile& l3 : p.l3) l3.demand_bytes = l3.cold_demand = 0;
+  // A pod running on several L3 domains (the shared pool) keeps its whole
+  // working set in each (its threads there touch all of it), with the share
+  // of its accesses its CPUs there make: colder there.
   for (size_t i = 0; i < demands.size(); ++i) {
     const double cold = demands[i].Coldness(ic);
     for (size_t d = 0; d < p.l3.size() && d < l3_weights[i].size(); ++d) {
-      const double share = l3_weights[i][d] * demands[i].llc_bytes;
-      p.l3[d].demand_bytes += share;
-      p.l3[d].cold_demand += share * cold;
+      const double w = l3_weights[i][d];
+      if (w <= 0) continue;
+      p.l3[d].demand_bytes += demands[i].llc_bytes;
+      p.l3[d].cold_demand += demands[i].llc_bytes * cold / w;
     }
   }
   // A domain's measured occupancy is not demand: a cache never empties, so a
@@ -70,7 +74,7 @@ void PredictResidents(const google::protobuf::RepeatedPtrField<tv1::PodReport>& 
       const double w = l3_weights[i][d];
       if (w <= 0) continue;
       const double loss =
-          CacheLoss(cold, p.l3[d].demand_bytes, p.l3[d].cold_demand, p.l3[d].size_bytes);
+          CacheLoss(cold / w, p.l3[d].demand_bytes, p.l3[d].cold_demand, p.l3[d].size_bytes);
       slowdown += w * Slowdown(dm.cache_sensitivity, dm.membw_sensitivity, loss,
                                latency[p.l3[d].numa_index]);
       weight += w;
@@ -100,8 +104,8 @@ void PredictResidents(const google::protobuf::RepeatedPtrField<tv1::PodReport>& 
       const double w = l3_weights[i][d];
       if (w <= 0) continue;
       TrackedResident t;
-      t.llc_bytes = w * dm.llc_bytes;
-      t.coldness = cold;
+      t.llc_bytes = dm.llc_bytes;
+      t.coldness = cold / w;
       t.cache_sensitivity = dm.cache_sensitivity;
       t.membw_sensitivity = dm.membw_sensitivity;
       t.tolerance = dm.tolerance;
@@ -588,6 +592,14 @@ NodeProfile BuildNodeProfile(const tv1::NodeReport& report, const ModelConfig& c
                                   : pred_l3_occ[d];
   }
   p.unmeasured_share = total_bw > 0 ? unmeasured_bw / total_bw : 0;
+  {
+    double cpus = 0, requested = 0;
+    for (const CpuSet& c : numa_cpus) cpus += static_cast<double>(c.size());
+    for (const tv1::PodReport& pod : pods_in) {
+      requested += static_cast<double>(std::max<int64_t>(0, pod.cpu_request_millicores())) / 1000.0;
+    }
+    p.cpu_requested_share = cpus > 0 ? requested / cpus : 0;
+  }
   PredictResidents(pods_in, demands, l3_weights, config, p);
   // Several streamers that together take an aggressor's share of a NUMA node
   // are judged as one aggressor (a group) by isolation.

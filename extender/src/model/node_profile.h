@@ -70,8 +70,8 @@ struct L3Profile {
 // One resident whose slowdown evaluation predicts, on one L3 domain it uses
 // (a shared-pool pod has one entry per domain, by its share there).
 struct TrackedResident {
-  double llc_bytes = 0;  // its working set on this domain (share x demand)
-  double coldness = 0;   // seconds between touches of one of its lines (Demand::Coldness)
+  double llc_bytes = 0;  // its working set (kept whole in each domain it runs on)
+  double coldness = 0;   // here: seconds between touches of one of its lines / share
   double cache_sensitivity = 0;
   double membw_sensitivity = 0;
   double tolerance = 0;    // > 0: latency-critical, refuse beyond
@@ -167,6 +167,9 @@ struct NodeProfile {
   std::string cpu_manager_policy;
   std::vector<ResidentPod> pods;  // parallel to report.pods()
   int standard_pods = 0;
+  // The residents' CPU requests over the node's CPUs: what kube-scheduler's
+  // LeastAllocated sees, to guess which of equally scored nodes it will take.
+  double cpu_requested_share = 0;
   int aggressor_pods = 0;
   // Of latency_critical_pods / batch_pods, those pinned to NUMA nodes (the rest
   // run in the shared pool, node-wide); tiny batch pods are in neither.
