@@ -468,10 +468,13 @@ bool JudgeSlowdown(const PodRequest& pod, const NodeProfile& p, const InFlightT&
   out.membw_utilisation = pr.utilisation;
   out.predicted_slowdown = pr.incoming;
   out.worst_resident_slowdown = pr.refused_by >= 0 ? pr.refused_slowdown : 0;
-  const std::string where =
-      l3 >= 0 ? absl::StrCat("L3 domain ", p.l3[l3].id) : std::string("its L3 domains");
-  const std::string numa_where =
-      numa >= 0 ? absl::StrCat("NUMA node ", p.numa[numa].id) : std::string("its NUMA nodes");
+  // Only a refusal formats text: a feasible node allocates nothing.
+  auto where = [&] {
+    return l3 >= 0 ? absl::StrCat("L3 domain ", p.l3[l3].id) : std::string("its L3 domains");
+  };
+  auto numa_where = [&] {
+    return numa >= 0 ? absl::StrCat("NUMA node ", p.numa[numa].id) : std::string("its NUMA nodes");
+  };
   // The least-harm fallback's second look refuses nothing (min_added_slowdown infinite).
   const bool refuse = std::isfinite(config.interference.min_added_slowdown);
   if (refuse && pod.demand.tolerance > 0 && pr.incoming > pod.demand.tolerance) {
@@ -479,8 +482,8 @@ bool JudgeSlowdown(const PodRequest& pod, const NodeProfile& p, const InFlightT&
                  "interference: predicted slowdown %.2fx > %.2fx for this latency-critical pod "
                  "(%.0f%% of its working set lost on %s, demand %.0f%% of the cache; membw %.0f%% "
                  "of peak on %s)",
-                 pr.incoming, pod.demand.tolerance, pr.cache_loss * 100, where, pr.l3_ratio * 100,
-                 pr.utilisation * 100, numa_where);
+                 pr.incoming, pod.demand.tolerance, pr.cache_loss * 100, where(),
+                 pr.l3_ratio * 100, pr.utilisation * 100, numa_where());
     return false;
   }
   if (refuse && pr.refused_by >= 0) {
@@ -492,7 +495,7 @@ bool JudgeSlowdown(const PodRequest& pod, const NodeProfile& p, const InFlightT&
                  "interference: would slow latency-critical pod %s to %.2fx > %.2fx (L3 domain "
                  "%u: demand %.0f%% of the cache; membw %.0f%% of peak on %s)",
                  who, pr.refused_slowdown, pr.refused_tolerance, p.l3[t.l3_index].id,
-                 pr.l3_ratio * 100, pr.utilisation * 100, numa_where);
+                 pr.l3_ratio * 100, pr.utilisation * 100, numa_where());
     return false;
   }
   harm.to_incoming += pr.harm_in;
