@@ -206,6 +206,25 @@ TEST(RenderWorkloads, DetailShowsThePredictionAndEveryMetric) {
   EXPECT_FALSE(RenderWorkloadDetail("[]").ok());
 }
 
+// Issue 22: what the workload needs and how it suffers, with the evidence.
+TEST(RenderWorkloads, DetailShowsTheInterferenceFit) {
+  nlohmann::json one = nlohmann::json::parse(kWorkloads)[0];
+  one["interference"] = {{"llcDemandBytes", 19188940},       {"soloMembwBytesPerSecond", 2.8e9},
+                         {"cacheSensitivity", 0.91},         {"membwSensitivity", 0.35},
+                         {"fitConfidence", 0.62},            {"baselineIpc", 2.1},
+                         {"baselineMpki", 1.5}};
+  absl::StatusOr<std::string> detail = RenderWorkloadDetail(one.dump());
+  ASSERT_TRUE(detail.ok()) << detail.status();
+  EXPECT_THAT(*detail, HasSubstr("needs: 18.3MiB of L3 (working set), 2.80GB/s alone"));
+  EXPECT_THAT(*detail, HasSubstr("cache sensitivity 0.91, bandwidth sensitivity 0.35"));
+  EXPECT_THAT(*detail, HasSubstr("fit confidence 0.62; baseline IPC 2.10, MPKI 1.50"));
+  // A workload not yet fitted shows dashes, not zeros.
+  one["interference"] = {{"fitConfidence", 0}};
+  detail = RenderWorkloadDetail(one.dump());
+  ASSERT_TRUE(detail.ok());
+  EXPECT_THAT(*detail, HasSubstr("needs: - of L3"));
+}
+
 TEST(Format, UnitsAreHumanReadable) {
   EXPECT_EQ(FormatBytes(512), "512B");
   EXPECT_EQ(FormatBytes(19188940), "18.3MiB");

@@ -96,6 +96,9 @@ class FakeSource final : public OperatorSource {
     w.prediction.replicas = 3;
     w.prediction.nodes = 3;
     w.prediction.membw_bytes_per_second = 21.8e9;
+    w.prediction.llc_demand_bytes = 31.4e6;
+    w.prediction.cache_sensitivity = 0.05;
+    w.prediction.fit_confidence = 0.7;
     w.prediction.aggressor = true;
     w.prediction.aggressor_why = "recent peak membw 44% of its NUMA node's peak";
     w.metrics[static_cast<int>(WorkloadMetric::kMembw)] =
@@ -208,6 +211,11 @@ TEST_F(OperatorApiTest, WorkloadsListOneAndUnknownIs404) {
   EXPECT_FALSE(list[0].contains("aggressorSince"));
   const nlohmann::json one = GetJson("/v1/workloads/analytics/Deployment/event-scan", 200);
   EXPECT_EQ(one["windows"], 412.0);
+  // Issue 22: the fit, and absent what it has no evidence for.
+  EXPECT_DOUBLE_EQ(one["interference"]["llcDemandBytes"].get<double>(), 31.4e6);
+  EXPECT_DOUBLE_EQ(one["interference"]["cacheSensitivity"].get<double>(), 0.05);
+  EXPECT_DOUBLE_EQ(one["interference"]["fitConfidence"].get<double>(), 0.7);
+  EXPECT_FALSE(one["interference"].contains("baselineIpc"));
   const nlohmann::json missing = GetJson("/v1/workloads/analytics/Deployment/nope", 404);
   EXPECT_THAT(missing["Error"].get<std::string>(),
               HasSubstr("unknown workload \"analytics/Deployment/nope\""));
