@@ -177,7 +177,7 @@ TEST_F(TopologyPlacementTest, PinnedReplicaIsJudgedOnTheNumaNodeTheKubeletPicks)
   // there are one aggressor group (issue 12), and past it the headroom.
   // Issue 22: refused by the slowdown predicted on that NUMA node's controller.
   EXPECT_THAT(verdict.at("busy-numa0"), HasSubstr("interference: predicted slowdown"));
-  EXPECT_THAT(verdict.at("busy-numa0"), HasSubstr("of peak on NUMA node 0"));
+  EXPECT_THAT(verdict.at("busy-numa0"), HasSubstr("on NUMA node 0)"));
   EXPECT_EQ(verdict.at("quiet"), "");
   EXPECT_EQ(Decided(replica, "quiet")["score"], 10);
   // The explanation names NUMA node, L3 domain and cores, and why.

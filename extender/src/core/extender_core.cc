@@ -531,22 +531,14 @@ void ExtenderCore::Impl::Decide(std::string_view verb, const IncomingPod& pod,
     // LeastAllocated most likely takes (the least requested, counting what is
     // booked there), so that the guess is where the pod goes more often.
     size_t best = nodes.size();
-    double best_load = 0;
     for (size_t i = 0; i < nodes.size(); ++i) {
       // A node without telemetry is not booked (as Reserve does not): the
       // model cannot place the pod on it.
       if (!out[i].feasible || !out[i].has_telemetry) continue;
-      if (best < nodes.size() && out[i].score < out[best].score) continue;
-      double load = 1e9;
-      if (const ClusterState::Entry* e = view.Find(nodes[i], NodeNameHash(nodes[i]))) {
-        if (const NodeSnapshot* snap = e->snapshot.load()) {
-          const BookingList* b = e->bookings.load();
-          load = snap->profile.cpu_requested_share + 0.05 * (b != nullptr ? b->size() : 0);
-        }
-      }
-      if (best == nodes.size() || out[i].score > out[best].score || load < best_load) {
+      if (best == nodes.size() || out[i].score > out[best].score ||
+          (out[i].score == out[best].score &&
+           out[i].requested_share < out[best].requested_share)) {
         best = i;
-        best_load = load;
       }
     }
     if (best < nodes.size() &&

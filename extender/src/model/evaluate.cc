@@ -468,21 +468,19 @@ bool JudgeSlowdown(const PodRequest& pod, const NodeProfile& p, const InFlightT&
   out.membw_utilisation = pr.utilisation;
   out.predicted_slowdown = pr.incoming;
   out.worst_resident_slowdown = pr.refused_by >= 0 ? pr.refused_slowdown : 0;
-  // Only a refusal formats text: a feasible node allocates nothing.
-  auto where = [&] {
-    return l3 >= 0 ? absl::StrCat("L3 domain ", p.l3[l3].id) : std::string("its L3 domains");
-  };
+  // Only a refusal formats text: a feasible node allocates nothing. Short:
+  // kube-scheduler's reply and the decision log carry one per refused node.
+  auto where = [&] { return l3 >= 0 ? absl::StrCat("domain ", p.l3[l3].id) : std::string("domains"); };
   auto numa_where = [&] {
-    return numa >= 0 ? absl::StrCat("NUMA node ", p.numa[numa].id) : std::string("its NUMA nodes");
+    return numa >= 0 ? absl::StrCat("NUMA node ", p.numa[numa].id) : std::string("NUMA nodes");
   };
   // The least-harm fallback's second look refuses nothing (min_added_slowdown infinite).
   const bool refuse = std::isfinite(config.interference.min_added_slowdown);
   if (refuse && pod.demand.tolerance > 0 && pr.incoming > pod.demand.tolerance) {
     RejectFormat(out,
-                 "interference: predicted slowdown %.2fx > %.2fx for this latency-critical pod "
-                 "(%.0f%% of its working set lost on %s, demand %.0f%% of the cache; membw %.0f%% "
-                 "of peak on %s)",
-                 pr.incoming, pod.demand.tolerance, pr.cache_loss * 100, where(),
+                 "interference: predicted slowdown %.2fx > %.2fx (L3 %s: %.0f%% lost, "
+                 "demand %.0f%%; membw %.0f%% on %s)",
+                 pr.incoming, pod.demand.tolerance, where(), pr.cache_loss * 100,
                  pr.l3_ratio * 100, pr.utilisation * 100, numa_where());
     return false;
   }
@@ -492,10 +490,9 @@ bool JudgeSlowdown(const PodRequest& pod, const NodeProfile& p, const InFlightT&
                                  ? p.tracked_names[static_cast<size_t>(t.name_index)]
                                  : std::string();
     RejectFormat(out,
-                 "interference: would slow latency-critical pod %s to %.2fx > %.2fx (L3 domain "
-                 "%u: demand %.0f%% of the cache; membw %.0f%% of peak on %s)",
-                 who, pr.refused_slowdown, pr.refused_tolerance, p.l3[t.l3_index].id,
-                 pr.l3_ratio * 100, pr.utilisation * 100, numa_where());
+                 "interference: would slow latency-critical pod %s to %.2fx > %.2fx "
+                 "(L3 domain %u)",
+                 who, pr.refused_slowdown, pr.refused_tolerance, p.l3[t.l3_index].id);
     return false;
   }
   harm.to_incoming += pr.harm_in;
@@ -873,8 +870,10 @@ void EvaluateNode(const PodRequest& pod, const NodeProfile* profile,
   out.least_harm = false;
   out.predicted_slowdown = 0;
   out.worst_resident_slowdown = 0;
+  out.requested_share = 0;
   if (profile == nullptr) return;  // no telemetry: fail open, blind score
   const NodeProfile& p = *profile;
+  out.requested_share = p.cpu_requested_share + 0.05 * static_cast<double>(bookings.size());
   out.confidence = Confidence(p, now, config);
   if (out.confidence <= 0 || p.numa.empty()) {
     // Stale: load is unknown (fail open, blind score), but the residents it

@@ -206,7 +206,7 @@ TEST_F(ReferenceScenarioTest, SaturatedNodeIsRejectedOnBandwidthEvenWithoutIsola
   // manager takes the lowest of two equally narrow hints: NUMA node 0, the
   // saturated one (issue 14).
   EXPECT_FALSE(d[2].feasible);
-  EXPECT_THAT(d[2].reason, HasSubstr("of peak on NUMA node 0"));
+  EXPECT_THAT(d[2].reason, HasSubstr("on NUMA node 0)"));
   // Shared-pool replica: its threads would touch the saturated NUMA node 0.
   IncomingPod shared = ArticleService();
   shared.wants_exclusive_cpus = false;

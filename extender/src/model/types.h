@@ -98,6 +98,10 @@ struct NodeDecision {
   // and for a refusal by a resident, that resident's.
   double predicted_slowdown = 0;
   double worst_resident_slowdown = 0;
+  // The node's residents' CPU requests over its CPUs, plus 0.05 per booking:
+  // which of equally scored nodes kube-scheduler's LeastAllocated is likeliest
+  // to take, for /prioritize's guess (0 without telemetry).
+  double requested_share = 0;
 };
 
 // Terms of a decision as text, for the operator API, logs and explanations.
