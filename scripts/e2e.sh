@@ -50,8 +50,8 @@ nice -n 10 go build -ldflags "${ldflags}" -o "${root}/build/go/bin/neighborly-sc
 nice -n 10 go test -c -ldflags "${ldflags}" -o "${root}/build/go/bin/e2e.test" ./e2e
 echo "e2e: built in $((SECONDS - start)) s"
 
-echo "e2e: the framework plugin's unit tests"
-nice -n 10 go test -count=1 ./plugin/...
+echo "e2e: the framework plugin's, the test PKI's and the scheduler_perf harness's unit tests"
+nice -n 10 go test -count=1 ./plugin/... ./internal/... ./perf/...
 
 start=${SECONDS}
 cd "${root}/scheduler/e2e"
