@@ -333,6 +333,7 @@ absl::StatusOr<ExtenderConfig> ParseExtenderConfig(std::string_view text,
                                   {"llcBytesPerCpu", p.Bytes(m.priors.llc_bytes_per_cpu, 0)},
                                   {"maxCpus", p.Double(m.priors.max_cpus, 1, 100000)}});
                }},
+              {"jobsAreBatch", p.Bool(m.jobs_are_batch)},
               {"guaranteedExclusiveIsLatencyCritical",
                p.Bool(m.guaranteed_exclusive_is_latency_critical)},
               {"aggregateStreamers", p.Bool(m.aggregate_streamers)},

@@ -56,7 +56,7 @@ bool SameKnowledge(const RememberedPod& a, const RememberedPod& b) {
 std::optional<RememberedPod> Learnable(ContentionClass c, ClassSource source,
                                        const FootprintHints& hints) {
   const bool declared = source == ClassSource::kAnnotation || source == ClassSource::kLabelRule ||
-                        source == ClassSource::kQos;
+                        source == ClassSource::kOwner || source == ClassSource::kQos;
   if (!declared && hints.empty()) return std::nullopt;
   RememberedPod p;
   p.contention_class = declared ? c : ContentionClass::kStandard;

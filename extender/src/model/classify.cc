@@ -166,6 +166,11 @@ PodRequest MakePodRequest(const IncomingPod& pod, const RememberedPod* remembere
     // its UID (for example a measured aggressor being rescheduled) comes next.
     req.contention_class = remembered->contention_class;
     req.source = ClassSource::kRemembered;
+  } else if (config.jobs_are_batch && pod.owner_kind == "Job") {
+    // A Job's pods run to completion: throughput work, whatever their QoS
+    // (many batch Jobs set limits = requests; issue 22).
+    req.contention_class = ContentionClass::kBatch;
+    req.source = ClassSource::kOwner;
   } else if (config.guaranteed_exclusive_is_latency_critical && req.exclusive_cpus) {
     req.contention_class = ContentionClass::kLatencyCritical;
     req.source = ClassSource::kQos;

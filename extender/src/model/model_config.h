@@ -174,6 +174,9 @@ struct ModelConfig {
   PriorConfig priors;
   // A Guaranteed pod with exclusive CPUs that declares no class is treated as
   // latency-critical (someone paid for whole cores).
+  // A pod whose controller is a Job is batch unless declared otherwise
+  // (before the QoS rule: a Guaranteed Job is still throughput work).
+  bool jobs_are_batch = true;
   bool guaranteed_exclusive_is_latency_critical = true;
   // Streaming load: pods (not latency-critical) missing at least
   // aggressor_min_mpki, or of unmeasured MPKI, whose bandwidth together passes

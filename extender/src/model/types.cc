@@ -44,6 +44,8 @@ std::string_view ClassSourceName(ClassSource s) {
       return "measured";
     case ClassSource::kRemembered:
       return "remembered";
+    case ClassSource::kOwner:
+      return "owner";
     case ClassSource::kQos:
       return "qos";
     case ClassSource::kDefault:

@@ -24,7 +24,15 @@ std::string_view QosClassName(QosClass q);  // "Guaranteed", ...
 // Where a pod's contention class came from (precedence order of the design).
 // kQos: a Guaranteed pod with exclusive CPUs that declares nothing is taken
 // as latency-critical.
-enum class ClassSource { kAnnotation, kLabelRule, kMeasured, kRemembered, kQos, kDefault };
+enum class ClassSource {
+  kAnnotation,
+  kLabelRule,
+  kMeasured,
+  kRemembered,
+  kOwner,  // its controller is a Job (model.jobsAreBatch)
+  kQos,
+  kDefault
+};
 std::string_view ClassSourceName(ClassSource s);
 
 // One container's requests (limits where no request is given), as the

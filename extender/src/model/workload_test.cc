@@ -294,5 +294,37 @@ TEST(PredictionTest, GuaranteedWithExclusiveCpusIsLatencyCriticalUnlessDeclared)
   EXPECT_EQ(MakePodRequest(pod, nullptr, config).contention_class, ContentionClass::kStandard);
 }
 
+// Issue 22: a Job's pods are batch by their controller, even Guaranteed with
+// whole cores (many batch Jobs set limits = requests), unless declared.
+TEST(PredictionTest, AJobsPodsAreBatchWhateverTheirQos) {
+  ModelConfig config;
+  IncomingPod pod = Pod("scan-7-x2k4p");
+  pod.owner_kind = "Job";
+  pod.owner_name = "scan-7";
+  pod.qos = QosClass::kGuaranteed;
+  pod.cpu_request_millicores = 4000;
+  pod.wants_exclusive_cpus = true;
+  PodRequest req = MakePodRequest(pod, nullptr, config);
+  EXPECT_EQ(req.contention_class, ContentionClass::kBatch);
+  EXPECT_EQ(req.source, ClassSource::kOwner);
+  EXPECT_EQ(ClassSourceName(req.source), "owner");
+  EXPECT_TRUE(req.exclusive_cpus);  // still pinned where the kubelet pins it
+  // Declared beats the controller.
+  pod.annotations["neighborly.io/class"] = "latency-critical";
+  req = MakePodRequest(pod, nullptr, config);
+  EXPECT_EQ(req.contention_class, ContentionClass::kLatencyCritical);
+  EXPECT_EQ(req.source, ClassSource::kAnnotation);
+  // Off: the QoS rule decides again.
+  pod.annotations.clear();
+  config.jobs_are_batch = false;
+  req = MakePodRequest(pod, nullptr, config);
+  EXPECT_EQ(req.contention_class, ContentionClass::kLatencyCritical);
+  EXPECT_EQ(req.source, ClassSource::kQos);
+  // A ReplicaSet's Guaranteed pod is not touched by the rule.
+  config.jobs_are_batch = true;
+  pod.owner_kind = "ReplicaSet";
+  EXPECT_EQ(MakePodRequest(pod, nullptr, config).source, ClassSource::kQos);
+}
+
 }  // namespace
 }  // namespace neighborly::extender

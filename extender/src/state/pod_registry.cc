@@ -22,7 +22,8 @@ constexpr int kFormatVersion = 1;
 
 std::optional<ClassSource> ParseClassSource(std::string_view s) {
   for (ClassSource c : {ClassSource::kAnnotation, ClassSource::kLabelRule, ClassSource::kMeasured,
-                        ClassSource::kRemembered, ClassSource::kQos, ClassSource::kDefault}) {
+                        ClassSource::kRemembered, ClassSource::kOwner, ClassSource::kQos,
+                        ClassSource::kDefault}) {
     if (ClassSourceName(c) == s) return c;
   }
   return std::nullopt;
