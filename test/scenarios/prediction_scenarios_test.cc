@@ -533,5 +533,45 @@ TEST_F(HarmScenarioTest, GuessedBookingsDoNotHoldCpus) {
   EXPECT_THAT(second.reason, HasSubstr("NUMA admission"));
 }
 
+// The least-harm fallback passes a node refused only for interference before
+// one a guessed booking refuses: if kube-scheduler did put that booking's pod
+// there, the kubelet would refuse this one (a TopologyAffinityError).
+TEST_F(HarmScenarioTest, LeastHarmPrefersANodeNoBookingCouldMakeTheKubeletRefuse) {
+  const std::string pinned_full =
+      "  - {uid: db-1, namespace: data, name: pg-0, qosClass: Guaranteed, cpuRequestMillicores: "
+      "8000, exclusiveCpus: \"8-15\", llcOccupancyBytes: 2000000, membwTotalBytesPerSecond: "
+      "500000000}\n"
+      "  - {uid: db-2, namespace: data, name: pg-1, qosClass: Guaranteed, cpuRequestMillicores: "
+      "4000, exclusiveCpus: \"0-3\", llcOccupancyBytes: 2000000, membwTotalBytesPerSecond: "
+      "500000000}\n";
+  std::string streamers;
+  for (const char* n : {"s1", "s2", "s3"}) {
+    absl::StrAppend(&streamers, "  - {uid: ", n, ", namespace: etl, name: scan-", n,
+                    ", qosClass: Burstable, labels: {workload-type: batch}, "
+                    "cpuRequestMillicores: 2000, llcOccupancyBytes: 8000000, "
+                    "membwTotalBytesPerSecond: 14000000000, llcMissesPerKiloInstructions: 30}\n");
+  }
+  auto pinned = [](const std::string& name) {
+    return PodJson(name, "shop", json::object(), json(),
+                   {{"requests", {{"cpu", "4"}, {"memory", "1Gi"}}},
+                    {"limits", {{"cpu", "4"}, {"memory", "1Gi"}}}},
+                   kLcHints);
+  };
+  const json first = pinned("first-x2k4q");
+  const json second = pinned("second-x2k4q");
+  const std::vector<std::string> names = {"one-slot", "streamed"};
+  Start({NodeYaml("one-slot", pinned_full), NodeYaml("streamed", streamers)}, ModelConfig{});
+  Tick(1);
+  ASSERT_TRUE(Ask("prioritize", first, {"one-slot"})[0].feasible);  // guessed booking
+  const std::vector<NodeDecision> d = Ask("filter", second, names);
+  const NodeDecision& streamed = On(d, names, "streamed");
+  const NodeDecision& one_slot = On(d, names, "one-slot");
+  EXPECT_TRUE(streamed.feasible && streamed.least_harm) << streamed.reason << " / " << one_slot.reason;
+  EXPECT_FALSE(one_slot.feasible);
+  EXPECT_THAT(one_slot.reason, HasSubstr("in-flight"));
+  // Alone, the guessed node still passes: nothing is stranded.
+  EXPECT_TRUE(Ask("filter", second, {"one-slot"})[0].feasible);
+}
+
 }  // namespace
 }  // namespace neighborly::extender

@@ -478,24 +478,33 @@ void ExtenderCore::Impl::Decide(std::string_view verb, const IncomingPod& pod,
   // candidate and none passed, take a second look at those nodes with them
   // off and pass the least harmful ones (within least_harm_margin of the
   // least), so that Neighborly never strands a pod the default scheduler
-  // would run; NUMA admission stays exact.
+  // would run; NUMA admission stays exact. A node refused because a guessed
+  // booking there may be right ("in-flight: ...") is passed only when every
+  // other is refused outright: where kube-scheduler did put that booking's
+  // pod, the kubelet would refuse this one (a TopologyAffinityError).
   if (config.least_harm_fallback &&
       std::none_of(out.begin(), out.end(), [](const NodeDecision& d) { return d.feasible; })) {
     std::vector<std::pair<size_t, NodeDecision>> trials;
     double least = std::numeric_limits<double>::infinity();
-    for (size_t i = 0; i < nodes.size(); ++i) {
-      if (!IsSoftRejection(out[i])) continue;
-      const ClusterState::Entry* entry = view.Find(nodes[i], NodeNameHash(nodes[i]));
-      const NodeSnapshot* snapshot = entry != nullptr ? entry->snapshot.load() : nullptr;
-      if (snapshot == nullptr) continue;
-      const BookingList* booked = entry->bookings.load();
-      NodeDecision trial;
-      EvaluateNodeLeastHarm(req, &snapshot->profile,
-                            booked ? std::span<const Booking>(*booked) : std::span<const Booking>(),
-                            now, config, trial, booked ? &booked->fold : nullptr);
-      if (!trial.feasible) continue;
-      least = std::min(least, trial.cost);
-      trials.emplace_back(i, std::move(trial));
+    // First the nodes refused for interference (or isolation, headroom), then,
+    // only if none of those passes, the ones a guessed booking refused.
+    for (const bool guessed : {false, true}) {
+      for (size_t i = 0; i < nodes.size(); ++i) {
+        if (!IsSoftRejection(out[i]) || out[i].reason.starts_with("in-flight") != guessed) continue;
+        const ClusterState::Entry* entry = view.Find(nodes[i], NodeNameHash(nodes[i]));
+        const NodeSnapshot* snapshot = entry != nullptr ? entry->snapshot.load() : nullptr;
+        if (snapshot == nullptr) continue;
+        const BookingList* booked = entry->bookings.load();
+        NodeDecision trial;
+        EvaluateNodeLeastHarm(
+            req, &snapshot->profile,
+            booked ? std::span<const Booking>(*booked) : std::span<const Booking>(), now, config,
+            trial, booked ? &booked->fold : nullptr);
+        if (!trial.feasible) continue;
+        least = std::min(least, trial.cost);
+        trials.emplace_back(i, std::move(trial));
+      }
+      if (!trials.empty()) break;
     }
     size_t passed = 0;
     for (auto& [i, trial] : trials) {
