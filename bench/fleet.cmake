@@ -17,6 +17,7 @@ if(TARGET neighborly_http AND TARGET neighborly_core AND TARGET neighborly_agent
   # The simulator, on the real extender and agent simulator.
   add_library(neighborly_fleet_sim STATIC
     ${CMAKE_CURRENT_LIST_DIR}/fleet/agent_view.cc
+    ${CMAKE_CURRENT_LIST_DIR}/fleet/calibration.cc
     ${CMAKE_CURRENT_LIST_DIR}/fleet/fleet_sim.cc)
   target_include_directories(neighborly_fleet_sim PUBLIC ${PROJECT_SOURCE_DIR})
   target_link_libraries(neighborly_fleet_sim PUBLIC neighborly_fleet_model
@@ -32,6 +33,7 @@ if(TARGET neighborly_http AND TARGET neighborly_core AND TARGET neighborly_agent
       ${CMAKE_CURRENT_LIST_DIR}/fleet/default_scheduler_test.cc
       ${CMAKE_CURRENT_LIST_DIR}/fleet/kubelet_cpus_test.cc
       ${CMAKE_CURRENT_LIST_DIR}/fleet/fleet_sim_test.cc
+      ${CMAKE_CURRENT_LIST_DIR}/fleet/calibration_test.cc
     LIBS neighborly_fleet_sim neighborly_fleet_model)
   # One small fleet through the whole path (extender, agent simulator, ground
   # truth): the binary must run and print its table.
@@ -39,4 +41,10 @@ if(TARGET neighborly_http AND TARGET neighborly_core AND TARGET neighborly_agent
     COMMAND placement_bench --fleets 1 --arrivals 40 --seed 7)
   set_tests_properties(placement_bench_smoke PROPERTIES
     PASS_REGULAR_EXPRESSION "neighborly" TIMEOUT 120)
+  # --calibrate: the per-kind table of the extender's predictions against the truth.
+  add_test(NAME placement_bench_calibrate_smoke
+    COMMAND placement_bench --fleets 1 --arrivals 60 --seed 7 --calibrate)
+  set_tests_properties(placement_bench_calibrate_smoke PROPERTIES
+    PASS_REGULAR_EXPRESSION "latency-critical +[1-9][0-9]* +-?[0-9]+[.][0-9]+ +-?[0-9]+[.][0-9]+"
+    TIMEOUT 120)
 endif()

@@ -13,6 +13,7 @@
 //   build/default/bench/placement_bench --extender-config my-extender.yaml   # another model config
 //   build/default/bench/placement_bench --pods       # every pod, where each mode put it
 //   build/default/bench/placement_bench --oracle     # also the ground truth as the extender
+//   build/default/bench/placement_bench --calibrate  # the extender's predictions against the truth
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -37,6 +38,7 @@ struct Flags {
   bool json = false;
   bool pods = false;    // also every pod's outcome
   bool oracle = false;  // also the ground truth as the extender
+  bool calibrate = false;  // the extender's per-candidate predictions against the truth
   std::string extender_config;
 };
 
@@ -45,7 +47,7 @@ int Usage(const std::string& error) {
   std::fprintf(stderr,
                "usage: placement_bench [--fleets N] [--seed S] [--arrivals N] "
                "[--report-interval SECONDS] [--measurement-noise SHARE] [--perturb] [--json] "
-               "[--pods] [--oracle] "
+               "[--pods] [--oracle] [--calibrate] "
                "[--extender-config FILE]\n");
   return 2;
 }
@@ -136,6 +138,38 @@ const char* PhaseName(PodPhase phase) {
   return "?";
 }
 
+// --calibrate: per true kind, how the extender's per-candidate predictions
+// rank the candidates against the ground truth (bench/fleet/calibration.h).
+void PrintCalibration(const std::string& variant, const std::vector<CalibrationDecision>& all) {
+  std::printf(
+      "%-18s calibration (neighborly's cycles with 2+ candidates; rank correlations within a "
+      "cycle, averaged):\n"
+      "  %-16s %5s %8s %8s %8s %7s %7s %9s  %s\n",
+      variant.c_str(), "true kind", "cycles", "incoming", "resident", "score", "top-tie", "forced",
+      "avoidable", "extender's class");
+  for (WorkloadKind kind :
+       {WorkloadKind::kLatencyCritical, WorkloadKind::kStandard, WorkloadKind::kBatch}) {
+    const CalibrationSummary s = SummariseCalibration(all, kind);
+    std::printf("  %-16s %5d %8.2f %8.2f %8.2f %6.0f%% %7d %9d  %s\n", KindName(kind), s.decisions,
+                s.incoming_rank_correlation, s.resident_rank_correlation,
+                s.score_rank_correlation, 100 * s.top_score_share, s.forced,
+                s.avoidable_violations, s.extender_classes.c_str());
+    std::printf("  %-16s predicted incoming slowdown by true one:", "");
+    for (size_t b = 0; b < s.count_by_true_bin.size(); ++b) {
+      if (s.count_by_true_bin[b] == 0) continue;
+      std::printf(" %s%.1f:%.2f(%d)", b + 1 == s.count_by_true_bin.size() ? ">=" : "",
+                  1 + 0.1 * static_cast<double>(b), s.predicted_by_true_bin[b],
+                  s.count_by_true_bin[b]);
+    }
+    std::printf("\n");
+  }
+  std::printf(
+      "  (incoming: predicted vs true slowdown of the pod; resident: harm to residents vs the "
+      "worst LC resident's true added slowdown;\n   score: -score vs true added harm; top-tie: "
+      "candidates tied at the best score; forced: cycles where no node keeps every LC pod within "
+      "1.2x;\n   avoidable: of the others, cycles whose chosen node does not)\n\n");
+}
+
 // One line per pod: its workload's traits and where each mode put it.
 void PrintPods(const FleetSpec& fleet, const FleetResult& a, const FleetResult& b) {
   for (size_t i = 0; i < a.pods.size(); ++i) {
@@ -172,6 +206,7 @@ int Run(const Flags& flags) {
     if (!flags.json) PrintHeader();
     int lc_default = 0, lc_neighborly = 0, pending_neighborly = 0, pending_default = 0;
     int lc_oracle = 0, pending_oracle = 0;
+    std::vector<CalibrationDecision> calibration;
     for (int f = 0; f < flags.fleets; ++f) {
       const uint64_t seed = flags.seed + static_cast<uint64_t>(f);
       const FleetSpec fleet = GenerateFleet(seed, mix);
@@ -183,7 +218,11 @@ int Run(const Flags& flags) {
       options.scorer = Scorer::kDefault;
       const FleetResult by_default = SimulateFleet(fleet, options);
       options.scorer = Scorer::kNeighborly;
+      options.calibrate = flags.calibrate;
       const FleetResult by_neighborly = SimulateFleet(fleet, options);
+      options.calibrate = false;
+      calibration.insert(calibration.end(), by_neighborly.calibration.begin(),
+                         by_neighborly.calibration.end());
       const int pods = static_cast<int>(fleet.arrivals.size());
       const int nodes = static_cast<int>(fleet.nodes.size());
       Row d{v.name, seed, nodes, pods, "default", Summarise(by_default), 0, 0};
@@ -245,6 +284,7 @@ int Run(const Flags& flags) {
         std::printf("%-18s oracle (the ground truth as extender): LC>1.2 %d, Pending %d\n\n",
                     v.name.c_str(), lc_oracle, pending_oracle);
       }
+      if (flags.calibrate) PrintCalibration(v.name, calibration);
     }
   }
   if (!flags.json) {
@@ -281,6 +321,8 @@ int main(int argc, char** argv) {
       if (flags.extender_config.empty()) return Usage("--extender-config needs a file");
     } else if (arg == "--oracle") {
       flags.oracle = true;
+    } else if (arg == "--calibrate") {
+      flags.calibrate = true;
     } else if (arg == "--perturb") {
       flags.perturb = true;
     } else if (arg == "--json") {

@@ -4,11 +4,13 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <queue>
 #include <random>
+#include <span>
 #include <string_view>
 
 #include "absl/strings/str_cat.h"
@@ -19,6 +21,7 @@
 #include "common/clock.h"
 #include "extender/src/config/extender_config.h"
 #include "extender/src/core/extender_core.h"
+#include "extender/src/http/decider.h"
 #include "extender/src/http/extender_handler.h"
 #include "node-agent/src/simulate/node_report.h"
 #include "node-agent/src/simulate/scenario.h"
@@ -53,6 +56,33 @@ std::unique_ptr<extender::ExtenderCore> MakeExtender(const Clock& clock,
           .evaluation_threads = 1,
           .reuse_decisions = config->reuse_decisions});
 }
+
+// The core, as the HTTP handler's Decider, keeping the last /prioritize
+// decisions for --calibrate.
+class RecordingDecider : public extender::Decider {
+ public:
+  explicit RecordingDecider(extender::ExtenderCore& core) : core_(core) {}
+  void Filter(const extender::IncomingPod& pod, std::span<const std::string_view> nodes,
+              std::vector<extender::NodeDecision>& out) override {
+    core_.Filter(pod, nodes, out);
+  }
+  void Prioritize(const extender::IncomingPod& pod, std::span<const std::string_view> nodes,
+                  std::vector<extender::NodeDecision>& out) override {
+    core_.Prioritize(pod, nodes, out);
+    last_.clear();
+    for (size_t i = 0; i < nodes.size() && i < out.size(); ++i) {
+      last_.emplace(std::string(nodes[i]), out[i]);
+    }
+  }
+  const extender::NodeDecision* Last(const std::string& node) const {
+    auto it = last_.find(node);
+    return it == last_.end() ? nullptr : &it->second;
+  }
+
+ private:
+  extender::ExtenderCore& core_;
+  std::map<std::string, extender::NodeDecision> last_;
+};
 
 enum class EventType { kReport, kFinish, kStart, kArrival, kRetry };
 
@@ -115,7 +145,8 @@ class Simulation {
     }
     if (options.scorer == Scorer::kNeighborly) {
       core_ = MakeExtender(clock_, options.extender_config_file);
-      handler_ = std::make_unique<extender::ExtenderHandler>(*core_, nullptr);
+      recorder_ = std::make_unique<RecordingDecider>(*core_);
+      handler_ = std::make_unique<extender::ExtenderHandler>(*recorder_, nullptr);
     }
   }
 
@@ -273,10 +304,33 @@ class Simulation {
           }
         }
       }
-      chosen = feasible[SelectHost(scores, host_rng_)];
+      const size_t pick = SelectHost(scores, host_rng_);
+      chosen = feasible[pick];
+      if (core_ && options_.calibrate) Calibrate(pod, feasible, pick);
     }
     Bind(index, static_cast<int>(chosen));
     return true;
+  }
+
+  // --calibrate: the extender's view of every candidate beside the truth's.
+  void Calibrate(const PodState& pod, const std::vector<size_t>& feasible, size_t pick) {
+    CalibrationDecision d;
+    d.kind = pod.workload->kind;
+    const std::vector<extender::DecisionRecord> records = core_->Decisions(pod.identity.uid, 1);
+    if (!records.empty()) d.extender_class = records[0].contention_class;
+    for (size_t k = 0; k < feasible.size(); ++k) {
+      std::optional<CalibrationCandidate> t = TruthOf(pod, nodes_[feasible[k]]);
+      if (!t) continue;  // the kubelet refuses it: no slowdown to compare
+      if (const extender::NodeDecision* e = recorder_->Last(names_[feasible[k]])) {
+        t->predicted_slowdown = e->predicted_slowdown;
+        t->harm_to_incoming = e->harm_to_incoming;
+        t->harm_to_residents = e->harm_to_residents;
+        t->score = e->score;
+      }
+      if (k == pick) d.chosen = static_cast<int>(d.candidates.size());
+      d.candidates.push_back(*t);
+    }
+    calibration_.push_back(std::move(d));
   }
 
   void Bind(int index, int node_index) {
@@ -403,56 +457,68 @@ class Simulation {
     return harm;
   }
 
+  // What the ground truth says of `pod` on `node`, with the bound pods
+  // (starting ones too) where the kubelet put them; nullopt where the kubelet
+  // would refuse it (exact NUMA admission).
+  std::optional<CalibrationCandidate> TruthOf(const PodState& pod, const NodeState& node) const {
+    KubeletCpus trial = *node.cpus;
+    std::optional<ExclusiveCpus> exclusive;
+    if (PinnedByKubelet(node, *pod.workload)) {
+      exclusive = trial.Allocate(static_cast<int>(pod.workload->cpu_request_millicores / 1000));
+      if (!exclusive) return std::nullopt;
+    }
+    std::vector<const Workload*> workloads;
+    std::vector<Placement> before, after;
+    const std::vector<int> shared_before = node.cpus->SharedPoolPerSocket();
+    const std::vector<int> shared_after = trial.SharedPoolPerSocket();
+    for (int b : node.bound) {
+      const PodState& p = pods_[static_cast<size_t>(b)];
+      workloads.push_back(p.workload);
+      before.push_back(PlacementOf(p, node, p.exclusive, shared_before));
+      after.push_back(PlacementOf(p, node, p.exclusive, shared_after));
+    }
+    const NodeOutcome out_before =
+        before.empty() ? NodeOutcome() : SolveNode(node.spec->shape, before, options_.truth);
+    const double harm_before = before.empty() ? 0 : Harm(workloads, out_before);
+    workloads.push_back(pod.workload);
+    after.push_back(PlacementOf(pod, node, exclusive, shared_after));
+    const NodeOutcome out = SolveNode(node.spec->shape, after, options_.truth);
+    CalibrationCandidate c;
+    for (size_t j = 0; j < workloads.size(); ++j) {
+      if (workloads[j]->kind != WorkloadKind::kLatencyCritical) continue;
+      if (out.pods[j].slowdown > 1.2) c.true_within = false;
+      if (j + 1 < workloads.size()) {
+        c.true_resident_added = std::max(c.true_resident_added,
+                                         out.pods[j].slowdown - out_before.pods[j].slowdown);
+      }
+    }
+    c.true_slowdown = out.pods.back().slowdown;
+    c.true_added_harm = Harm(workloads, out) - harm_before;
+    return c;
+  }
+
   // The oracle extender: the ground truth's added harm of `pod` on each
-  // candidate, with the bound pods (starting ones too) where the kubelet put
-  // them. Refuses what the kubelet would refuse (exact NUMA admission) and,
-  // while some candidate keeps every latency-critical pod within 1.2x, the
+  // candidate (TruthOf). Refuses what the kubelet would refuse and, while
+  // some candidate keeps every latency-critical pod within 1.2x, the
   // candidates that do not; scores 10 (least harm) .. 0 (most).
   std::vector<size_t> OracleFilterAndScore(const PodState& pod, const std::vector<size_t>& feasible,
                                            std::vector<int64_t>& scores) const {
     std::vector<size_t> admitted;
-    std::vector<double> added;
-    std::vector<bool> within;
+    std::vector<CalibrationCandidate> truth;
     for (size_t k : feasible) {
-      const NodeState& node = nodes_[k];
-      KubeletCpus trial = *node.cpus;
-      std::optional<ExclusiveCpus> exclusive;
-      if (PinnedByKubelet(node, *pod.workload)) {
-        exclusive = trial.Allocate(static_cast<int>(pod.workload->cpu_request_millicores / 1000));
-        if (!exclusive) continue;
-      }
-      std::vector<const Workload*> workloads;
-      std::vector<Placement> before, after;
-      const std::vector<int> shared_before = node.cpus->SharedPoolPerSocket();
-      const std::vector<int> shared_after = trial.SharedPoolPerSocket();
-      for (int b : node.bound) {
-        const PodState& p = pods_[static_cast<size_t>(b)];
-        workloads.push_back(p.workload);
-        before.push_back(PlacementOf(p, node, p.exclusive, shared_before));
-        after.push_back(PlacementOf(p, node, p.exclusive, shared_after));
-      }
-      const double harm_before =
-          before.empty() ? 0 : Harm(workloads, SolveNode(node.spec->shape, before, options_.truth));
-      workloads.push_back(pod.workload);
-      after.push_back(PlacementOf(pod, node, exclusive, shared_after));
-      const NodeOutcome out = SolveNode(node.spec->shape, after, options_.truth);
-      bool ok = true;
-      for (size_t j = 0; j < workloads.size(); ++j) {
-        if (workloads[j]->kind == WorkloadKind::kLatencyCritical && out.pods[j].slowdown > 1.2) {
-          ok = false;
-        }
-      }
+      std::optional<CalibrationCandidate> t = TruthOf(pod, nodes_[k]);
+      if (!t) continue;
       admitted.push_back(k);
-      added.push_back(Harm(workloads, out) - harm_before);
-      within.push_back(ok);
+      truth.push_back(*t);
     }
     std::vector<size_t> passed;
     std::vector<double> passed_harm;
-    const bool any_within = std::find(within.begin(), within.end(), true) != within.end();
+    const bool any_within = std::any_of(truth.begin(), truth.end(),
+                                        [](const CalibrationCandidate& t) { return t.true_within; });
     for (size_t j = 0; j < admitted.size(); ++j) {
-      if (!any_within || within[j]) {
+      if (!any_within || truth[j].true_within) {
         passed.push_back(admitted[j]);
-        passed_harm.push_back(added[j]);
+        passed_harm.push_back(truth[j].true_added_harm);
       }
     }
     scores.clear();
@@ -519,6 +585,7 @@ class Simulation {
     r.reports = reports_;
     r.extender_filtered_out = extender_filtered_out_;
     r.extender_refused_all = extender_refused_all_;
+    r.calibration = calibration_;
     int64_t requested = 0, allocatable = 0;
     for (const NodeState& n : nodes_) {
       requested += n.requested_millicores;
@@ -566,6 +633,8 @@ class Simulation {
   uint64_t reports_ = 0;
   uint64_t extender_filtered_out_ = 0;
   uint64_t extender_refused_all_ = 0;
+  std::unique_ptr<RecordingDecider> recorder_;
+  std::vector<CalibrationDecision> calibration_;
 };
 
 double Percentile(std::vector<double> v, double q) {

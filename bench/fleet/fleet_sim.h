@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/fleet/calibration.h"
 #include "bench/fleet/ground_truth.h"
 #include "bench/fleet/workload_mix.h"
 
@@ -54,6 +55,9 @@ struct SimOptions {
   // kube-scheduler retries unschedulable pods; here every this often.
   double retry_interval_s = 10;
   double tail_s = 60;  // the run ends this long after the last arrival
+  // Neighborly mode: record each scheduling cycle's candidates as the
+  // extender and the ground truth see them (FleetResult::calibration).
+  bool calibrate = false;
   GroundTruthParams truth;
 };
 
@@ -80,6 +84,7 @@ struct FleetResult {
   uint64_t reports = 0;                   // reports the extender ingested
   uint64_t extender_filtered_out = 0;     // candidates the extender's /filter removed
   uint64_t extender_refused_all = 0;      // scheduling attempts where it removed every one
+  std::vector<CalibrationDecision> calibration;  // SimOptions::calibrate
 };
 
 FleetResult SimulateFleet(const FleetSpec& fleet, const SimOptions& options);
