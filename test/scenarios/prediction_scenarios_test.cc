@@ -573,5 +573,59 @@ TEST_F(HarmScenarioTest, LeastHarmPrefersANodeNoBookingCouldMakeTheKubeletRefuse
   EXPECT_TRUE(Ask("filter", second, {"one-slot"})[0].feasible);
 }
 
+// Two pinned replicas back to back: /prioritize guessed the first onto a
+// roomy node, but kube-scheduler may have bound it on the tight one, which
+// then has no room for the second (a TopologyAffinityError). The tight node
+// is refused softly while the guess is in flight; alone it still passes.
+TEST_F(HarmScenarioTest, APinnedPodInFlightElsewhereMayBeOnTheTightNode) {
+  const std::string tight =
+      "  - {uid: db-1, namespace: data, name: pg-0, qosClass: Guaranteed, cpuRequestMillicores: "
+      "8000, exclusiveCpus: \"8-15\", llcOccupancyBytes: 2000000, membwTotalBytesPerSecond: "
+      "500000000}\n"
+      "  - {uid: db-2, namespace: data, name: pg-1, qosClass: Guaranteed, cpuRequestMillicores: "
+      "4000, exclusiveCpus: \"0-3\", llcOccupancyBytes: 2000000, membwTotalBytesPerSecond: "
+      "500000000}\n";
+  std::string streamers;
+  for (const char* n : {"s1", "s2", "s3"}) {
+    absl::StrAppend(&streamers, "  - {uid: ", n, ", namespace: etl, name: scan-", n,
+                    ", qosClass: Burstable, labels: {workload-type: batch}, "
+                    "cpuRequestMillicores: 2000, llcOccupancyBytes: 8000000, "
+                    "membwTotalBytesPerSecond: 14000000000, llcMissesPerKiloInstructions: 30}\n");
+  }
+  auto pinned = [](const std::string& name) {
+    return PodJson(name, "shop", json::object(), json(),
+                   {{"requests", {{"cpu", "4"}, {"memory", "1Gi"}}},
+                    {"limits", {{"cpu", "4"}, {"memory", "1Gi"}}}},
+                   kLcHints);
+  };
+  Start({NodeYaml("roomy", ""), NodeYaml("tight", tight), NodeYaml("streamed", streamers)},
+        ModelConfig{});
+  Tick(1);
+  ASSERT_TRUE(Ask("prioritize", pinned("first-x2k4q"), {"roomy"})[0].feasible);  // the guess
+  const std::vector<std::string> names = {"tight", "streamed"};
+  const std::vector<NodeDecision> d = Ask("filter", pinned("second-x2k4q"), names);
+  const NodeDecision& on_tight = On(d, names, "tight");
+  const NodeDecision& on_streamed = On(d, names, "streamed");
+  EXPECT_FALSE(on_tight.feasible);
+  EXPECT_THAT(on_tight.reason, HasSubstr("in-flight: pinned pod shop/first-x2k4q (4 CPUs, guessed "
+                                         "on roomy) may be here"));
+  EXPECT_TRUE(on_streamed.feasible && on_streamed.least_harm) << on_streamed.reason;
+  // Alone, the tight node passes: nothing is stranded.
+  EXPECT_TRUE(Ask("filter", pinned("third-x2k4q"), {"tight"})[0].feasible);
+  // Once the first pod is placed exactly (the plugin's Reserve), the guess is gone.
+  Start({NodeYaml("roomy", ""), NodeYaml("tight", tight), NodeYaml("streamed", streamers)},
+        ModelConfig{});
+  Tick(1);
+  ASSERT_TRUE(Ask("prioritize", pinned("first-x2k4q"), {"roomy"})[0].feasible);
+  const json args = {{"Pod", pinned("first-x2k4q")}, {"Nodes", nullptr}, {"NodeNames", {"roomy"}}};
+  body_.Clear();
+  body_.Assign(args.dump());
+  body_.Seal();
+  ExtenderArgs decoded;
+  ASSERT_TRUE(codec_.Decode(body_, decoded).ok());
+  ASSERT_TRUE(core_->Reserve(decoded.pod, "roomy", /*teach=*/true));
+  EXPECT_TRUE(On(Ask("filter", pinned("fourth-x2k4q"), names), names, "tight").feasible);
+}
+
 }  // namespace
 }  // namespace neighborly::extender

@@ -3,8 +3,10 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <deque>
 #include <limits>
 #include <mutex>
+#include <optional>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
@@ -132,6 +134,29 @@ struct ExtenderCore::Impl {
     DecisionReuse decisions;
   };
   std::array<Reusable, 2> reusable;
+  // Pinned pods booked by /prioritize's guess (issue 22): kube-scheduler may
+  // have bound one elsewhere, where nothing accounts for its CPUs until that
+  // node's agent reports it. A pinned pod that fits a node only if none of
+  // them went there is refused softly ("in-flight: ..."; RefuseWherePinnedGuessFits),
+  // so that the least-harm fallback takes a node that fits either way first.
+  struct PinnedGuess {
+    std::string uid;
+    std::string node;  // where it was booked
+    PodRequest req;
+    absl::Time expires_at;
+  };
+  static constexpr size_t kMaxPinnedGuesses = 64;
+  std::mutex pinned_guesses_mu;
+  std::deque<PinnedGuess> pinned_guesses;  // oldest first
+  void RememberPinnedGuess(std::string_view uid, std::string_view node, const PodRequest& req,
+                           absl::Time expires_at);
+  void ForgetPinnedGuess(std::string_view uid);
+  // The guess of the most CPUs still in flight, other than `uid`'s.
+  std::optional<PinnedGuess> LargestPinnedGuess(std::string_view uid, absl::Time now);
+  void RefuseWherePinnedGuessFits(const PodRequest& req, std::string_view uid,
+                                  std::span<const std::string_view> nodes,
+                                  const ClusterState::View& view, absl::Time now,
+                                  std::vector<NodeDecision>& out);
   // Candidates with telemetry whose decision was reused / evaluated.
   std::atomic<uint64_t> decisions_reused{0};
   std::atomic<uint64_t> least_harm_requests{0};
@@ -473,6 +498,10 @@ void ExtenderCore::Impl::Decide(std::string_view verb, const IncomingPod& pod,
 
   if (reuse_lock.owns_lock()) reuse_lock.unlock();
 
+  if (req.exclusive_cpus && config.numa_admission && config.interference.enabled) {
+    RefuseWherePinnedGuessFits(req, pod.uid, nodes, view, now, out);
+  }
+
   // Least-harm fallback (issue 22, on by default): when the soft filters
   // (predicted slowdown; strict isolation and headroom) refused every
   // candidate and none passed, take a second look at those nodes with them
@@ -553,6 +582,9 @@ void ExtenderCore::Impl::Decide(std::string_view verb, const IncomingPod& pod,
     if (best < nodes.size() &&
         ledger.Book(nodes[best], MakeBooking(pod.uid, req, out[best], now + config.booking_ttl))) {
       booked_node = std::string(nodes[best]);
+      if (out[best].exclusive_cpus > 0) {
+        RememberPinnedGuess(pod.uid, nodes[best], req, now + config.booking_ttl);
+      }
     }
   }
 
@@ -652,6 +684,7 @@ bool ExtenderCore::Impl::Reserve(const IncomingPod& pod, std::string_view node, 
       Booking booking = MakeBooking(pod.uid, prepared.req, decision, now + config.booking_ttl);
       booking.exact = true;
       booked = ledger.Book(node, std::move(booking));
+      ForgetPinnedGuess(pod.uid);
     } else {
       EvaluateNode(prepared.req, nullptr, {}, now, config, decision);
       ledger.ReleasePod(/*node=*/"", pod.uid);  // the pod goes here, not where it was booked
@@ -678,6 +711,7 @@ bool ExtenderCore::Impl::Unreserve(std::string_view pod_uid, std::string_view no
   const absl::Time now = clock.Now();
   ledger.Expire(now);
   std::optional<Booking> released = ledger.ReleasePod(node, pod_uid);
+  ForgetPinnedGuess(pod_uid);
   std::shared_ptr<LoggedDecision> logged = log.NewRecord();
   logged->at = now;
   logged->verb = "placement.unreserve";
@@ -692,6 +726,73 @@ bool ExtenderCore::Impl::Unreserve(std::string_view pod_uid, std::string_view no
   }
   log.Record(std::move(logged));
   return released.has_value();
+}
+
+void ExtenderCore::Impl::RememberPinnedGuess(std::string_view uid, std::string_view node,
+                                             const PodRequest& req, absl::Time expires_at) {
+  std::lock_guard<std::mutex> lock(pinned_guesses_mu);
+  std::erase_if(pinned_guesses, [&](const PinnedGuess& g) { return g.uid == uid; });
+  if (pinned_guesses.size() >= kMaxPinnedGuesses) pinned_guesses.pop_front();
+  pinned_guesses.push_back({std::string(uid), std::string(node), req, expires_at});
+}
+
+void ExtenderCore::Impl::ForgetPinnedGuess(std::string_view uid) {
+  std::lock_guard<std::mutex> lock(pinned_guesses_mu);
+  std::erase_if(pinned_guesses, [&](const PinnedGuess& g) { return g.uid == uid; });
+}
+
+std::optional<ExtenderCore::Impl::PinnedGuess> ExtenderCore::Impl::LargestPinnedGuess(
+    std::string_view uid, absl::Time now) {
+  std::lock_guard<std::mutex> lock(pinned_guesses_mu);
+  std::erase_if(pinned_guesses, [&](const PinnedGuess& g) { return g.expires_at <= now; });
+  const PinnedGuess* largest = nullptr;
+  for (const PinnedGuess& g : pinned_guesses) {
+    if (g.uid == uid) continue;
+    if (largest == nullptr || g.req.cpus > largest->req.cpus) largest = &g;
+  }
+  if (largest == nullptr) return std::nullopt;
+  return *largest;
+}
+
+void ExtenderCore::Impl::RefuseWherePinnedGuessFits(const PodRequest& req, std::string_view uid,
+                                                    std::span<const std::string_view> nodes,
+                                                    const ClusterState::View& view, absl::Time now,
+                                                    std::vector<NodeDecision>& out) {
+  const std::optional<PinnedGuess> guess = LargestPinnedGuess(uid, now);
+  if (!guess) return;
+  std::vector<Booking> with_guess;
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    NodeDecision& d = out[i];
+    if (!d.feasible || d.exclusive_cpus <= 0 || nodes[i] == guess->node) continue;
+    const ClusterState::Entry* entry = view.Find(nodes[i], NodeNameHash(nodes[i]));
+    const NodeSnapshot* snapshot = entry != nullptr ? entry->snapshot.load() : nullptr;
+    if (snapshot == nullptr) continue;
+    const BookingList* booked = entry->bookings.load();
+    const std::span<const Booking> bookings =
+        booked ? std::span<const Booking>(*booked) : std::span<const Booking>();
+    if (std::any_of(bookings.begin(), bookings.end(),
+                    [&](const Booking& b) { return b.pod_uid == guess->uid; })) {
+      continue;
+    }
+    // Where the kubelet would pin the guessed pod here, had it come here.
+    NodeDecision there;
+    EvaluateNodeLeastHarm(guess->req, &snapshot->profile, bookings, now, config, there,
+                          booked ? &booked->fold : nullptr);
+    if (!there.feasible || there.exclusive_cpus <= 0) continue;  // it could not be here
+    with_guess.assign(bookings.begin(), bookings.end());
+    Booking phantom = MakeBooking(guess->uid, guess->req, there, guess->expires_at);
+    phantom.llc_bytes = 0;  // its CPUs only: its load is counted where it was booked
+    phantom.membw_bytes_per_second = 0;
+    with_guess.push_back(std::move(phantom));
+    NodeDecision trial;
+    EvaluateNode(req, &snapshot->profile, with_guess, now, config, trial);
+    if (trial.feasible || !trial.reason.starts_with("in-flight")) continue;
+    d.feasible = false;
+    d.score = 0;
+    d.reason = absl::StrCat("in-flight: pinned pod ", guess->req.pod, " (", guess->req.cpus,
+                            " CPUs, guessed on ", guess->node, ") may be here: ",
+                            Av(std::string_view(trial.reason).substr(11)));
+  }
 }
 
 void ExtenderCore::ExpectLargeRequest() {
