@@ -293,7 +293,8 @@ absl::StatusOr<ExtenderConfig> ParseExtenderConfig(std::string_view text,
                          {"maxTrackedResidents", p.Integer(i.max_tracked_residents, 0, 64)},
                          {"guessedAdmissionPenalty", p.Double(i.guessed_admission_penalty, 0, 10)},
                          {"guessedBookingsRefuse", p.Bool(i.guessed_bookings_refuse)},
-                         {"bookSingleCandidate", p.Bool(i.book_single_candidate)}});
+                         {"bookSingleCandidate", p.Bool(i.book_single_candidate)},
+                         {"pinnedGuessesElsewhere", p.Bool(i.pinned_guesses_elsewhere)}});
                }},
               {"defaultFootprints",
                [&](const yaml::Value& f) {

@@ -498,7 +498,8 @@ void ExtenderCore::Impl::Decide(std::string_view verb, const IncomingPod& pod,
 
   if (reuse_lock.owns_lock()) reuse_lock.unlock();
 
-  if (req.exclusive_cpus && config.numa_admission && config.interference.enabled) {
+  if (req.exclusive_cpus && config.numa_admission && config.interference.enabled &&
+      config.interference.pinned_guesses_elsewhere) {
     RefuseWherePinnedGuessFits(req, pod.uid, nodes, view, now, out);
   }
 

@@ -103,6 +103,11 @@ struct InterferenceConfig {
   // /filter books the pod on the only node that passes (kube-scheduler binds
   // it there without asking /prioritize).
   bool book_single_candidate = true;
+  // A pinned pod /prioritize guessed onto one node may have been bound on
+  // another (kube-scheduler combines the scores): a pinned pod that fits a
+  // node only if that one is not there is refused softly ("in-flight: ...").
+  // Off where the guess is known to be right (a test that binds there).
+  bool pinned_guesses_elsewhere = true;
 };
 
 struct ModelConfig {

@@ -230,7 +230,14 @@ class PlacementParityTest : public ::testing::Test {
   }
 
   FakeClock clock_{absl::FromUnixSeconds(1'790'000'000)};
-  ExtenderCore http_core_{ModelConfig(), clock_};
+  // The HTTP path's scheduler binds where /prioritize guessed (as the plugin
+  // reserves there), so its pinned guesses are right: no pod is assumed elsewhere.
+  static ModelConfig GuessesAreRight() {
+    ModelConfig c;
+    c.interference.pinned_guesses_elsewhere = false;
+    return c;
+  }
+  ExtenderCore http_core_{GuessesAreRight(), clock_};
   ExtenderCore grpc_core_{ModelConfig(), clock_};
   ExtenderMetrics http_metrics_;
   std::unique_ptr<HttpServer> http_;
