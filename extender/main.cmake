@@ -37,3 +37,12 @@ neighborly_add_test(extender_memory_test
 add_dependencies(extender_memory_test neighborly-extender)
 target_compile_definitions(extender_memory_test PRIVATE
   NEIGHBORLY_EXTENDER_BINARY="$<TARGET_FILE:neighborly-extender>")
+
+# Roles per port through the binary with the chart's TLS layout (docs/security.md, "Roles").
+neighborly_add_test(extender_roles_test
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/roles_test.cc
+  LIBS neighborly_test_support neighborly_test_pki neighborly_placement_proto neighborly_proto
+       PkgConfig::HTTPLIB absl::strings)
+add_dependencies(extender_roles_test neighborly-extender)
+target_compile_definitions(extender_roles_test PRIVATE
+  NEIGHBORLY_EXTENDER_BINARY="$<TARGET_FILE:neighborly-extender>")

@@ -44,6 +44,9 @@ struct ExtenderConfig {
   std::string placement_tls_cert_file;
   std::string placement_tls_key_file;
   absl::Duration placement_tls_reload_interval = absl::Seconds(10);
+  // placement.tls.allowedClientNames: the scheduler's names (URI SAN, DNS SAN
+  // or subject CN); empty: any certificate the CA signed (a warning at start).
+  std::vector<std::string> placement_tls_allowed_client_names;
   bool placement_insecure_plaintext = false;
   // Threads that answer placement calls at most.
   int placement_max_threads = 64;
@@ -56,6 +59,9 @@ struct ExtenderConfig {
   std::string grpc_tls_key_file;
   bool grpc_tls_require_client_cert = true;
   absl::Duration grpc_tls_reload_interval = absl::Seconds(10);
+  // grpc.tls.allowedClientNames: the agents' names; empty: any certificate
+  // the CA signed.
+  std::vector<std::string> grpc_tls_allowed_client_names;
   bool grpc_insecure_plaintext = false;
   // Limits per stream (docs/security.md).
   int64_t grpc_max_report_bytes = 8 << 20;
