@@ -46,3 +46,12 @@ neighborly_add_test(extender_roles_test
 add_dependencies(extender_roles_test neighborly-extender)
 target_compile_definitions(extender_roles_test PRIVATE
   NEIGHBORLY_EXTENDER_BINARY="$<TARGET_FILE:neighborly-extender>")
+
+# Reports bounded before they cost, through the binary's telemetry port (docs/security.md, "Limits").
+neighborly_add_test(extender_report_flood_test
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/report_flood_test.cc
+  LIBS neighborly_test_support neighborly_test_pki neighborly_proto neighborly_common
+       OpenSSL::Crypto nlohmann_json::nlohmann_json absl::strings absl::time)
+add_dependencies(extender_report_flood_test neighborly-extender)
+target_compile_definitions(extender_report_flood_test PRIVATE
+  NEIGHBORLY_EXTENDER_BINARY="$<TARGET_FILE:neighborly-extender>")
