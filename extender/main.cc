@@ -71,6 +71,13 @@ void AppendStateMetrics(const ExtenderCore& core, PrometheusWriter& page) {
                "Pod records a node reported that it may not teach about (the pod belongs to "
                "another node, or is booked on one); nothing was learned from them.",
                {}, static_cast<double>(core.foreign_pod_claims()));
+  constexpr std::string_view kDroppedHelp =
+      "In-flight bookings dropped, the oldest first, to stay within state.maxBookingsPerNode "
+      "(reason node_full) or state.maxBookings (full); a real cluster never reaches either.";
+  page.Counter("neighborly_bookings_dropped_total", kDroppedHelp, {{"reason", "node_full"}},
+               static_cast<double>(core.bookings_dropped_node_full()));
+  page.Counter("neighborly_bookings_dropped_total", kDroppedHelp, {{"reason", "full"}},
+               static_cast<double>(core.bookings_dropped_full()));
   const ExtenderCore::ReuseStats reuse = core.reuse_stats();
   constexpr std::string_view kDecisionsHelp =
       "Candidate nodes with telemetry decided by filter and prioritize requests: evaluated, or "
@@ -243,6 +250,8 @@ int Run(int argc, char** argv) {
       {.max_remembered_pods = static_cast<size_t>(config->state_max_pods),
        .max_workloads = static_cast<size_t>(config->state_max_workloads),
        .max_remembered_pods_per_node = static_cast<size_t>(config->state_max_pods_per_node),
+       .max_bookings = static_cast<size_t>(config->state_max_bookings),
+       .max_bookings_per_node = static_cast<size_t>(config->state_max_bookings_per_node),
        // Only an authenticated scheduler teaches (docs/security.md).
        .learn_from_scheduler = !config->http.tls_client_ca_file.empty() ||
                                config->state_learn_from_unauthenticated_scheduler,

@@ -55,3 +55,12 @@ neighborly_add_test(extender_report_flood_test
 add_dependencies(extender_report_flood_test neighborly-extender)
 target_compile_definitions(extender_report_flood_test PRIVATE
   NEIGHBORLY_EXTENDER_BINARY="$<TARGET_FILE:neighborly-extender>")
+
+# Bookings bounded, through the binary's scheduler and placement ports (docs/security.md, "Limits").
+neighborly_add_test(extender_booking_flood_test
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/booking_flood_test.cc
+  LIBS neighborly_test_support neighborly_placement_proto neighborly_proto neighborly_common
+       PkgConfig::HTTPLIB absl::strings absl::time)
+add_dependencies(extender_booking_flood_test neighborly-extender)
+target_compile_definitions(extender_booking_flood_test PRIVATE
+  NEIGHBORLY_EXTENDER_BINARY="$<TARGET_FILE:neighborly-extender>")

@@ -95,6 +95,9 @@ struct ExtenderConfig {
   int64_t state_max_pods = 200'000;  // pod UIDs remembered; least recently seen forgotten
   // At most this many of them taught by one node's reports (docs/security.md).
   int64_t state_max_pods_per_node = 4096;
+  // In-flight bookings kept, in all and per node (state/booking_ledger.h).
+  int64_t state_max_bookings = 65'536;
+  int64_t state_max_bookings_per_node = 1024;
   // Learn pod classes and hints from /filter and /prioritize requests even when
   // the HTTP port does not require client certificates (anyone who can reach
   // it could teach). Off: only with http.tls.clientCaFile.

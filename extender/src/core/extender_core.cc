@@ -85,7 +85,8 @@ struct ExtenderCore::Impl {
         state(options.max_nodes),
         registry(options.max_remembered_pods, options.max_remembered_pods_per_node),
         workloads(options.max_workloads),
-        ledger(state),
+        ledger(state, {.max_per_node = options.max_bookings_per_node,
+                       .max_total = options.max_bookings}),
         pool(options.evaluation_threads > 1
                  ? std::make_unique<EvaluationPool>(options.evaluation_threads)
                  : nullptr),
@@ -889,6 +890,12 @@ IngestStats ExtenderCore::ingest_stats() const {
 }
 
 size_t ExtenderCore::bookings() const { return impl_->ledger.size(); }
+
+uint64_t ExtenderCore::bookings_dropped_node_full() const {
+  return impl_->ledger.dropped_node_full();
+}
+
+uint64_t ExtenderCore::bookings_dropped_full() const { return impl_->ledger.dropped_full(); }
 
 size_t ExtenderCore::remembered_pods() const { return impl_->registry.size(); }
 
