@@ -64,3 +64,14 @@ neighborly_add_test(extender_booking_flood_test
 add_dependencies(extender_booking_flood_test neighborly-extender)
 target_compile_definitions(extender_booking_flood_test PRIVATE
   NEIGHBORLY_EXTENDER_BINARY="$<TARGET_FILE:neighborly-extender>")
+
+# Issue 24's smaller findings through the binary: a pending pod's claim, the state file's
+# temporary, the failed start's message, Host and the request target.
+neighborly_add_test(extender_hostile_inputs_test
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/hostile_inputs_test.cc
+  LIBS neighborly_test_support neighborly_proto nlohmann_json::nlohmann_json absl::strings
+       absl::time)
+add_dependencies(extender_hostile_inputs_test neighborly-extender)
+target_compile_definitions(extender_hostile_inputs_test PRIVATE
+  NEIGHBORLY_EXTENDER_BINARY="$<TARGET_FILE:neighborly-extender>")
+target_compile_options(extender_hostile_inputs_test PRIVATE -Wno-missing-field-initializers)

@@ -299,6 +299,11 @@ ExtenderCore::Impl::Prepared ExtenderCore::Impl::Prepare(const IncomingPod& pod,
   std::string_view remembered_owner = PodRegistry::kScheduler;
   std::optional<RememberedPod> remembered =
       pod.uid.empty() ? std::nullopt : registry.Lookup(pod.uid, &remembered_owner);
+  // A pod being scheduled runs on no node yet, so what a node's report says
+  // of its UID is a claim, not knowledge: only what the scheduler taught (or
+  // the request itself) decides it (issue 24: a claim of a pending pod's UID
+  // with forged hints refused it on every node while it was pending).
+  if (remembered && remembered_owner != PodRegistry::kScheduler) remembered.reset();
   const WorkloadKey key = WorkloadKeyOf(pod);
   std::string key_text = key.empty() ? std::string() : key.ToString();
   std::optional<WorkloadPrediction> profile;
@@ -856,8 +861,7 @@ absl::Status ExtenderCore::LoadState(const std::string& path) {
   auto it = sections.find("workloads");
   if (it == sections.end()) return absl::OkStatus();  // a state file from before profiles
   if (absl::Status s = impl_->workloads.FromJson(it->second); !s.ok()) {
-    return absl::DataLossError(absl::StrCat("state file ", path, ": ", s.message(),
-                                            "; starting without workload profiles"));
+    return absl::DataLossError(absl::StrCat("state file ", path, ": ", s.message()));
   }
   return absl::OkStatus();
 }
