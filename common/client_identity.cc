@@ -97,8 +97,8 @@ void ClientRole::LogRefusal(const CertificateNames& names, std::string_view peer
   spdlog::warn(
       "{}: refused the client certificate of {} ({}): {} accepts only the {}'s identity, a "
       "certificate naming one of [{}] ({}){}",
-      listener, Clip(peer), DescribeNames(names), listener, role, absl::StrJoin(allowed_names, ", "),
-      config_key,
+      listener, Clip(peer), DescribeNames(names), listener, role,
+      absl::StrJoin(allowed_names, ", "), config_key,
       held == 0 ? std::string()
                 : absl::StrCat(" (", held, " more refusals not logged since the last line)"));
 }

@@ -114,10 +114,10 @@ TEST(HostileInputsTest, AReportsClaimOfAPendingPodDoesNotRefuseIt) {
       R"({"Pod":{"metadata":{"namespace":"content","name":"article-service-5d8f7-x1","uid":")",
       uid, R"(","annotations":{"neighborly.io/class":"latency-critical"}}},)",
       R"("NodeNames":["node-1"]})");
-  const std::string reply =
-      Exchange(e.http_port, absl::StrCat("POST /filter HTTP/1.1\r\nHost: x\r\nContent-Type: "
-                                         "application/json\r\nConnection: close\r\nContent-Length: ",
-                                         body.size(), "\r\n\r\n", body));
+  const std::string reply = Exchange(
+      e.http_port,
+      absl::StrCat("POST /filter HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n",
+                   "Connection: close\r\nContent-Length: ", body.size(), "\r\n\r\n", body));
   ASSERT_THAT(reply, HasSubstr("HTTP/1.1 200"));
   const nlohmann::json answer =
       nlohmann::json::parse(reply.substr(reply.find("\r\n\r\n") + 4), nullptr, false);
@@ -175,8 +175,9 @@ TEST(HostileInputsTest, TheHttpPortTakesOriginFormAndExactlyOneHost) {
   const std::string dir = Dir("host");
   Extender e = Start(dir, "{}\n");
   ASSERT_GT(e.http_port, 0) << e.process->Stderr();
-  EXPECT_THAT(Exchange(e.http_port, "GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"),
-              HasSubstr("HTTP/1.1 200"));
+  EXPECT_THAT(
+      Exchange(e.http_port, "GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"),
+      HasSubstr("HTTP/1.1 200"));
   const std::pair<std::string, std::string> refused[] = {
       {"GET http://elsewhere/healthz HTTP/1.1\r\nHost: x\r\n\r\n", "absolute-form"},
       {"GET /healthz HTTP/1.1\r\n\r\n", "no Host header"},

@@ -57,18 +57,17 @@ class RolesTest : public ::testing::Test {
         << "\n    allowedClientNames: [neighborly-scheduler]\n"
         << "grpc:\n  tls:\n    caFile: " << ca << "\n    certFile: " << crt
         << "\n    keyFile: " << key << "\n    allowedClientNames: [neighborly-agent]\n";
-    auto started = Subprocess::Start({NEIGHBORLY_EXTENDER_BINARY, "--config", dir_ + "/extender.yaml",
-                                      "--http-address", "127.0.0.1:0", "--grpc-address",
-                                      "127.0.0.1:0"});
+    auto started =
+        Subprocess::Start({NEIGHBORLY_EXTENDER_BINARY, "--config", dir_ + "/extender.yaml",
+                           "--http-address", "127.0.0.1:0", "--grpc-address", "127.0.0.1:0"});
     ASSERT_TRUE(started.ok()) << started.status();
     extender_ = std::move(*started);
     const std::optional<std::string> line =
         extender_->WaitForLine("listening http=", absl::Seconds(30));
     ASSERT_TRUE(line.has_value()) << extender_->Stderr();
     std::smatch m;
-    ASSERT_TRUE(std::regex_search(*line, m,
-                                  std::regex(R"(http=\S+:(\d+) grpc=\S+:(\d+).* placement=\S+:(\d+))")))
-        << *line;
+    const std::regex ports(R"(http=\S+:(\d+) grpc=\S+:(\d+).* placement=\S+:(\d+))");
+    ASSERT_TRUE(std::regex_search(*line, m, ports)) << *line;
     http_port_ = std::stoi(m[1]);
     grpc_port_ = m[2];
     placement_port_ = m[3];

@@ -48,7 +48,8 @@ class TlsReloader {
 
   // Sets up a server context (TLS 1.2+, client certificates required when a
   // client CA is configured and checked for the client role, no session
-  // resumption) whose handshakes take the current material. The context must not outlive this object.
+  // resumption) whose handshakes take the current material. The context must
+  // not outlive this object.
   bool Configure(SSL_CTX& ctx);
 
   // The material the next handshake would use (checks the files when due).

@@ -79,7 +79,8 @@ TEST(ReportPrescanTest, EmptyPodRecordsAreCountedNotParsed) {
   EXPECT_EQ(scan->pods, 200'000u);
   EXPECT_EQ(scan->refusal.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(scan->refusal.message(),
-              HasSubstr("NodeReport.pods: more than 1000 entries, at most 1000 (counted before parsing)"));
+              HasSubstr("NodeReport.pods: more than 1000 entries, at most 1000 (counted before "
+                        "parsing)"));
 }
 
 TEST(ReportPrescanTest, LabelsAndAnnotationsPerPodAreCounted) {

@@ -111,7 +111,8 @@ class ReportReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grp
     if (!scan.ok()) {
       counters_.reports_rejected.fetch_add(1, std::memory_order_relaxed);
       counters_.reports_malformed.fetch_add(1, std::memory_order_relaxed);
-      Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, std::string(scan.status().message())));
+      Finish(
+          grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, std::string(scan.status().message())));
       return;
     }
     if (identity_.has_value() && scan->node_name != identity_->node_name) {
