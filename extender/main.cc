@@ -71,6 +71,13 @@ void AppendStateMetrics(const ExtenderCore& core, PrometheusWriter& page) {
                "Pod records a node reported that it may not teach about (the pod belongs to "
                "another node, or is booked on one); nothing was learned from them.",
                {}, static_cast<double>(core.foreign_pod_claims()));
+  constexpr std::string_view kDroppedHelp =
+      "In-flight bookings dropped, the oldest first, to stay within state.maxBookingsPerNode "
+      "(reason node_full) or state.maxBookings (full); a real cluster never reaches either.";
+  page.Counter("neighborly_bookings_dropped_total", kDroppedHelp, {{"reason", "node_full"}},
+               static_cast<double>(core.bookings_dropped_node_full()));
+  page.Counter("neighborly_bookings_dropped_total", kDroppedHelp, {{"reason", "full"}},
+               static_cast<double>(core.bookings_dropped_full()));
   const ExtenderCore::ReuseStats reuse = core.reuse_stats();
   constexpr std::string_view kDecisionsHelp =
       "Candidate nodes with telemetry decided by filter and prioritize requests: evaluated, or "
@@ -85,6 +92,29 @@ void AppendStateMetrics(const ExtenderCore& core, PrometheusWriter& page) {
                "candidate and the least-harm fallback passed the least harmful ones "
                "(model.leastHarmFallback) instead of leaving the pod Pending.",
                {}, static_cast<double>(core.least_harm_requests()));
+}
+
+// A listener that verifies client certificates but checks no role accepts any
+// certificate its CA signed: with the chart's one CA, an agent's as the
+// scheduler's (docs/security.md, "Roles").
+void WarnAboutUncheckedRoles(const ExtenderConfig& config) {
+  auto warn = [](std::string_view listener, std::string_view role, std::string_view key) {
+    spdlog::warn(
+        "{} accepts any client certificate its CA signed as the {}'s: set {} to the names of "
+        "the {}'s certificate (docs/security.md, \"Roles\")",
+        listener, role, key, role);
+  };
+  if (!config.http.tls_client_ca_file.empty() && config.http.tls_allowed_client_names.empty()) {
+    warn("the scheduler port", "scheduler", "http.tls.allowedClientNames");
+  }
+  if (!config.placement_address.empty() && !config.placement_tls_ca_file.empty() &&
+      config.placement_tls_allowed_client_names.empty()) {
+    warn("the placement port", "scheduler", "placement.tls.allowedClientNames");
+  }
+  if (!config.grpc_tls_ca_file.empty() && config.grpc_tls_require_client_cert &&
+      config.grpc_tls_allowed_client_names.empty()) {
+    warn("the telemetry port", "agent", "grpc.tls.allowedClientNames");
+  }
 }
 
 int Run(int argc, char** argv) {
@@ -106,6 +136,7 @@ int Run(int argc, char** argv) {
   const absl::StatusOr<HostPort> http_address = ParseHostPort(config->http_address);
   if (!http_address.ok()) return Fail(2, Sv(http_address.status().message()));
   if (absl::Status s = CheckTransportSecurity(*config); !s.ok()) return Fail(2, Sv(s.message()));
+  WarnAboutUncheckedRoles(*config);
 
   // Transport security and identity, all checked before anything listens (docs/security.md).
   RealClock clock;
@@ -130,7 +161,12 @@ int Run(int argc, char** argv) {
          .key_file = config->grpc_tls_key_file,
          .require_client_cert = config->grpc_tls_require_client_cert,
          .reload_interval = config->grpc_tls_reload_interval,
-         .on_reload = [&metrics](bool ok) { metrics.RecordTlsReload(TlsListener::kGrpc, ok); }});
+         .on_reload = [&metrics](bool ok) { metrics.RecordTlsReload(TlsListener::kGrpc, ok); },
+         .client_role = {.role = "agent",
+                         .listener = "the telemetry port",
+                         .config_key = "grpc.tls.allowedClientNames",
+                         .allowed_names = config->grpc_tls_allowed_client_names,
+                         .refusals = metrics.role_refusals(RoleListener::kGrpc)}});
     if (!tls.ok()) return Fail(2, absl::StrCat("grpc.tls: ", tls.status().message()));
     telemetry_options.credentials = tls->credentials;
     grpc_tls = std::move(*tls);
@@ -145,7 +181,12 @@ int Run(int argc, char** argv) {
          .key_file = config->placement_tls_key_file,
          .require_client_cert = true,
          .reload_interval = config->placement_tls_reload_interval,
-         .on_reload = [&placement_metrics](bool ok) { placement_metrics.RecordTlsReload(ok); }});
+         .on_reload = [&placement_metrics](bool ok) { placement_metrics.RecordTlsReload(ok); },
+         .client_role = {.role = "scheduler",
+                         .listener = "the placement port",
+                         .config_key = "placement.tls.allowedClientNames",
+                         .allowed_names = config->placement_tls_allowed_client_names,
+                         .refusals = metrics.role_refusals(RoleListener::kPlacement)}});
     if (!tls.ok()) return Fail(2, absl::StrCat("placement.tls: ", tls.status().message()));
     placement_tls = std::move(*tls);
   } else if (!config->placement_address.empty()) {
@@ -209,6 +250,8 @@ int Run(int argc, char** argv) {
       {.max_remembered_pods = static_cast<size_t>(config->state_max_pods),
        .max_workloads = static_cast<size_t>(config->state_max_workloads),
        .max_remembered_pods_per_node = static_cast<size_t>(config->state_max_pods_per_node),
+       .max_bookings = static_cast<size_t>(config->state_max_bookings),
+       .max_bookings_per_node = static_cast<size_t>(config->state_max_bookings_per_node),
        // Only an authenticated scheduler teaches (docs/security.md).
        .learn_from_scheduler = !config->http.tls_client_ca_file.empty() ||
                                config->state_learn_from_unauthenticated_scheduler,

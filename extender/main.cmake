@@ -37,3 +37,41 @@ neighborly_add_test(extender_memory_test
 add_dependencies(extender_memory_test neighborly-extender)
 target_compile_definitions(extender_memory_test PRIVATE
   NEIGHBORLY_EXTENDER_BINARY="$<TARGET_FILE:neighborly-extender>")
+
+# Roles per port through the binary with the chart's TLS layout (docs/security.md, "Roles").
+neighborly_add_test(extender_roles_test
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/roles_test.cc
+  LIBS neighborly_test_support neighborly_test_pki neighborly_placement_proto neighborly_proto
+       PkgConfig::HTTPLIB absl::strings)
+add_dependencies(extender_roles_test neighborly-extender)
+target_compile_definitions(extender_roles_test PRIVATE
+  NEIGHBORLY_EXTENDER_BINARY="$<TARGET_FILE:neighborly-extender>")
+
+# Reports bounded before they cost, through the binary's telemetry port (docs/security.md, "Limits").
+neighborly_add_test(extender_report_flood_test
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/report_flood_test.cc
+  LIBS neighborly_test_support neighborly_test_pki neighborly_proto neighborly_common
+       OpenSSL::Crypto nlohmann_json::nlohmann_json absl::strings absl::time)
+add_dependencies(extender_report_flood_test neighborly-extender)
+target_compile_definitions(extender_report_flood_test PRIVATE
+  NEIGHBORLY_EXTENDER_BINARY="$<TARGET_FILE:neighborly-extender>")
+
+# Bookings bounded, through the binary's scheduler and placement ports (docs/security.md, "Limits").
+neighborly_add_test(extender_booking_flood_test
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/booking_flood_test.cc
+  LIBS neighborly_test_support neighborly_placement_proto neighborly_proto neighborly_common
+       PkgConfig::HTTPLIB absl::strings absl::time)
+add_dependencies(extender_booking_flood_test neighborly-extender)
+target_compile_definitions(extender_booking_flood_test PRIVATE
+  NEIGHBORLY_EXTENDER_BINARY="$<TARGET_FILE:neighborly-extender>")
+
+# Issue 24's smaller findings through the binary: a pending pod's claim, the state file's
+# temporary, the failed start's message, Host and the request target.
+neighborly_add_test(extender_hostile_inputs_test
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/hostile_inputs_test.cc
+  LIBS neighborly_test_support neighborly_proto nlohmann_json::nlohmann_json absl::strings
+       absl::time)
+add_dependencies(extender_hostile_inputs_test neighborly-extender)
+target_compile_definitions(extender_hostile_inputs_test PRIVATE
+  NEIGHBORLY_EXTENDER_BINARY="$<TARGET_FILE:neighborly-extender>")
+target_compile_options(extender_hostile_inputs_test PRIVATE -Wno-missing-field-initializers)

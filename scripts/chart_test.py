@@ -775,6 +775,45 @@ def tls_options():
 
 
 @check
+def client_roles_per_port():
+    """Issue 24: one CA signs every certificate, so each port names the role it
+    accepts, and the chart's certificates carry exactly those names."""
+    def configs(objs):
+        return yaml.safe_load(objs.get("ConfigMap", name("extender"))["data"]["extender.yaml"])
+
+    objs = render()
+    config = configs(objs)
+    eq(config["grpc"]["tls"]["allowedClientNames"], [name("agent")], "telemetry port's role")
+    eq(config["http"]["tls"]["allowedClientNames"], [name("scheduler")], "scheduler port's role")
+    with tempfile.TemporaryDirectory() as tmp:
+        for component in ("agent", "scheduler", "extender"):
+            cert = secret_file(objs, name(f"tls-{component}"), "tls.crt", tmp)
+            subject = openssl("x509", "-in", cert, "-noout", "-subject", "-nameopt", "RFC2253")
+            eq(subject.strip(), f"subject=CN={name(component)}", f"{component} certificate subject")
+    # The server's own certificate and the agents' are refused as the scheduler.
+    expect(name("extender") not in config["http"]["tls"]["allowedClientNames"], "extender as scheduler")
+    # The placement port (plugin mode) takes the scheduler's names too.
+    objs = render("mode=second-scheduler", "scheduler.integration=plugin", kube_version="1.36.3")
+    eq(configs(objs)["placement"]["tls"]["allowedClientNames"], [name("scheduler")], "placement port's role")
+    # cert-manager issues the same common names.
+    objs = render("tls.certManager.enabled=true")
+    certs = {c["spec"]["secretName"]: c for c in objs.of("Certificate")}
+    for component in ("agent", "scheduler"):
+        eq(certs[name(f"tls-{component}")]["spec"]["commonName"], name(component),
+           f"cert-manager {component} commonName")
+    # Names of the operator's own certificates (existingSecrets).
+    objs = render("tls.existingSecrets.extender=my-ext", "tls.existingSecrets.agent=my-agent",
+                  "tls.existingSecrets.scheduler=my-sched", "tls.clientNames.scheduler={kube-scheduler}",
+                  "tls.clientNames.agent={spiffe://corp/agent,agent.corp}")
+    config = configs(objs)
+    eq(config["http"]["tls"]["allowedClientNames"], ["kube-scheduler"], "scheduler names from values")
+    eq(config["grpc"]["tls"]["allowedClientNames"], ["spiffe://corp/agent", "agent.corp"], "agent names")
+    # Without a client CA there is no role to check.
+    objs = render("tls.requireSchedulerClientCert=false")
+    expect("allowedClientNames" not in configs(objs)["http"]["tls"], "names without client certificates")
+
+
+@check
 def node_identity_wiring():
     objs = render()
     config = yaml.safe_load(objs.get("ConfigMap", name("extender"))["data"]["extender.yaml"])

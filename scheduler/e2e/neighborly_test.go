@@ -21,6 +21,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
+
+	"neighborly.dev/scheduler/internal/testpki"
 )
 
 // paths holds the binaries and files the test needs; defaults are relative
@@ -75,14 +77,16 @@ type extender struct {
 func startExtender(t *testing.T, p paths, certs *pki, httpPort, grpcPort int, extraArgs ...string) *extender {
 	t.Helper()
 	config := filepath.Join(t.TempDir(), "extender.yaml")
-	content := fmt.Sprintf("http:\n  tls:\n    certFile: %s\n    keyFile: %s\n    clientCaFile: %s\n",
-		certs.serverCert, certs.serverKey, certs.caFile)
+	// The scheduler's role on both ports, as the chart configures it: only
+	// kube-scheduler's certificate, not any other the CA signed.
+	content := fmt.Sprintf("http:\n  tls:\n    certFile: %s\n    keyFile: %s\n    clientCaFile: %s\n    allowedClientNames: [%s]\n",
+		certs.serverCert, certs.serverKey, certs.caFile, testpki.SchedulerName)
 	for _, a := range extraArgs {
 		if a == "--placement-address" {
 			// The placement port as the chart sets it up: mutual TLS with the
 			// scheduler's client certificate from the same CA.
-			content += fmt.Sprintf("placement:\n  tls:\n    certFile: %s\n    keyFile: %s\n    caFile: %s\n",
-				certs.serverCert, certs.serverKey, certs.caFile)
+			content += fmt.Sprintf("placement:\n  tls:\n    certFile: %s\n    keyFile: %s\n    caFile: %s\n    allowedClientNames: [%s]\n",
+				certs.serverCert, certs.serverKey, certs.caFile, testpki.SchedulerName)
 		}
 	}
 	writeFile(t, config, content)

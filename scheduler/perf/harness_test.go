@@ -455,11 +455,11 @@ func startExtender(h *benchHarness, dir string, placement bool) (*extender, erro
 	// telemetry go stale on a machine whose CPUs other processes saturate
 	// (docs/configuration.md), which this shared VM's are, by processes
 	// that are not part of the benchmark.
-	yaml := fmt.Sprintf("http:\n  tls:\n    certFile: %s\n    keyFile: %s\n    clientCaFile: %s\ngrpc:\n  ingestScheduling: nice\n",
-		h.pki.ServerCert, h.pki.ServerKey, h.pki.CAFile)
+	yaml := fmt.Sprintf("http:\n  tls:\n    certFile: %s\n    keyFile: %s\n    clientCaFile: %s\n    allowedClientNames: [%s]\ngrpc:\n  ingestScheduling: nice\n",
+		h.pki.ServerCert, h.pki.ServerKey, h.pki.CAFile, testpki.SchedulerName)
 	if placement {
-		yaml += fmt.Sprintf("placement:\n  address: 127.0.0.1:0\n  tls:\n    certFile: %s\n    keyFile: %s\n    caFile: %s\n",
-			h.pki.ServerCert, h.pki.ServerKey, h.pki.CAFile)
+		yaml += fmt.Sprintf("placement:\n  address: 127.0.0.1:0\n  tls:\n    certFile: %s\n    keyFile: %s\n    caFile: %s\n    allowedClientNames: [%s]\n",
+			h.pki.ServerCert, h.pki.ServerKey, h.pki.CAFile, testpki.SchedulerName)
 	}
 	if err := os.WriteFile(config, []byte(yaml), 0o644); err != nil {
 		return nil, err

@@ -123,11 +123,22 @@ prometheus.io/scheme: {{ default "http" .scheme }}
 {{- end -}}
 
 {{/* The extender's configuration: extender.config plus the transport security keys. */}}
+{{/* The names a role's client certificate must carry (tls.clientNames; the chart's CN by default). */}}
+{{- define "neighborly.clientNames" -}}
+{{- $names := get .root.Values.tls.clientNames .role -}}
+{{- if not $names -}}
+{{- $names = list (include "neighborly.componentName" (dict "root" .root "component" .role)) -}}
+{{- end -}}
+{{- toJson $names -}}
+{{- end -}}
+
 {{- define "neighborly.extenderConfig" -}}
+{{- $schedulerNames := include "neighborly.clientNames" (dict "root" . "role" "scheduler") | fromJsonArray -}}
+{{- $agentNames := include "neighborly.clientNames" (dict "root" . "role" "agent") | fromJsonArray -}}
 {{- $config := deepCopy .Values.extender.config -}}
 {{- $grpc := dict -}}
 {{- if .Values.tls.telemetry -}}
-{{- $_ := set $grpc "tls" (dict "caFile" "/etc/neighborly-tls/ca.crt" "certFile" "/etc/neighborly-tls/tls.crt" "keyFile" "/etc/neighborly-tls/tls.key" "requireClientCert" true) -}}
+{{- $_ := set $grpc "tls" (dict "caFile" "/etc/neighborly-tls/ca.crt" "certFile" "/etc/neighborly-tls/tls.crt" "keyFile" "/etc/neighborly-tls/tls.key" "requireClientCert" true "allowedClientNames" $agentNames) -}}
 {{- else -}}
 {{- $_ := set $grpc "insecurePlaintext" true -}}
 {{- end -}}
@@ -143,6 +154,7 @@ prometheus.io/scheme: {{ default "http" .scheme }}
 {{- $httpTls := dict "certFile" "/etc/neighborly-tls/tls.crt" "keyFile" "/etc/neighborly-tls/tls.key" -}}
 {{- if .Values.tls.requireSchedulerClientCert -}}
 {{- $_ := set $httpTls "clientCaFile" "/etc/neighborly-tls/ca.crt" -}}
+{{- $_ := set $httpTls "allowedClientNames" $schedulerNames -}}
 {{- end -}}
 {{- $_ := set $config "http" (merge (dict "tls" $httpTls) (default dict $config.http)) -}}
 {{- end -}}
@@ -152,7 +164,7 @@ prometheus.io/scheme: {{ default "http" .scheme }}
        the chart runs without scheduler TLS. */ -}}
 {{- $placement := dict "address" (printf "0.0.0.0:%d" (int .Values.extender.placement.port)) -}}
 {{- if .Values.tls.scheduler -}}
-{{- $_ := set $placement "tls" (dict "caFile" "/etc/neighborly-tls/ca.crt" "certFile" "/etc/neighborly-tls/tls.crt" "keyFile" "/etc/neighborly-tls/tls.key") -}}
+{{- $_ := set $placement "tls" (dict "caFile" "/etc/neighborly-tls/ca.crt" "certFile" "/etc/neighborly-tls/tls.crt" "keyFile" "/etc/neighborly-tls/tls.key" "allowedClientNames" $schedulerNames) -}}
 {{- else -}}
 {{- $_ := set $placement "insecurePlaintext" true -}}
 {{- end -}}

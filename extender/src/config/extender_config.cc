@@ -156,6 +156,8 @@ absl::StatusOr<ExtenderConfig> ParseExtenderConfig(std::string_view text,
                  return p.Map(t, {{"certFile", p.String(config.http.tls_cert_file)},
                                   {"keyFile", p.String(config.http.tls_key_file)},
                                   {"clientCaFile", p.String(config.http.tls_client_ca_file)},
+                                  {"allowedClientNames",
+                                   p.Strings(config.http.tls_allowed_client_names)},
                                   {"reloadInterval",
                                    p.Duration(config.http.tls_reload_interval, absl::Seconds(1))}});
                }}});
@@ -186,6 +188,8 @@ absl::StatusOr<ExtenderConfig> ParseExtenderConfig(std::string_view text,
                         t, {{"caFile", p.String(config.placement_tls_ca_file)},
                             {"certFile", p.String(config.placement_tls_cert_file)},
                             {"keyFile", p.String(config.placement_tls_key_file)},
+                            {"allowedClientNames",
+                             p.Strings(config.placement_tls_allowed_client_names)},
                             {"reloadInterval",
                              p.Duration(config.placement_tls_reload_interval, absl::Seconds(1))}});
                   }}});
@@ -216,6 +220,7 @@ absl::StatusOr<ExtenderConfig> ParseExtenderConfig(std::string_view text,
                             {"certFile", p.String(config.grpc_tls_cert_file)},
                             {"keyFile", p.String(config.grpc_tls_key_file)},
                             {"requireClientCert", p.Bool(config.grpc_tls_require_client_cert)},
+                            {"allowedClientNames", p.Strings(config.grpc_tls_allowed_client_names)},
                             {"reloadInterval",
                              p.Duration(config.grpc_tls_reload_interval, absl::Seconds(1))}});
                   }},
@@ -240,6 +245,9 @@ absl::StatusOr<ExtenderConfig> ParseExtenderConfig(std::string_view text,
                  {"saveInterval", p.Duration(config.state_save_interval, absl::Seconds(1))},
                  {"maxPods", p.Integer(config.state_max_pods, 1000, 10'000'000)},
                  {"maxPodsPerNode", p.Integer(config.state_max_pods_per_node, 100, 10'000'000)},
+                 {"maxBookings", p.Integer(config.state_max_bookings, 100, 10'000'000)},
+                 {"maxBookingsPerNode",
+                  p.Integer(config.state_max_bookings_per_node, 10, 1'000'000)},
                  {"learnFromUnauthenticatedScheduler",
                   p.Bool(config.state_learn_from_unauthenticated_scheduler)},
                  {"maxWorkloads", p.Integer(config.state_max_workloads, 1, 1'000'000)}});
@@ -426,6 +434,26 @@ absl::Status ValidateExtenderConfig(const ExtenderConfig& config) {
   }
   if (!config.http.tls_client_ca_file.empty() && config.http.tls_cert_file.empty()) {
     return absl::InvalidArgumentError("http.tls.clientCaFile needs http.tls.certFile and keyFile");
+  }
+  // Names without a CA would check nothing: say so rather than run open.
+  if (!config.http.tls_allowed_client_names.empty() && config.http.tls_client_ca_file.empty()) {
+    return absl::InvalidArgumentError(
+        "http.tls.allowedClientNames needs http.tls.clientCaFile (client certificates)");
+  }
+  if (!config.grpc_tls_allowed_client_names.empty() &&
+      (config.grpc_tls_ca_file.empty() || !config.grpc_tls_require_client_cert)) {
+    return absl::InvalidArgumentError(
+        "grpc.tls.allowedClientNames needs grpc.tls.caFile and requireClientCert");
+  }
+  if (!config.placement_tls_allowed_client_names.empty() && config.placement_tls_ca_file.empty()) {
+    return absl::InvalidArgumentError("placement.tls.allowedClientNames needs placement.tls");
+  }
+  for (const auto* names : {&config.http.tls_allowed_client_names,
+                            &config.grpc_tls_allowed_client_names,
+                            &config.placement_tls_allowed_client_names}) {
+    for (const std::string& name : *names) {
+      if (name.empty()) return absl::InvalidArgumentError("an allowedClientNames entry is empty");
+    }
   }
   if (config.http.max_in_flight_bytes != 0 &&
       config.http.max_in_flight_bytes < config.http.body_limit_bytes) {

@@ -44,6 +44,9 @@ struct ExtenderConfig {
   std::string placement_tls_cert_file;
   std::string placement_tls_key_file;
   absl::Duration placement_tls_reload_interval = absl::Seconds(10);
+  // placement.tls.allowedClientNames: the scheduler's names (URI SAN, DNS SAN
+  // or subject CN); empty: any certificate the CA signed (a warning at start).
+  std::vector<std::string> placement_tls_allowed_client_names;
   bool placement_insecure_plaintext = false;
   // Threads that answer placement calls at most.
   int placement_max_threads = 64;
@@ -56,6 +59,9 @@ struct ExtenderConfig {
   std::string grpc_tls_key_file;
   bool grpc_tls_require_client_cert = true;
   absl::Duration grpc_tls_reload_interval = absl::Seconds(10);
+  // grpc.tls.allowedClientNames: the agents' names; empty: any certificate
+  // the CA signed.
+  std::vector<std::string> grpc_tls_allowed_client_names;
   bool grpc_insecure_plaintext = false;
   // Limits per stream (docs/security.md).
   int64_t grpc_max_report_bytes = 8 << 20;
@@ -89,6 +95,9 @@ struct ExtenderConfig {
   int64_t state_max_pods = 200'000;  // pod UIDs remembered; least recently seen forgotten
   // At most this many of them taught by one node's reports (docs/security.md).
   int64_t state_max_pods_per_node = 4096;
+  // In-flight bookings kept, in all and per node (state/booking_ledger.h).
+  int64_t state_max_bookings = 65'536;
+  int64_t state_max_bookings_per_node = 1024;
   // Learn pod classes and hints from /filter and /prioritize requests even when
   // the HTTP port does not require client certificates (anyone who can reach
   // it could teach). Off: only with http.tls.clientCaFile.

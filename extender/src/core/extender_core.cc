@@ -87,7 +87,8 @@ struct ExtenderCore::Impl {
         state(options.max_nodes),
         registry(options.max_remembered_pods, options.max_remembered_pods_per_node),
         workloads(options.max_workloads),
-        ledger(state),
+        ledger(state, {.max_per_node = options.max_bookings_per_node,
+                       .max_total = options.max_bookings}),
         pool(options.evaluation_threads > 1
                  ? std::make_unique<EvaluationPool>(options.evaluation_threads)
                  : nullptr),
@@ -323,6 +324,11 @@ ExtenderCore::Impl::Prepared ExtenderCore::Impl::Prepare(const IncomingPod& pod,
   std::string_view remembered_owner = PodRegistry::kScheduler;
   std::optional<RememberedPod> remembered =
       pod.uid.empty() ? std::nullopt : registry.Lookup(pod.uid, &remembered_owner);
+  // A pod being scheduled runs on no node yet, so what a node's report says
+  // of its UID is a claim, not knowledge: only what the scheduler taught (or
+  // the request itself) decides it (issue 24: a claim of a pending pod's UID
+  // with forged hints refused it on every node while it was pending).
+  if (remembered && remembered_owner != PodRegistry::kScheduler) remembered.reset();
   const WorkloadKey key = WorkloadKeyOf(pod);
   std::string key_text = key.empty() ? std::string() : key.ToString();
   std::optional<WorkloadPrediction> profile;
@@ -966,8 +972,7 @@ absl::Status ExtenderCore::LoadState(const std::string& path) {
   auto it = sections.find("workloads");
   if (it == sections.end()) return absl::OkStatus();  // a state file from before profiles
   if (absl::Status s = impl_->workloads.FromJson(it->second); !s.ok()) {
-    return absl::DataLossError(absl::StrCat("state file ", path, ": ", s.message(),
-                                            "; starting without workload profiles"));
+    return absl::DataLossError(absl::StrCat("state file ", path, ": ", s.message()));
   }
   return absl::OkStatus();
 }
@@ -1000,6 +1005,12 @@ IngestStats ExtenderCore::ingest_stats() const {
 }
 
 size_t ExtenderCore::bookings() const { return impl_->ledger.size(); }
+
+uint64_t ExtenderCore::bookings_dropped_node_full() const {
+  return impl_->ledger.dropped_node_full();
+}
+
+uint64_t ExtenderCore::bookings_dropped_full() const { return impl_->ledger.dropped_full(); }
 
 size_t ExtenderCore::remembered_pods() const { return impl_->registry.size(); }
 

@@ -126,6 +126,10 @@ struct ExtenderCoreOptions {
   size_t max_workloads = 10'000;
   // Of them, at most this many taught by one node (state.maxPodsPerNode).
   size_t max_remembered_pods_per_node = 4096;
+  // In-flight bookings, in all and per node (state.maxBookings,
+  // state.maxBookingsPerNode); beyond, the oldest is dropped and counted.
+  size_t max_bookings = 65'536;
+  size_t max_bookings_per_node = 1024;
   // Whether /filter and /prioritize requests teach the registry (only from an
   // authenticated scheduler in the binary; docs/security.md).
   bool learn_from_scheduler = true;
@@ -209,6 +213,9 @@ class ExtenderCore : public Decider {
   // in flight, pod UIDs remembered.
   IngestStats ingest_stats() const;
   size_t bookings() const;
+  // Bookings dropped for the caps: a node's (max_bookings_per_node), all (max_bookings).
+  uint64_t bookings_dropped_node_full() const;
+  uint64_t bookings_dropped_full() const;
   size_t remembered_pods() const;
   // Pod records of accepted reports that were not learned from because the
   // pod belongs to another node (docs/security.md, scoped learning).

@@ -16,6 +16,7 @@
 #include "extender/src/state/pod_registry.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
 
 namespace neighborly::extender {
 namespace {
@@ -62,6 +63,24 @@ class ScopedLearningTest : public ::testing::Test {
     }
     return "no pod";
   }
+  // What `core` remembers of `uid` and who taught it, from its state file
+  // ("latency-critical by node-a"). A scheduler request shows only what the
+  // scheduler taught: a pod being scheduled runs on no node (issue 24).
+  std::string Remembered(ExtenderCore& core, const std::string& uid) {
+    const std::string path =
+        ::testing::TempDir() + "/scoped-remembered-" + std::to_string(getpid()) + ".json";
+    if (!core.SaveState(path).ok()) return "not saved";
+    std::ifstream in(path);
+    const nlohmann::json doc = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+    std::filesystem::remove(path);
+    if (!doc.is_object() || !doc.contains("pods")) return "no pods";
+    for (const nlohmann::json& p : doc["pods"]) {
+      if (p.value("uid", "") == uid) {
+        return p.value("class", "") + " by " + p.value("node", std::string("the scheduler"));
+      }
+    }
+    return "not remembered";
+  }
   // The class a scheduler request for `uid` without annotations is given.
   std::string ClassForScheduler(ExtenderCore& core, const std::string& uid) {
     std::vector<NodeDecision> out;
@@ -87,7 +106,7 @@ TEST_F(ScopedLearningTest, ANodeCannotReclassifyAnotherNodesPod) {
   // A reports the pod again, now without annotations: still latency-critical.
   ASSERT_TRUE(Report(core_, "node-a", {{"victim", {}}}).ok());
   EXPECT_EQ(ClassOn(core_, "node-a", "victim"), "latency-critical/remembered");
-  EXPECT_EQ(ClassForScheduler(core_, "victim"), "latency-critical/remembered");
+  EXPECT_EQ(Remembered(core_, "victim"), "latency-critical by node-a");
   // A batch pod is still kept off node-a: its latency-critical pod is known.
   std::vector<NodeDecision> out;
   std::vector<std::string_view> nodes = {"node-a"};
@@ -119,7 +138,7 @@ TEST_F(ScopedLearningTest, ThePodsNodeClaimsWhatTheSchedulerTaught) {
   ASSERT_TRUE(Report(core, "node-a", {{"article", {}}}).ok());
   ASSERT_TRUE(Report(core, "node-b", {{"article", kBatch}}).ok());
   EXPECT_EQ(core.foreign_pod_claims(), 1u);
-  EXPECT_EQ(ClassForScheduler(core, "article"), "latency-critical/remembered");
+  EXPECT_EQ(Remembered(core, "article"), "latency-critical by node-a");
   ASSERT_TRUE(Report(core, "node-a", {{"article", {}}}).ok());
   EXPECT_EQ(ClassOn(core, "node-a", "article"), "latency-critical/remembered");
 }
@@ -156,6 +175,31 @@ TEST_F(ScopedLearningTest, ANodeCannotClaimOrReleaseAPodBookedOnAnotherNode) {
   EXPECT_EQ(ClassOn(core, "node-a", "pending"), "latency-critical/remembered");
 }
 
+// Issue 24, finding 4: node B names a pending pod's UID before any node runs
+// it (nothing booked it yet: a pod kube-scheduler is still filtering), with
+// forged hints and a batch class. B's claim stands for B's own profile, but
+// the pod's scheduling requests are decided from the pod alone: before, the
+// claim refused it on every node for as long as it was pending.
+TEST_F(ScopedLearningTest, AClaimOfAPendingPodChangesNothingForItsScheduling) {
+  ASSERT_TRUE(Report(core_, "node-a", {}).ok());
+  ASSERT_TRUE(Report(core_, "node-b", {{"pending",
+                                        {{"neighborly.io/class", "batch"},
+                                         {"neighborly.io/membw-bytes-per-second", "900G"},
+                                         {"neighborly.io/llc-bytes", "1Gi"}}}})
+                  .ok());
+  EXPECT_EQ(Remembered(core_, "pending"), "batch by node-b");
+  std::vector<NodeDecision> out;
+  std::vector<std::string_view> nodes = {"node-a"};
+  core_.Filter(Pod("pending"), nodes, out);
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_TRUE(out[0].feasible) << out[0].reason;
+  EXPECT_EQ(ClassForScheduler(core_, "pending"), "standard/default");
+  // Its own annotations still decide it.
+  core_.Filter(Pod("pending", kLatencyCritical), nodes, out);
+  EXPECT_TRUE(out[0].feasible) << out[0].reason;
+  EXPECT_EQ(core_.Decisions("pending", 1)[0].contention_class, "latency-critical");
+}
+
 // Attack: node B reports hundreds of new UIDs to evict everything learned.
 TEST_F(ScopedLearningTest, ANodeFloodingNewUidsEvictsOnlyItsOwnEntries) {
   ExtenderCore core(config_, clock_,
@@ -174,8 +218,7 @@ TEST_F(ScopedLearningTest, ANodeFloodingNewUidsEvictsOnlyItsOwnEntries) {
   }
   EXPECT_LE(core.remembered_pods(), 150u);
   for (int i = 0; i < 50; ++i) {
-    EXPECT_EQ(ClassForScheduler(core, "a-" + std::to_string(i)), "latency-critical/remembered")
-        << i;
+    EXPECT_EQ(Remembered(core, "a-" + std::to_string(i)), "latency-critical by node-a") << i;
   }
 }
 

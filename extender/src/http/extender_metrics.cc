@@ -2,6 +2,7 @@
 
 #include <cstdint>
 #include <string_view>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "common/strings.h"
@@ -192,6 +193,17 @@ void ExtenderMetrics::AppendTo(PrometheusWriter& page) const {
                  "not matching); the previous certificate stays in use.",
                  {{"listener", name}},
                  static_cast<double>(r.failures.load(std::memory_order_relaxed)));
+  }
+  for (const auto& [listener, name] : {std::pair{RoleListener::kHttp, "http"},
+                                       std::pair{RoleListener::kGrpc, "grpc"},
+                                       std::pair{RoleListener::kPlacement, "placement"}}) {
+    page.Counter("neighborly_tls_client_role_refusals_total",
+                 "Client certificates signed by the listener's CA but refused because they do not "
+                 "carry its role's names (*.tls.allowedClientNames): an agent's certificate on the "
+                 "scheduler or placement port, or the reverse.",
+                 {{"listener", name}},
+                 static_cast<double>(role_refusals_[static_cast<size_t>(listener)]->refused.load(
+                     std::memory_order_relaxed)));
   }
   page.Counter("neighborly_identity_key_reloads_total",
                "Reloads of the service-account issuer's public keys (grpc.identity) after their "

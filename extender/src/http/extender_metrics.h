@@ -11,11 +11,13 @@
 #include <array>
 #include <atomic>
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
 
 #include "absl/time/time.h"
+#include "common/client_identity.h"
 #include "common/prometheus_text.h"
 #include "extender/src/model/types.h"
 
@@ -42,6 +44,10 @@ Outcome ClassifyRejection(std::string_view reason);
 // The TLS listeners whose certificate files are watched: the scheduler's
 // HTTPS port and the agents' gRPC port.
 enum class TlsListener : uint8_t { kHttp, kGrpc };
+
+// The listeners that check a client certificate's role (docs/security.md,
+// "Roles"): the scheduler's HTTPS port, the agents' port, the placement port.
+enum class RoleListener : uint8_t { kHttp, kGrpc, kPlacement };
 
 // Where a scheduler request's time goes inside the server (per-stage
 // timestamps, docs/http.md "Where the time goes"), counted in
@@ -90,6 +96,10 @@ class ExtenderMetrics {
     TlsReloads& r = tls_[static_cast<size_t>(listener)];
     (ok ? r.reloads : r.failures).fetch_add(1, std::memory_order_relaxed);
   }
+  // The refusal counter a listener's ClientRole shares with /metrics.
+  std::shared_ptr<RoleRefusals> role_refusals(RoleListener listener) const {
+    return role_refusals_[static_cast<size_t>(listener)];
+  }
   // The same for the node-identity issuer keys (grpc.identity, node_identity.h).
   void RecordIdentityKeyReload(bool ok) {
     (ok ? identity_key_reloads_ : identity_key_reload_failures_)
@@ -108,7 +118,8 @@ class ExtenderMetrics {
   // neighborly_tls_reloads_total{listener="http"|"grpc"},
   // neighborly_tls_reload_failures_total{listener="http"|"grpc"},
   // neighborly_identity_key_reloads_total,
-  // neighborly_identity_key_reload_failures_total.
+  // neighborly_identity_key_reload_failures_total,
+  // neighborly_tls_client_role_refusals_total{listener="http"|"grpc"|"placement"}.
   void AppendTo(PrometheusWriter& page) const;
   // These families alone, rendered (tests).
   void AppendPrometheus(std::string& out) const {
@@ -144,6 +155,9 @@ class ExtenderMetrics {
   std::array<TlsReloads, 2> tls_{};  // by TlsListener
   std::atomic<uint64_t> identity_key_reloads_{0};
   std::atomic<uint64_t> identity_key_reload_failures_{0};
+  const std::array<std::shared_ptr<RoleRefusals>, 3> role_refusals_{
+      std::make_shared<RoleRefusals>(), std::make_shared<RoleRefusals>(),
+      std::make_shared<RoleRefusals>()};
 };
 
 }  // namespace neighborly::extender

@@ -132,12 +132,14 @@ HeadResult ParseHead(std::string_view in, size_t scan_from, const HeadLimits& li
   req.method.assign(method);
   req.version.assign(version);
   req.target.assign(target);
-  // Absolute form (a proxy's): keep the path.
-  for (std::string_view scheme : {"http://", "https://"}) {
-    if (target.starts_with(scheme)) {
-      const size_t slash = target.find('/', scheme.size());
-      target = slash == std::string_view::npos ? std::string_view("/") : target.substr(slash);
-    }
+  // Origin form only (issue 24): the absolute form is a proxy's, which no
+  // client of this server sends (kube-scheduler, the plugin, Prometheus, the
+  // kubelet's probes); served as its path, it let a request name one host in
+  // its target and another in Host, which a proxy in front may route apart.
+  if (target.find("://") != std::string_view::npos && target.front() != '/') {
+    return Error(400,
+                 "absolute-form request target (a proxy's request); this server takes an "
+                 "absolute path");
   }
   if (target.empty() || (target.front() != '/' && target != "*")) {
     return Error(400, "malformed request target (want an absolute path)");
@@ -178,6 +180,13 @@ HeadResult ParseHead(std::string_view in, size_t scan_from, const HeadLimits& li
       return Error(400, "malformed header field value");
     }
     req.headers.emplace(std::string(field.substr(0, colon)), std::string(value));
+  }
+  // RFC 9112 section 3.2: exactly one Host in an HTTP/1.1 request, at most one
+  // in HTTP/1.0 (issue 24: a missing or a second Host was accepted).
+  const size_t hosts = req.get_header_value_count("Host");
+  if (hosts > 1) return Error(400, absl::StrCat(hosts, " Host headers (exactly one is allowed)"));
+  if (hosts == 0 && req.version == "HTTP/1.1") {
+    return Error(400, "no Host header (HTTP/1.1 requires one)");
   }
   return {.kind = HeadResult::kComplete, .head_bytes = end + 4, .status = 0, .error = {}};
 }

@@ -29,7 +29,7 @@ TEST(ParseHeadTest, ParsesRequestLineHeadersPathAndQuery) {
 }
 
 TEST(ParseHeadTest, IncompleteUntilTheEmptyLineEvenByteByByte) {
-  const std::string in = "POST /filter HTTP/1.1\r\nContent-Length: 2\r\n\r\n{}";
+  const std::string in = "POST /filter HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}";
   httplib::Request req;
   size_t scanned = 0;
   for (size_t n = 1; n < in.size() - 2; ++n) {
@@ -40,6 +40,12 @@ TEST(ParseHeadTest, IncompleteUntilTheEmptyLineEvenByteByByte) {
   const HeadResult head = ParseHead(in, scanned, {}, req);
   ASSERT_EQ(head.kind, HeadResult::kComplete);
   EXPECT_EQ(head.head_bytes, in.size() - 2);
+}
+
+TEST(ParseHeadTest, HttpOneZeroNeedsNoHost) {
+  httplib::Request req;
+  const HeadResult head = ParseHead("GET /healthz HTTP/1.0\r\n\r\n", 0, {}, req);
+  EXPECT_EQ(head.kind, HeadResult::kComplete) << head.error;
 }
 
 TEST(ParseHeadTest, LimitsAndMalformedHeadsAreErrorsWithAStatus) {
@@ -63,6 +69,13 @@ TEST(ParseHeadTest, LimitsAndMalformedHeadsAreErrorsWithAStatus) {
       {"GET / HTTP/1.1\r\nBad name: 1\r\n\r\n", 400, "malformed header field"},
       {"GET / HTTP/1.1\r\nA: 1\r\n folded\r\n\r\n", 400, "folding"},
       {"GET relative HTTP/1.1\r\n\r\n", 400, "request target"},
+      // Issue 24: origin form only, and exactly one Host in HTTP/1.1.
+      {"POST http://other/filter HTTP/1.1\r\nHost: x\r\n\r\n", 400, "absolute-form"},
+      {"GET https://x/healthz HTTP/1.1\r\nHost: x\r\n\r\n", 400, "absolute-form"},
+      {"GET /healthz HTTP/1.1\r\n\r\n", 400, "no Host header (HTTP/1.1 requires one)"},
+      {"GET /healthz HTTP/1.1\r\nHost: x\r\nhost: y\r\n\r\n", 400,
+       "2 Host headers (exactly one is allowed)"},
+      {"GET /healthz HTTP/1.0\r\nHost: x\r\nHost: x\r\n\r\n", 400, "2 Host headers"},
   };
   for (const Case& c : cases) {
     httplib::Request req;

@@ -88,7 +88,12 @@ HttpServer::HttpServer(HttpServerOptions options, Decider& decider, ExtenderMetr
       {.cert_file = options_.tls_cert_file,
        .key_file = options_.tls_key_file,
        .client_ca_file = options_.tls_client_ca_file,
-       .reload_interval = options_.tls_reload_interval},
+       .reload_interval = options_.tls_reload_interval,
+       .client_role = {.role = "scheduler",
+                       .listener = "the scheduler port",
+                       .config_key = "http.tls.allowedClientNames",
+                       .allowed_names = options_.tls_allowed_client_names,
+                       .refusals = metrics.role_refusals(RoleListener::kHttp)}},
       clock_, [&metrics](bool ok) { metrics.RecordTlsReload(TlsListener::kHttp, ok); });
   if (!tls.ok()) {
     tls_status_ = tls.status();  // reported by Start()

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "absl/time/time.h"
 
@@ -45,6 +46,10 @@ struct HttpServerOptions {
   std::string tls_cert_file;
   std::string tls_key_file;
   std::string tls_client_ca_file;
+  // With tls_client_ca_file: the names one of which the client certificate must
+  // carry as a URI SAN, DNS SAN or subject CN (the scheduler's role,
+  // http.tls.allowedClientNames); empty: any certificate the CA signed.
+  std::vector<std::string> tls_allowed_client_names;
   // How often the three files are checked for changes (a stat each); changed
   // files are loaded for new connections (tls_reloader.h). Zero: at every
   // handshake (tests; the config's minimum is 1 s).

@@ -1,6 +1,13 @@
 #include "extender/src/http/tls_reloader.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include <string>
 #include <utility>
+
+#include "absl/strings/str_cat.h"
 
 namespace neighborly::extender {
 
@@ -41,6 +48,7 @@ bool TlsReloader::Configure(SSL_CTX& ctx) {
   SSL_CTX_set_cert_cb(&ctx, &TlsReloader::CertCallback, this);
   if (!files_config_.client_ca_file.empty()) {
     SSL_CTX_set_verify(&ctx, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT, nullptr);
+    SSL_CTX_set_cert_verify_callback(&ctx, &TlsReloader::VerifyCallback, this);
   }
   return true;
 }
@@ -58,6 +66,51 @@ int TlsReloader::CertCallback(SSL* ssl, void* arg) {
     return 0;
   }
   return 1;
+}
+
+namespace {
+
+// "10.0.0.7:51234" for the log line of a refused certificate.
+std::string PeerOf(SSL* ssl) {
+  const int fd = ssl == nullptr ? -1 : SSL_get_fd(ssl);
+  sockaddr_storage addr{};
+  socklen_t length = sizeof(addr);
+  if (fd < 0 || getpeername(fd, reinterpret_cast<sockaddr*>(&addr), &length) != 0) {
+    return "an unknown peer";
+  }
+  char host[INET6_ADDRSTRLEN] = {};
+  if (addr.ss_family == AF_INET) {
+    const auto* in = reinterpret_cast<const sockaddr_in*>(&addr);
+    inet_ntop(AF_INET, &in->sin_addr, host, sizeof(host));
+    return absl::StrCat(host, ":", ntohs(in->sin_port));
+  }
+  if (addr.ss_family == AF_INET6) {
+    const auto* in6 = reinterpret_cast<const sockaddr_in6*>(&addr);
+    inet_ntop(AF_INET6, &in6->sin6_addr, host, sizeof(host));
+    return absl::StrCat("[", host, "]:", ntohs(in6->sin6_port));
+  }
+  return "a local peer";
+}
+
+}  // namespace
+
+// Replaces OpenSSL's verification step: the chain is verified as before
+// (X509_verify_cert against the store CertCallback installed), then the leaf
+// must carry the client role's names. A refusal fails the handshake with a
+// "certificate unknown" alert: the client never gets to send a request.
+int TlsReloader::VerifyCallback(X509_STORE_CTX* store, void* arg) {
+  const int verified = X509_verify_cert(store);
+  if (verified != 1) return verified;
+  const auto* self = static_cast<const TlsReloader*>(arg);
+  const ClientRole& role = self->files_config_.client_role;
+  if (role.allowed_names.empty()) return 1;
+  const CertificateNames names = NamesOf(X509_STORE_CTX_get0_cert(store));
+  if (role.Admits(names)) return 1;
+  auto* ssl = static_cast<SSL*>(
+      X509_STORE_CTX_get_ex_data(store, SSL_get_ex_data_X509_STORE_CTX_idx()));
+  role.LogRefusal(names, PeerOf(ssl));
+  X509_STORE_CTX_set_error(store, X509_V_ERR_APPLICATION_VERIFICATION);
+  return 0;
 }
 
 }  // namespace neighborly::extender

@@ -22,6 +22,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "common/client_identity.h"
 #include "common/clock.h"
 #include "common/reloading_files.h"
 #include "common/tls_material.h"
@@ -33,6 +34,10 @@ struct TlsFiles {
   std::string key_file;        // PEM private key (unencrypted)
   std::string client_ca_file;  // PEM CA bundle; empty: client certificates not requested
   absl::Duration reload_interval = absl::Seconds(10);  // zero: check on every handshake
+  // With a client CA: the names the client's certificate must carry (the
+  // scheduler's role, common/client_identity.h); a certificate of the CA
+  // without them fails the handshake, with a log line naming the role.
+  ClientRole client_role;
 };
 
 class TlsReloader {
@@ -42,19 +47,24 @@ class TlsReloader {
       TlsFiles files, const Clock& clock, std::function<void(bool ok)> on_reload = nullptr);
 
   // Sets up a server context (TLS 1.2+, client certificates required when a
-  // client CA is configured, no session resumption) whose handshakes take the
-  // current material. The context must not outlive this object.
+  // client CA is configured and checked for the client role, no session
+  // resumption) whose handshakes take the current material. The context must
+  // not outlive this object.
   bool Configure(SSL_CTX& ctx);
 
   // The material the next handshake would use (checks the files when due).
   std::shared_ptr<const TlsMaterial> Current() { return files_->Current(); }
   uint64_t reloads() const { return files_->reloads(); }
   uint64_t failures() const { return files_->failures(); }
+  // Client certificates of the CA refused for not carrying the role's names.
+  uint64_t role_refusals() const { return files_config_.client_role.refused(); }
 
  private:
   TlsReloader(TlsFiles files, std::unique_ptr<ReloadingFiles<TlsMaterial>> reloading)
       : files_config_(std::move(files)), files_(std::move(reloading)) {}
   static int CertCallback(SSL* ssl, void* self);
+  // The chain's verification, then the leaf's role.
+  static int VerifyCallback(X509_STORE_CTX* store, void* self);
 
   const TlsFiles files_config_;
   std::unique_ptr<ReloadingFiles<TlsMaterial>> files_;

@@ -166,13 +166,22 @@ TEST_F(IngestLimitsTest, ReportsAboveTheRateAreRefusedWithResourceExhausted) {
   EXPECT_EQ(r.status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
   EXPECT_THAT(r.status.error_message(), HasSubstr("more than 1 reports per second"));
   EXPECT_EQ(server_->counters().reports_rate_limited.load(), 1u);
+  // The bucket is the node's, not the stream's (issue 24: reconnecting after
+  // each burst reached 2,143 reports/s): a new stream at the same instant is
+  // refused at its first report, and another node's is not.
+  StreamResult again = Send({testing::TwoSocketNode("n", 6)});
+  EXPECT_EQ(again.acks, 0);
+  EXPECT_EQ(again.status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_THAT(again.status.error_message(), HasSubstr("for node \"n\""));
+  EXPECT_TRUE(Send({testing::TwoSocketNode("other", 1)}).status.ok());
   // At the allowed pace a stream goes on for ever.
+  clock_.Advance(absl::Seconds(1));
   std::vector<tv1::NodeReport> paced;
   for (uint64_t seq = 10; seq <= 20; ++seq) paced.push_back(testing::TwoSocketNode("n", seq));
   StreamResult ok = Send(paced, "", [&] { clock_.Advance(absl::Seconds(1)); });
   EXPECT_TRUE(ok.status.ok()) << ok.status.error_message();
   EXPECT_EQ(ok.acks, 11);
-  EXPECT_THAT(Metrics(), HasSubstr("neighborly_ingest_refused_total{reason=\"rate_limited\"} 1\n"));
+  EXPECT_THAT(Metrics(), HasSubstr("neighborly_ingest_refused_total{reason=\"rate_limited\"} 2\n"));
 }
 
 TEST_F(IngestLimitsTest, OversizedReportsAreRefusedAndCounted) {

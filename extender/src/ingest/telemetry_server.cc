@@ -15,6 +15,7 @@
 #include "common/strings.h"
 #include "common/thread_priority.h"
 #include "extender/src/ingest/protobuf_log.h"
+#include "grpcpp/support/proto_buffer_reader.h"
 #include "spdlog/spdlog.h"
 
 namespace neighborly::extender {
@@ -64,9 +65,7 @@ class ReportReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grp
         policy_(policy),
         clock_(clock),
         identity_(std::move(identity)),
-        peer_(std::move(peer)),
-        tokens_(policy.report_burst),
-        last_refill_(clock.Now()) {
+        peer_(std::move(peer)) {
     counters_.streams_opened.fetch_add(1, std::memory_order_relaxed);
     handle_->context = context;
     // With an identity the node is known now: this stream supersedes the node's older one.
@@ -96,19 +95,59 @@ class ReportReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grp
                                        policy_.max_report_bytes, " bytes (grpc.maxReportBytes)")));
       return;
     }
-    if (!TakeToken()) {
-      Refuse(counters_.reports_rate_limited,
-             grpc::Status(
-                 grpc::StatusCode::RESOURCE_EXHAUSTED,
-                 absl::StrCat("more than ", policy_.max_reports_per_second,
-                              " reports per second on one stream (burst ", policy_.report_burst,
-                              "; grpc.maxReportsPerSecond); reconnect later")));
-      return;
-    }
     if (identity_.has_value() && clock_.Now() > identity_->expires + kExpiryGrace) {
       counters_.streams_token_expired.fetch_add(1, std::memory_order_relaxed);
       Finish(grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
                           "identity token expired during the stream; reconnect with a fresh one"));
+      return;
+    }
+    // Before anything is parsed (issue 24): the identity, the node's rate and
+    // what the parsed report would cost, from one walk over the wire bytes.
+    absl::StatusOr<Prescan> scan;
+    {
+      grpc::ProtoBufferReader reader(&request_);
+      scan = service_.prescanner().Scan(&reader, request_.Length());
+    }
+    if (!scan.ok()) {
+      counters_.reports_rejected.fetch_add(1, std::memory_order_relaxed);
+      counters_.reports_malformed.fetch_add(1, std::memory_order_relaxed);
+      Finish(
+          grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, std::string(scan.status().message())));
+      return;
+    }
+    if (identity_.has_value() && scan->node_name != identity_->node_name) {
+      spdlog::warn(
+          "telemetry from {} refused: its identity token is for node \"{}\" ({}) but the report "
+          "is for node \"{}\"",
+          peer_, identity_->node_name, identity_->subject, Clip(scan->node_name));
+      Refuse(counters_.reports_node_mismatch,
+             grpc::Status(
+                 grpc::StatusCode::PERMISSION_DENIED,
+                 absl::StrCat("this stream may report only for node \"", identity_->node_name,
+                              "\" (its identity token), not \"", Clip(scan->node_name), "\"")));
+      return;
+    }
+    const std::string& bucket = identity_.has_value() ? identity_->node_name
+                                : claimed_node_.empty() ? scan->node_name
+                                                        : claimed_node_;
+    if (policy_.max_reports_per_second > 0 && !service_.TakeToken(bucket, clock_.Now())) {
+      Refuse(counters_.reports_rate_limited,
+             grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                          absl::StrCat("more than ", policy_.max_reports_per_second,
+                                       " reports per second for node \"", Clip(bucket),
+                                       "\" (burst ", policy_.report_burst,
+                                       ", across its streams; grpc.maxReportsPerSecond); "
+                                       "reconnect later")));
+      return;
+    }
+    if (!scan->refusal.ok()) {
+      const bool too_large = scan->refusal.code() == absl::StatusCode::kResourceExhausted;
+      if (too_large) {
+        counters_.reports_too_large.fetch_add(1, std::memory_order_relaxed);
+      }
+      counters_.reports_rejected.fetch_add(1, std::memory_order_relaxed);
+      Finish(grpc::Status(static_cast<grpc::StatusCode>(scan->refusal.code()),
+                          std::string(scan->refusal.message())));
       return;
     }
     if (!grpc::SerializationTraits<tv1::NodeReport>::Deserialize(&request_, &report_).ok()) {
@@ -119,18 +158,7 @@ class ReportReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grp
                           "neighborly.telemetry.v1.NodeReport protobuf"));
       return;
     }
-    if (identity_.has_value() && report_.node_name() != identity_->node_name) {
-      spdlog::warn(
-          "telemetry from {} refused: its identity token is for node \"{}\" ({}) but the report "
-          "is for node \"{}\"",
-          peer_, identity_->node_name, identity_->subject, Clip(report_.node_name()));
-      Refuse(counters_.reports_node_mismatch,
-             grpc::Status(
-                 grpc::StatusCode::PERMISSION_DENIED,
-                 absl::StrCat("this stream may report only for node \"", identity_->node_name,
-                              "\" (its identity token), not \"", Clip(report_.node_name()), "\"")));
-      return;
-    }
+    // The prescan read the same node_name the parse did.
     const uint64_t sequence = report_.sequence();
     const std::string node = report_.node_name();
     // Without an identity the first report names the node.
@@ -224,17 +252,6 @@ class ReportReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grp
             : absl::StrCat(" (", held, " more dropped records not logged since the last line)"));
   }
 
-  bool TakeToken() {
-    if (policy_.max_reports_per_second <= 0) return true;
-    const absl::Time now = clock_.Now();
-    const double elapsed_s = std::max(0.0, absl::ToDoubleSeconds(now - last_refill_));
-    last_refill_ = now;
-    tokens_ = std::min(policy_.report_burst, tokens_ + elapsed_s * policy_.max_reports_per_second);
-    if (tokens_ < 1) return false;
-    tokens_ -= 1;
-    return true;
-  }
-
   void ClaimNode(const std::string& node) {
     claimed_node_ = node;
     service_.Claim(node, handle_);
@@ -249,8 +266,6 @@ class ReportReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grp
   const Clock& clock_;
   const std::optional<NodeIdentity> identity_;
   const std::string peer_;
-  double tokens_;
-  absl::Time last_refill_;
   grpc::ByteBuffer request_;
   grpc::ByteBuffer response_;
   tv1::NodeReport report_;  // reused across reports: keeps its allocations
@@ -260,7 +275,7 @@ class ReportReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grp
 }  // namespace
 
 TelemetryService::TelemetryService(ExtenderCore& core, IngestPolicy policy)
-    : core_(core), policy_(policy) {
+    : core_(core), policy_(policy), prescanner_(policy.prescan) {
   // Malformed reports must not flood the log through protobuf's own messages.
   static std::once_flag installed;
   std::call_once(installed, [] { InstallProtobufLogLimiter(); });
@@ -317,6 +332,31 @@ void TelemetryService::Forget(const std::string& node,
   std::lock_guard<std::mutex> lock(streams_mu_);
   auto it = stream_of_node_.find(node);
   if (it != stream_of_node_.end() && it->second == stream) stream_of_node_.erase(it);
+}
+
+bool TelemetryService::TakeToken(const std::string& node, absl::Time now) {
+  std::lock_guard<std::mutex> lock(buckets_mu_);
+  const double rate = policy_.max_reports_per_second;
+  const double burst = policy_.report_burst;
+  auto refill = [&](Bucket& b) {
+    const double elapsed_s = std::max(0.0, absl::ToDoubleSeconds(now - b.last));
+    b.last = now;
+    b.tokens = std::min(burst, b.tokens + elapsed_s * rate);
+  };
+  if (buckets_.size() >= buckets_prune_at_ && !buckets_.contains(node)) {
+    // A full bucket is what a new node gets: dropping those forgets nothing.
+    absl::erase_if(buckets_, [&](auto& entry) {
+      refill(entry.second);
+      return entry.second.tokens >= burst;
+    });
+    buckets_prune_at_ = std::max<size_t>(1024, 2 * buckets_.size());
+  }
+  auto [it, inserted] = buckets_.try_emplace(node, Bucket{.tokens = burst, .last = now});
+  Bucket& bucket = it->second;
+  if (!inserted) refill(bucket);
+  if (bucket.tokens < 1) return false;
+  bucket.tokens -= 1;
+  return true;
 }
 
 void TelemetryService::NoteStreamClosed() {

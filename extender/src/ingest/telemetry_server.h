@@ -28,6 +28,7 @@
 #include "common/prometheus_text.h"
 #include "extender/src/core/extender_core.h"
 #include "extender/src/ingest/node_identity.h"
+#include "extender/src/ingest/report_prescan.h"
 #include "grpcpp/grpcpp.h"
 #include "neighborly/telemetry/v1/telemetry.grpc.pb.h"
 
@@ -67,8 +68,10 @@ void AppendIngestRefusals(const IngestCounters& counters, PrometheusWriter& page
 struct IngestPolicy {
   // nullptr: streams are not bound to a node identity.
   const TokenVerifier* identity = nullptr;
-  // Token bucket per stream; rate <= 0 disables it. An agent sends one report per
-  // interval (1 s by default), so 5/s with a burst of 10 only stops a runaway.
+  // Token bucket per node (by its identity token's node, else the report's
+  // node_name), kept across the node's streams, so that reconnecting does not
+  // refill it; rate <= 0 disables it. An agent sends one report per interval
+  // (1 s by default), so 5/s with a burst of 10 only stops a runaway.
   double max_reports_per_second = 5;
   double report_burst = 10;
   // A report above this is refused with RESOURCE_EXHAUSTED and counted. gRPC itself
@@ -82,6 +85,9 @@ struct IngestPolicy {
   // RESOURCE_EXHAUSTED. Per node there is one: a node's newer stream (by its
   // identity token's node, else its first report's node_name) cancels the older.
   size_t max_streams = 50'000;
+  // Counts and the memory estimate every report is held to before it is
+  // parsed (report_prescan.h).
+  PrescanLimits prescan;
 };
 
 // The service alone (tests and embedders may register it on their own server).
@@ -109,6 +115,9 @@ class TelemetryService final : public telemetry::v1::Telemetry::WithRawCallbackM
   void Forget(const std::string& node, const std::shared_ptr<StreamHandle>& stream);
   // After streams closed: return freed memory to the system now and then.
   void NoteStreamClosed();
+  // Takes one report from `node`'s token bucket at `now`; false when empty.
+  bool TakeToken(const std::string& node, absl::Time now);
+  const ReportPrescanner& prescanner() const { return prescanner_; }
 
   // At most one log line about dropped pod records per this interval.
   static constexpr absl::Duration kDroppedPodLogInterval = absl::Seconds(10);
@@ -122,6 +131,16 @@ class TelemetryService final : public telemetry::v1::Telemetry::WithRawCallbackM
   // guarded by streams_mu_
   absl::flat_hash_map<std::string, std::shared_ptr<StreamHandle>> stream_of_node_;
   std::atomic<int64_t> last_trim_ns_{0};
+  const ReportPrescanner prescanner_;
+  struct Bucket {
+    double tokens = 0;
+    absl::Time last;
+  };
+  std::mutex buckets_mu_;
+  // guarded by buckets_mu_; full buckets are dropped when it grows (a full one
+  // is what a new node starts with).
+  absl::flat_hash_map<std::string, Bucket> buckets_;
+  size_t buckets_prune_at_ = 1024;
   std::atomic<uint64_t> closed_since_trim_{0};
 };
 

@@ -16,6 +16,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "common/client_identity.h"
 #include "common/verified_tls_files.h"
 #include "grpcpp/security/server_credentials.h"
 
@@ -30,6 +31,10 @@ struct ServerTlsFiles {
   // After each check of changed files: loaded (true) or refused, the previous
   // certificate kept (false); e.g. to count it in /metrics.
   std::function<void(bool ok)> on_reload;
+  // With client certificates: the names one of which a client's certificate
+  // must carry (its role, common/client_identity.h); a certificate of the CA
+  // without them fails the handshake, with a log line naming the role.
+  ClientRole client_role;
 };
 
 struct ServerTls {

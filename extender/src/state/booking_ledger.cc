@@ -20,26 +20,69 @@ void BookingLedger::PublishLocked(const std::string& node) {
   state_.PublishBookings(*entry, std::make_unique<const BookingList>(it->second));
 }
 
+bool BookingLedger::EraseLocked(const std::string& uid) {
+  auto it = node_of_uid_.find(uid);
+  if (it == node_of_uid_.end()) return false;
+  auto& list = by_node_[it->second];
+  list.erase(std::remove_if(list.begin(), list.end(),
+                            [&](const Booking& b) { return b.pod_uid == uid; }),
+             list.end());
+  node_of_uid_.erase(it);
+  count_.fetch_sub(1, std::memory_order_relaxed);
+  return true;
+}
+
+std::string BookingLedger::DropSoonestLocked() {
+  while (!due_.empty()) {
+    const Due due = due_.top();
+    due_.pop();
+    auto it = node_of_uid_.find(due.pod_uid);
+    if (it == node_of_uid_.end()) continue;  // released or replaced already
+    const std::vector<Booking>& list = by_node_[it->second];
+    // Only the booking this entry was made for (a re-booking has its own).
+    const bool live = std::any_of(list.begin(), list.end(), [&](const Booking& b) {
+      return b.pod_uid == due.pod_uid && absl::ToUnixNanos(b.expires_at) == due.expiry_ns;
+    });
+    if (!live) continue;
+    std::string node = it->second;
+    EraseLocked(due.pod_uid);
+    return node;
+  }
+  return "";
+}
+
 bool BookingLedger::Book(std::string_view node, Booking booking) {
   if (state_.GetOrCreate(node) == nullptr) return false;
   std::lock_guard<std::mutex> lock(mu_);
   const std::string uid = booking.pod_uid;
+  const std::string node_name(node);
   if (auto it = node_of_uid_.find(uid); it != node_of_uid_.end()) {
     const std::string old_node = it->second;
-    auto& list = by_node_[old_node];
-    list.erase(std::remove_if(list.begin(), list.end(),
-                              [&](const Booking& b) { return b.pod_uid == uid; }),
-               list.end());
-    node_of_uid_.erase(it);
-    count_.fetch_sub(1, std::memory_order_relaxed);
+    EraseLocked(uid);
     if (old_node != node) PublishLocked(old_node);
   }
+  std::vector<Booking>& list = by_node_[node_name];
+  if (limits_.max_per_node > 0 && list.size() >= limits_.max_per_node) {
+    // The node's oldest: bookings are appended, so the front.
+    const std::string oldest = list.front().pod_uid;
+    EraseLocked(oldest);
+    dropped_node_full_.fetch_add(1, std::memory_order_relaxed);
+  }
+  while (limits_.max_total > 0 && count_.load(std::memory_order_relaxed) >= limits_.max_total) {
+    const std::string from = DropSoonestLocked();
+    if (from.empty()) break;
+    dropped_full_.fetch_add(1, std::memory_order_relaxed);
+    if (from != node_name) PublishLocked(from);
+  }
+  // Bookings dropped or replaced leave their entries until they fall due: a
+  // flood of them must not grow the heap beyond a few times the bookings.
+  if (due_.size() > 2 * count_.load(std::memory_order_relaxed) + 4096) CompactDueLocked();
   due_.push(Due{absl::ToUnixNanos(booking.expires_at), uid});
   NoteExpiryLocked();
-  const std::string node_name(node);
   by_node_[node_name].push_back(std::move(booking));
   node_of_uid_.emplace(uid, node_name);
-  count_.fetch_add(1, std::memory_order_relaxed);
+  const size_t count = count_.fetch_add(1, std::memory_order_relaxed) + 1;
+  peak_since_shrink_ = std::max(peak_since_shrink_, count);
   PublishLocked(node_name);
   return true;
 }
@@ -129,7 +172,42 @@ size_t BookingLedger::Expire(absl::Time now) {
   std::sort(touched.begin(), touched.end());
   touched.erase(std::unique(touched.begin(), touched.end()), touched.end());
   for (const std::string& node : touched) PublishLocked(node);
+  ShrinkLocked();
   return expired;
+}
+
+void BookingLedger::ShrinkLocked() {
+  // After a flood the tables keep their capacity (a flat_hash_map and the
+  // heap never shrink by themselves): rebuild them at their present size once
+  // they hold a quarter of their peak or less, and only for a real peak.
+  const size_t count = count_.load(std::memory_order_relaxed);
+  if (peak_since_shrink_ < 4096 || count > peak_since_shrink_ / 4) return;
+  peak_since_shrink_ = count;
+  node_of_uid_.rehash(0);
+  for (auto it = by_node_.begin(); it != by_node_.end();) {
+    if (it->second.empty()) {
+      by_node_.erase(it++);
+    } else {
+      it->second.shrink_to_fit();
+      ++it;
+    }
+  }
+  by_node_.rehash(0);
+  CompactDueLocked();
+}
+
+void BookingLedger::CompactDueLocked() {
+  // Entries of bookings already gone are dropped with the old heap.
+  const size_t count = count_.load(std::memory_order_relaxed);
+  std::vector<Due> live;
+  live.reserve(count);
+  while (!due_.empty()) {
+    const Due& due = due_.top();
+    if (node_of_uid_.contains(due.pod_uid)) live.push_back(due);
+    due_.pop();
+  }
+  due_ = std::priority_queue<Due, std::vector<Due>, std::greater<Due>>(std::greater<Due>(),
+                                                                       std::move(live));
 }
 
 std::vector<std::pair<std::string, Booking>> BookingLedger::List() const {

@@ -6,7 +6,14 @@
 // Bookings are published per node into ClusterState::Entry::bookings as an
 // immutable list, so evaluation reads them without locks.
 //
-//   BookingLedger ledger(state);
+// Bounded (issue 24: 5,000 bookings of made-up UIDs onto one node took 1.7 GB):
+// at most max_per_node bookings on one node and max_total in all; a booking
+// beyond either cap drops the oldest (the node's, or the soonest to expire of
+// all) and counts it. Lists replaced by a booking are freed once their bytes
+// add up (ClusterState::PublishBookings), and the ledger's own tables shrink
+// when most of their bookings have gone.
+//
+//   BookingLedger ledger(state, {.max_per_node = 1024, .max_total = 65536});
 //   ledger.Book("node-3", MakeBooking(uid, request, decision, now + ttl));
 //   ledger.Release("node-3", uids_in_report);   // from node-3's report
 //   ledger.Expire(now);                  // now and then
@@ -31,9 +38,19 @@
 
 namespace neighborly::extender {
 
+struct BookingLimits {
+  // state.maxBookingsPerNode: more than a node can run within a booking's TTL
+  // (kubelet's maxPods is 110 by default, 250 on large nodes).
+  size_t max_per_node = 1024;
+  // state.maxBookings: kube-scheduler's ~700 pods/s at 5,000 nodes for the 30 s
+  // TTL is 21,000; three times that.
+  size_t max_total = 65'536;
+};
+
 class BookingLedger {
  public:
-  explicit BookingLedger(ClusterState& state) : state_(state) {}
+  explicit BookingLedger(ClusterState& state, BookingLimits limits = {})
+      : state_(state), limits_(limits) {}
 
   // Books `booking` (keyed by its pod_uid) on `node`, replacing an earlier
   // booking of the same pod. Returns false when the node cannot be tracked
@@ -60,6 +77,10 @@ class BookingLedger {
   size_t Expire(absl::Time now);
 
   size_t size() const { return count_.load(std::memory_order_relaxed); }
+  // Bookings dropped to stay within the caps: the node's (max_per_node) or
+  // all of them (max_total).
+  uint64_t dropped_node_full() const { return dropped_node_full_.load(std::memory_order_relaxed); }
+  uint64_t dropped_full() const { return dropped_full_.load(std::memory_order_relaxed); }
 
   // (node, booking) pairs, for operators and tests.
   std::vector<std::pair<std::string, Booking>> List() const;
@@ -67,6 +88,15 @@ class BookingLedger {
  private:
   void PublishLocked(const std::string& node);
   void NoteExpiryLocked();
+  // Removes `uid`'s booking from the tables (not published); false if none.
+  bool EraseLocked(const std::string& uid);
+  // Drops the live booking due soonest (the oldest: every booking has the
+  // same TTL); returns its node, or "" when there is none.
+  std::string DropSoonestLocked();
+  // Gives the tables' memory back once most bookings have gone.
+  void ShrinkLocked();
+  // Rebuilds due_ with the entries of live bookings only.
+  void CompactDueLocked();
 
   // When bookings fall due, soonest first. Entries of bookings released or
   // replaced before their expiry stay until then and are skipped.
@@ -77,12 +107,16 @@ class BookingLedger {
   };
 
   ClusterState& state_;
+  const BookingLimits limits_;
   mutable std::mutex mu_;
   absl::flat_hash_map<std::string, std::string> node_of_uid_;
   absl::flat_hash_map<std::string, std::vector<Booking>> by_node_;
   std::priority_queue<Due, std::vector<Due>, std::greater<Due>> due_;
   std::atomic<size_t> count_{0};
   std::atomic<int64_t> next_expiry_ns_{INT64_MAX};
+  std::atomic<uint64_t> dropped_node_full_{0};
+  std::atomic<uint64_t> dropped_full_{0};
+  size_t peak_since_shrink_ = 0;  // guarded by mu_
 };
 
 }  // namespace neighborly::extender

@@ -54,17 +54,20 @@ ClusterState::View ClusterState::view() const {
 }
 
 template <typename T>
-void ClusterState::Retire(const T* object, bool reclaim) {
+void ClusterState::Retire(const T* object, bool reclaim, size_t bytes) {
   if (object == nullptr) return;
   std::vector<Retired> free_now;
   {
     std::lock_guard<std::mutex> lock(retire_mu_);
     // Readers that entered at an epoch <= this one may still hold `object`.
     const uint64_t epoch = epoch_.fetch_add(1, std::memory_order_seq_cst);
-    retired_.push_back({epoch, object, [](const void* p) { delete static_cast<const T*>(p); }});
+    retired_.push_back(
+        {epoch, object, [](const void* p) { delete static_cast<const T*>(p); }, bytes});
+    retired_bytes_ += bytes;
     // Amortised: scanning the reader slots costs ~kReaderSlots loads. Callers
     // on the scheduling path leave it to ingest unless the list grows large.
-    if ((reclaim && retired_.size() >= kReclaimEvery) || retired_.size() >= kReclaimAlways) {
+    if ((reclaim && retired_.size() >= kReclaimEvery) || retired_.size() >= kReclaimAlways ||
+        retired_bytes_ >= kReclaimBytes) {
       free_now = TakeReclaimableLocked();
     }
   }
@@ -85,6 +88,7 @@ std::vector<ClusterState::Retired> ClusterState::TakeReclaimableLocked() {
   for (const Retired& r : retired_) {
     if (r.epoch < oldest_reader) {
       reclaimable.push_back(r);
+      retired_bytes_ -= r.bytes;
     } else {
       retired_[kept++] = r;
     }
@@ -104,9 +108,15 @@ void ClusterState::PublishSnapshot(Entry& entry, std::unique_ptr<const NodeSnaps
 }
 
 void ClusterState::PublishBookings(Entry& entry, std::unique_ptr<const BookingList> bookings) {
-  // Bookings are published by /prioritize: leave the freeing to ingest.
-  Retire(entry.bookings.exchange(bookings.release(), std::memory_order_seq_cst),
-         /*reclaim=*/false);
+  // Bookings are published by /prioritize: leave the freeing to ingest, unless
+  // the lists retired add up.
+  const BookingList* old = entry.bookings.exchange(bookings.release(), std::memory_order_seq_cst);
+  size_t bytes = 0;
+  if (old != nullptr) {
+    bytes = old->capacity() * sizeof(Booking);
+    for (const Booking& b : *old) bytes += b.pod_uid.capacity() + b.pod.capacity();
+  }
+  Retire(old, /*reclaim=*/false, bytes);
 }
 
 ClusterState::Entry* ClusterState::GetOrCreate(std::string_view name) {

@@ -189,12 +189,17 @@ class ClusterState {
     uint64_t epoch;
     const void* object;
     void (*destroy)(const void*);
+    size_t bytes;  // about what freeing it returns
   };
   template <typename T>
-  void Retire(const T* object, bool reclaim);
+  void Retire(const T* object, bool reclaim, size_t bytes = 0);
   std::vector<Retired> TakeReclaimableLocked();
   static constexpr size_t kReclaimEvery = 64;     // a publishing ingest thread frees
   static constexpr size_t kReclaimAlways = 4096;  // anyone frees (no ingest for a while)
+  // ... or once the retired objects hold this much (a flood of bookings on one
+  // node retires a list of up to state.maxBookingsPerNode at each booking:
+  // 4,096 of them were 1.5 GB, issue 24).
+  static constexpr size_t kReclaimBytes = size_t{8} << 20;
 
   const size_t max_nodes_;
   // Reader slots: 0 = free, else the epoch the reader entered at. One cache
@@ -207,6 +212,7 @@ class ClusterState {
 
   mutable std::mutex retire_mu_;
   std::vector<Retired> retired_;
+  size_t retired_bytes_ = 0;  // guarded by retire_mu_
 
   // The name index: open addressing over (hash, Entry*), sized once for
   // max_nodes at load factor <= 1/2, filled in place (a slot's hash is written

@@ -248,8 +248,17 @@ absl::Status PodRegistry::Save(const std::string& path, const StateSections& sec
   }
   const std::string data = doc.dump() + "\n";
 
+  // The temporary is always a new file of ours (issue 24): O_EXCL|O_NOFOLLOW
+  // never writes through a symlink someone put there (nor opens a FIFO,
+  // which blocked every save), and whatever is in the way (a leftover of this
+  // pid, a symlink, a FIFO) is unlinked, never followed, and the create tried
+  // once more.
   const std::string tmp = absl::StrCat(path, ".tmp.", ::getpid());
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  constexpr int kCreate = O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC;
+  int fd = ::open(tmp.c_str(), kCreate, 0644);
+  if (fd < 0 && errno == EEXIST && ::unlink(tmp.c_str()) == 0) {
+    fd = ::open(tmp.c_str(), kCreate, 0644);
+  }
   if (fd < 0) return ErrnoStatus("cannot create", tmp);
   absl::Status status = WriteAll(fd, data, tmp);
   if (status.ok() && ::fsync(fd) != 0) status = ErrnoStatus("cannot fsync", tmp);
@@ -299,8 +308,8 @@ absl::Status PodRegistry::Load(const std::string& path, StateSections* sections)
   std::stringstream buffer;
   buffer << in.rdbuf();
   auto corrupt = [&](std::string_view why) {
-    return absl::DataLossError(absl::StrCat("pod registry file ", path, " is corrupt (", Av(why),
-                                            "); starting without learned pod classes"));
+    return absl::DataLossError(
+        absl::StrCat("pod registry file ", path, " is corrupt (", Av(why), ")"));
   };
   nlohmann::json doc;
   try {

@@ -21,6 +21,12 @@ import (
 	"time"
 )
 
+// SchedulerName is the common name of kube-scheduler's client certificate:
+// the name the extender's scheduler and placement ports require of their
+// clients (http.tls.allowedClientNames, placement.tls.allowedClientNames), as
+// the chart sets them for its own certificates.
+const SchedulerName = "neighborly-scheduler"
+
 // PKI is the set of files New wrote.
 type PKI struct {
 	// SchedulerDir holds ca.crt, tls.crt and tls.key: the directory the
@@ -81,7 +87,7 @@ func New(dir string) (*PKI, error) {
 	if err != nil {
 		return nil, err
 	}
-	clientDER, clientKey, err := issue(3, "neighborly-scheduler", x509.ExtKeyUsageClientAuth, nil)
+	clientDER, clientKey, err := issue(3, SchedulerName, x509.ExtKeyUsageClientAuth, nil)
 	if err != nil {
 		return nil, err
 	}
