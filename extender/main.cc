@@ -28,6 +28,7 @@
 #include "extender/src/api/core_operator_source.h"
 #include "extender/src/api/operator_api.h"
 #include "extender/src/api/operator_auth.h"
+#include "extender/src/api/readiness.h"
 #include "extender/src/config/extender_config.h"
 #include "extender/src/core/evaluation_pool.h"
 #include "extender/src/core/extender_core.h"
@@ -277,11 +278,25 @@ int Run(int argc, char** argv) {
                              AppendBuildInfo("neighborly_extender", NEIGHBORLY_VERSION, page);
                              AppendProcessMetrics(ReadSelfProcess(), page);
                            }};
-  auto register_operator_routes = [&source, &metrics, &stopping,
-                                   &metrics_page](HttpRoutes& server) {
+  // Ready once it has heard from the agents (extender/src/api/readiness.h).
+  const Readiness readiness({.report_interval = config->readiness_report_interval,
+                             .grace = config->readiness_grace,
+                             .known_node_share = config->readiness_known_node_share,
+                             .max_wait = config->readiness_max_wait},
+                            core.nodes_in_loaded_state(), clock);
+  if (readiness.nodes_needed() > 0) {
+    spdlog::info("not ready until {} of the {} node(s) in the state file report (or {})",
+                 readiness.nodes_needed(), core.nodes_in_loaded_state(),
+                 absl::FormatDuration(config->readiness_max_wait));
+  }
+  auto register_operator_routes = [&source, &metrics, &stopping, &metrics_page, &readiness,
+                                   &core](HttpRoutes& server) {
     RegisterOperatorApi(
         server, source, metrics,
-        [&stopping]() -> std::string { return stopping.load() ? "shutting down" : ""; },
+        [&stopping, &readiness, &core]() -> std::string {
+          if (stopping.load()) return "shutting down";
+          return readiness.Check(core.node_count());
+        },
         metrics_page);
   };
   register_operator_routes(http.routes());

@@ -244,6 +244,15 @@ absl::StatusOr<ExtenderConfig> ParseExtenderConfig(std::string_view text,
                   p.Bool(config.state_learn_from_unauthenticated_scheduler)},
                  {"maxWorkloads", p.Integer(config.state_max_workloads, 1, 1'000'000)}});
        }},
+      {"readiness",
+       [&](const yaml::Value& v) {
+         return p.Map(
+             v, {{"reportInterval",
+                  p.Duration(config.readiness_report_interval, absl::Milliseconds(10))},
+                 {"grace", p.Duration(config.readiness_grace, absl::ZeroDuration())},
+                 {"knownNodeShare", p.Double(config.readiness_known_node_share, 0, 1)},
+                 {"maxWait", p.Duration(config.readiness_max_wait, absl::ZeroDuration())}});
+       }},
       {"metrics",
        [&](const yaml::Value& v) {
          return p.Map(v, {{"perNodeSeries", p.Bool(config.metrics_per_node_series)}});

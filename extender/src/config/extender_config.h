@@ -94,6 +94,14 @@ struct ExtenderConfig {
   // it could teach). Off: only with http.tls.clientCaFile.
   bool state_learn_from_unauthenticated_scheduler = false;
   int64_t state_max_workloads = 10'000;  // workload profiles kept; least recently used dropped
+  // readiness: /readyz answers 200 once the replica has heard from the agents
+  // (docs/operations.md, "When a replica is ready"). With a state file that
+  // knew N nodes: once ceil(known_node_share * N) of them reported since
+  // start, or after max_wait; without: report_interval + grace after start.
+  absl::Duration readiness_report_interval = absl::Seconds(1);  // the agents' --interval
+  absl::Duration readiness_grace = absl::Seconds(6);  // their reconnect backoff (5 s) + re-resolve
+  double readiness_known_node_share = 0.9;
+  absl::Duration readiness_max_wait = absl::Seconds(60);
   // metrics.perNodeSeries: /metrics carries the neighborly_node_* gauges
   // (about 11 series per node, on every replica); off: only the
   // neighborly_fleet_* aggregates (docs/metrics.md).

@@ -113,7 +113,9 @@ ReportStreamOptions Options(int port) {
                              .server_name = "",
                              .identity_token_file = "",
                              .initial_backoff = absl::Milliseconds(20),
-                             .max_backoff = absl::Milliseconds(200)};
+                             .max_backoff = absl::Milliseconds(200),
+                             .target_name = "",
+                             .on_failure = nullptr};
 }
 
 TEST(ReportStreamTest, ReportsArriveAndAreAcked) {
