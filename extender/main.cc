@@ -119,6 +119,9 @@ int Run(int argc, char** argv) {
   telemetry_options.policy.max_streams = static_cast<size_t>(config->grpc_max_streams);
   telemetry_options.policy.report_burst = config->grpc_report_burst;
   telemetry_options.policy.idle_ingest_threads = config->grpc_idle_ingest_threads;
+  telemetry_options.policy.pacing.enabled = config->grpc_adaptive_interval;
+  telemetry_options.policy.pacing.max_lag = config->grpc_adaptive_max_lag;
+  telemetry_options.policy.pacing.max_interval = config->grpc_adaptive_max_interval;
   if (config->grpc_insecure_plaintext) {
     spdlog::warn(
         "grpc.insecurePlaintext: telemetry is accepted without TLS; anyone who can reach {} can "
@@ -273,6 +276,7 @@ int Run(int argc, char** argv) {
   MetricsPage metrics_page{.per_node_series = config->metrics_per_node_series,
                            .append = [&ingest, &core, &placement_metrics](PrometheusWriter& page) {
                              AppendIngestRefusals(ingest.counters(), page);
+                             ingest.pacer().AppendPrometheus(page);
                              placement_metrics.AppendPrometheus(page);
                              AppendStateMetrics(core, page);
                              AppendBuildInfo("neighborly_extender", NEIGHBORLY_VERSION, page);

@@ -199,6 +199,15 @@ absl::StatusOr<ExtenderConfig> ParseExtenderConfig(std::string_view text,
                  {"maxReportsPerSecond", p.Double(config.grpc_max_reports_per_second, 0, 1e6)},
                  {"reportBurst", p.Double(config.grpc_report_burst, 1, 1e6)},
                  {"maxStreams", p.Integer(config.grpc_max_streams, 1, 10'000'000)},
+                 {"adaptiveInterval",
+                  [&](const yaml::Value& a) {
+                    return p.Map(
+                        a, {{"enabled", p.Bool(config.grpc_adaptive_interval)},
+                            {"maxLag", p.Duration(config.grpc_adaptive_max_lag,
+                                                  absl::Milliseconds(10))},
+                            {"maxInterval", p.Duration(config.grpc_adaptive_max_interval,
+                                                       absl::Seconds(1))}});
+                  }},
                  {"ingestScheduling",
                   [&](const yaml::Value& s) -> absl::Status {
                     absl::StatusOr<std::string> value = s.String();

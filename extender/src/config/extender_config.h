@@ -64,6 +64,12 @@ struct ExtenderConfig {
   // stream supersedes its old one).
   int64_t grpc_max_streams = 50'000;
   double grpc_report_burst = 10;
+  // grpc.adaptiveInterval: ask the agents for a longer interval while more
+  // than 10 % of the reports are older than maxLag when ingested
+  // (extender/src/ingest/ingest_pacer.h).
+  bool grpc_adaptive_interval = true;
+  absl::Duration grpc_adaptive_max_lag = absl::Seconds(1);
+  absl::Duration grpc_adaptive_max_interval = absl::Seconds(30);
   // grpc.ingestScheduling: "idle" (SCHED_IDLE) or "nice" (nice +10 only).
   bool grpc_idle_ingest_threads = true;
   // grpc.identity: bind each stream to the node of the agent's ServiceAccount

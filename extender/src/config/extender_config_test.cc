@@ -55,6 +55,10 @@ http:
   serverTiming: true
 grpc:
   address: "[::1]:0"
+  adaptiveInterval:
+    enabled: false
+    maxLag: 2s
+    maxInterval: 1m
 state:
   file: /tmp/neighborly-state.json
   saveInterval: 15s
@@ -111,6 +115,9 @@ model:
   EXPECT_EQ(c->state_file, "/tmp/neighborly-state.json");
   EXPECT_EQ(c->state_save_interval, absl::Seconds(15));
   EXPECT_EQ(c->state_max_pods, 50'000);
+  EXPECT_FALSE(c->grpc_adaptive_interval);
+  EXPECT_EQ(c->grpc_adaptive_max_lag, absl::Seconds(2));
+  EXPECT_EQ(c->grpc_adaptive_max_interval, absl::Minutes(1));
   EXPECT_EQ(c->readiness_report_interval, absl::Seconds(10));
   EXPECT_EQ(c->readiness_grace, absl::Seconds(8));
   EXPECT_DOUBLE_EQ(c->readiness_known_node_share, 0.75);

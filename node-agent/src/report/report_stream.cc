@@ -172,7 +172,15 @@ void ReportStream::OnAck(const tv1::ReportAck& ack) {
   if (!ack.has_interval()) return;
   const absl::Duration asked =
       absl::Seconds(ack.interval().seconds()) + absl::Nanoseconds(ack.interval().nanos());
-  if (asked <= absl::ZeroDuration()) return;
+  if (asked <= absl::ZeroDuration()) {
+    // Zero: the extender keeps up again; back to the agent's own interval.
+    if (requested_interval_.has_value()) {
+      spdlog::info("node {}: extender {} hands the interval back", options_.node_name,
+                   options_.target);
+      requested_interval_.reset();
+    }
+    return;
+  }
   const absl::Duration interval = std::clamp(asked, kMinAckInterval, kMaxAckInterval);
   if (requested_interval_ != interval) {
     spdlog::info("node {}: extender {} asks for a {} interval", options_.node_name, options_.target,
