@@ -216,6 +216,7 @@ int Run(int argc, char** argv) {
        // Only an authenticated scheduler teaches (docs/security.md).
        .learn_from_scheduler = !config->http.tls_client_ca_file.empty() ||
                                config->state_learn_from_unauthenticated_scheduler,
+       .max_nodes = static_cast<size_t>(config->state_max_nodes),
        .evaluation_threads = evaluation_threads,
        .reuse_decisions = config->reuse_decisions});
   if (config->http.tls_client_ca_file.empty() &&

@@ -251,7 +251,8 @@ absl::StatusOr<ExtenderConfig> ParseExtenderConfig(std::string_view text,
                  {"maxPodsPerNode", p.Integer(config.state_max_pods_per_node, 100, 10'000'000)},
                  {"learnFromUnauthenticatedScheduler",
                   p.Bool(config.state_learn_from_unauthenticated_scheduler)},
-                 {"maxWorkloads", p.Integer(config.state_max_workloads, 1, 1'000'000)}});
+                 {"maxWorkloads", p.Integer(config.state_max_workloads, 1, 1'000'000)},
+                 {"maxNodes", p.Integer(config.state_max_nodes, 1, 1'000'000)}});
        }},
       {"readiness",
        [&](const yaml::Value& v) {

@@ -100,6 +100,9 @@ struct ExtenderConfig {
   // it could teach). Off: only with http.tls.clientCaFile.
   bool state_learn_from_unauthenticated_scheduler = false;
   int64_t state_max_workloads = 10'000;  // workload profiles kept; least recently used dropped
+  // Nodes the cluster state holds (a report from one more is refused); sized
+  // at start (docs/operations.md, "Sizing").
+  int64_t state_max_nodes = 50'000;
   // readiness: /readyz answers 200 once the replica has heard from the agents
   // (docs/operations.md, "When a replica is ready"). With a state file that
   // knew N nodes: once ceil(known_node_share * N) of them reported since

@@ -63,6 +63,7 @@ state:
   file: /tmp/neighborly-state.json
   saveInterval: 15s
   maxPods: 50000
+  maxNodes: 60000
 readiness:
   reportInterval: 10s
   grace: 8s
@@ -115,6 +116,7 @@ model:
   EXPECT_EQ(c->state_file, "/tmp/neighborly-state.json");
   EXPECT_EQ(c->state_save_interval, absl::Seconds(15));
   EXPECT_EQ(c->state_max_pods, 50'000);
+  EXPECT_EQ(c->state_max_nodes, 60'000);
   EXPECT_FALSE(c->grpc_adaptive_interval);
   EXPECT_EQ(c->grpc_adaptive_max_lag, absl::Seconds(2));
   EXPECT_EQ(c->grpc_adaptive_max_interval, absl::Minutes(1));

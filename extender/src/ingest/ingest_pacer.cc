@@ -12,7 +12,6 @@ IngestPacer::IngestPacer(IngestPacerOptions options, const Clock& clock)
       next_decision_ns_(absl::ToUnixNanos(clock.Now() + options.period)) {}
 
 std::optional<absl::Duration> IngestPacer::Observe(absl::Time window_end, absl::Duration window) {
-  if (!options_.enabled) return std::nullopt;
   const absl::Time now = clock_.Now();
   const absl::Duration age = now - window_end;
   // A clock an hour off says nothing about this replica's ingest.
@@ -29,6 +28,8 @@ std::optional<absl::Duration> IngestPacer::Observe(absl::Time window_end, absl::
       }
     }
   }
+  // Disabled, late reports are still counted (the metric), nothing is asked.
+  if (!options_.enabled) return std::nullopt;
   if (absl::ToUnixNanos(now) >= next_decision_ns_.load(std::memory_order_relaxed)) {
     std::unique_lock<std::mutex> lock(mu_, std::try_to_lock);
     if (lock.owns_lock() && absl::ToUnixNanos(now) >= next_decision_ns_.load()) Decide(now);
@@ -42,6 +43,12 @@ void IngestPacer::Decide(absl::Time now) {
   const uint64_t reports = period_reports_.exchange(0);
   const uint64_t late = period_late_.exchange(0);
   if (reports < options_.min_reports) return;
+  if (settle_) {
+    // The period after a change still holds reports sent at the old interval
+    // (and a backlog's drain): not judged.
+    settle_ = false;
+    return;
+  }
   const double share = static_cast<double>(late) / static_cast<double>(reports);
   const absl::Duration asked = absl::Nanoseconds(requested_ns_.load());
   const int64_t own_ns = own_window_ns_.load();
@@ -53,6 +60,7 @@ void IngestPacer::Decide(absl::Time now) {
     if (next <= asked) return;  // at the ceiling already
     requested_ns_.store(absl::ToInt64Nanoseconds(next));
     ever_asked_.store(true);
+    settle_ = true;
     raises_.fetch_add(1, std::memory_order_relaxed);
     spdlog::warn(
         "ingest falls behind: {} of {} reports in the last {} were older than {} when ingested "
@@ -67,6 +75,7 @@ void IngestPacer::Decide(absl::Time now) {
   }
   if (++calm_ < options_.calm_periods) return;
   calm_ = 0;
+  settle_ = true;
   const absl::Duration half = asked / 2;
   if (half <= own) {
     requested_ns_.store(0);

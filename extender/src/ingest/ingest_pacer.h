@@ -9,7 +9,8 @@
 // windows with their own clock; NTP keeps that within milliseconds, and a
 // report stamped over an hour off is left out). Then the interval asked for
 // doubles (from the agents' own, the shortest window seen while nothing was
-// asked), up to `max_interval`. After `calm_periods` (6) periods with under a
+// asked), up to `max_interval`; the period after a change is not judged (it
+// still holds reports sent at the old interval, and the backlog draining). After `calm_periods` (6) periods with under a
 // quarter of that share late it halves, and where half would be the agents'
 // own it is released: acks carry interval 0, "your own" (the agent keeps an
 // asked interval until told so).
@@ -75,6 +76,7 @@ class IngestPacer {
   std::atomic<uint64_t> releases_{0};
   std::mutex mu_;  // one decision at a time
   int calm_ = 0;   // guarded by mu_
+  bool settle_ = false;  // the next period follows a change: not judged (mu_)
 };
 
 }  // namespace neighborly::extender

@@ -54,20 +54,28 @@ TEST(IngestPacerTest, BehindDoublesUpToTheCeilingThenStepsBackAndReleases) {
                         absl::Seconds(1));
   }
   EXPECT_THAT(ask, Optional(absl::Seconds(2)));
+  // The period after a change is not judged; the one after it is.
+  EXPECT_THAT(Period(pacer, clock, 50, absl::Seconds(2), absl::Seconds(3)),
+              Optional(absl::Seconds(2)));
   EXPECT_THAT(Period(pacer, clock, 50, absl::Seconds(2), absl::Seconds(3)),
               Optional(absl::Seconds(4)));
+  Period(pacer, clock, 25, absl::Seconds(4), absl::Seconds(3));
   EXPECT_THAT(Period(pacer, clock, 25, absl::Seconds(4), absl::Seconds(3)),
               Optional(absl::Seconds(8)));
+  Period(pacer, clock, 25, absl::Seconds(8), absl::Seconds(3));
   EXPECT_THAT(Period(pacer, clock, 25, absl::Seconds(8), absl::Seconds(3)),
               Optional(absl::Seconds(8)));  // the ceiling
-  // Keeping up for calm_periods (2) periods halves it, and so on down to the
-  // agents' own 1 s, which is handed back as 0.
+  // Keeping up for calm_periods (2) judged periods halves it, and so on down
+  // to the agents' own 1 s, which is handed back as 0.
+  Period(pacer, clock, 25, absl::Seconds(8), absl::Milliseconds(20));  // settles
   Period(pacer, clock, 25, absl::Seconds(8), absl::Milliseconds(20));
   EXPECT_THAT(Period(pacer, clock, 25, absl::Seconds(8), absl::Milliseconds(20)),
               Optional(absl::Seconds(4)));
+  Period(pacer, clock, 25, absl::Seconds(4), absl::Milliseconds(20));  // settles
   Period(pacer, clock, 25, absl::Seconds(4), absl::Milliseconds(20));
   EXPECT_THAT(Period(pacer, clock, 25, absl::Seconds(4), absl::Milliseconds(20)),
               Optional(absl::Seconds(2)));
+  Period(pacer, clock, 50, absl::Seconds(2), absl::Milliseconds(20));  // settles
   Period(pacer, clock, 50, absl::Seconds(2), absl::Milliseconds(20));
   EXPECT_THAT(Period(pacer, clock, 50, absl::Seconds(2), absl::Milliseconds(20)),
               Optional(absl::ZeroDuration()));
@@ -104,6 +112,10 @@ TEST(IngestPacerTest, DisabledNeverAsks) {
   for (int p = 0; p < 3; ++p) {
     EXPECT_EQ(Period(pacer, clock, 100, absl::Seconds(1), absl::Seconds(5)), std::nullopt);
   }
+  // The late reports are counted all the same.
+  PrometheusWriter page;
+  pacer.AppendPrometheus(page);
+  EXPECT_THAT(page.Render(), HasSubstr("neighborly_ingest_late_reports_total 300\n"));
 }
 
 }  // namespace
