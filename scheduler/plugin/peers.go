@@ -21,7 +21,8 @@ import (
 // over already holds the bookings of the pods in flight and a burst does not
 // herd onto the nodes it could not see booked. The calls run beside the
 // primary one, each with its own deadline, and the cycle never waits for
-// them: a slow or dead replica costs nothing but its own booking. Every
+// them: a slow or dead replica costs nothing but its own booking (each has
+// the reserveTimeout deadline, at least 1 s; connections open at resolution). Every
 // address is verified by the Service's name (or Args.ServerName). The
 // replica behind Address is among the peers too, so it gets the call twice;
 // both are idempotent (the same UID on the same node is booked once).
@@ -36,6 +37,9 @@ type peers struct {
 	done  chan struct{}
 	wg    sync.WaitGroup
 }
+
+// peerMinTimeout: the shortest deadline of a call to a peer.
+const peerMinTimeout = time.Second
 
 type peerConn struct {
 	conn   *grpc.ClientConn
@@ -60,7 +64,10 @@ func newPeers(a Args, lookup func(context.Context, string) ([]string, error)) (*
 	if lookup == nil {
 		lookup = net.DefaultResolver.LookupHost
 	}
-	ps := &peers{host: host, port: port, creds: creds, timeout: a.ReserveTimeout.Duration, lookup: lookup,
+	// Off the cycle's path, a peer's call may take longer than the primary's:
+	// a booking that arrives late still beats none.
+	timeout := max(a.ReserveTimeout.Duration, peerMinTimeout)
+	ps := &peers{host: host, port: port, creds: creds, timeout: timeout, lookup: lookup,
 		conns: map[string]*peerConn{}, done: make(chan struct{})}
 	ps.resolve()
 	ps.wg.Add(1)
@@ -106,6 +113,9 @@ func (ps *peers) resolve() {
 			klog.InfoS("Neighborly peers: cannot dial", "address", addr, "err", err)
 			continue
 		}
+		// Connected now, not at the first Reserve: the handshake must not eat
+		// that call's deadline.
+		conn.Connect()
 		ps.conns[addr] = &peerConn{conn: conn, client: client}
 		added = append(added, addr)
 	}
