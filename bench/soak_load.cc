@@ -69,6 +69,9 @@ struct Options {
   std::string config;
   std::vector<std::string> extender_args;
   std::string extender_log = "/dev/null";
+  // An extender it starts saves its state here (on SIGTERM only); the size
+  // and the SIGTERM-to-exit time (the save included) are printed.
+  std::string state_file;
   std::string http;
   std::string grpc;
   pid_t pid = 0;
@@ -141,7 +144,8 @@ Options ParseFlags(int argc, char** argv) {
           "                 [--nodes 5000] [--pods-per-node 50] [--report-hz 1]\n"
           "                 [--pods-per-second 200] [--candidates 500] [--channels 8]\n"
           "                 [--duration 20s] [--print-every 10s] [--undeclared-pods]\n"
-          "                 [--fleet-nice 19] [--fleet-no-idle] [--pause-fleet-every 10s]\n");
+          "                 [--fleet-nice 19] [--fleet-no-idle] [--pause-fleet-every 10s]\n"
+          "                 [--state-file PATH]\n");
       std::exit(0);
     } else if (flag == "--undeclared-pods") {
       o.declared_pods = false;
@@ -155,6 +159,8 @@ Options ParseFlags(int argc, char** argv) {
       o.extender_args.push_back(value);
     } else if (flag == "--extender-log") {
       o.extender_log = value;
+    } else if (flag == "--state-file") {
+      o.state_file = value;
     } else if (flag == "--http") {
       o.http = value;
     } else if (flag == "--grpc") {
@@ -168,7 +174,12 @@ Options ParseFlags(int argc, char** argv) {
     } else if (flag == "--pods-per-node") {
       o.pods_per_node = ParseIntFlag(flag, value, 0);
     } else if (flag == "--report-hz") {
-      o.report_hz = ParseIntFlag(flag, value, 1);
+      // Fractions too: 0.1 is a 10 s interval.
+      char* end = nullptr;
+      o.report_hz = std::strtod(value.c_str(), &end);
+      if (end == value.c_str() || *end != '\0' || !(o.report_hz >= 0.01 && o.report_hz <= 100)) {
+        Die(absl::StrCat("--report-hz: expected a rate between 0.01 and 100, got \"", value, "\""));
+      }
     } else if (flag == "--pods-per-second") {
       o.pods_per_second = ParseIntFlag(flag, value, 0);
     } else if (flag == "--candidates") {
@@ -200,7 +211,13 @@ pid_t StartExtender(Options& o) {
   if (o.config.empty()) {
     // Server-Timing on every reply: where in the server each round trip went.
     o.config = absl::StrCat("/tmp/soak_load_", ::getpid(), ".yaml");
-    std::ofstream(o.config) << "http:\n  serverTiming: true\n";
+    std::ofstream config(o.config);
+    config << "http:\n  serverTiming: true\n";
+    // One stream per node, and room for the reconnects of a restart.
+    config << "grpc:\n  maxStreams: " << std::max(50'000, 2 * o.nodes) << "\n";
+    if (!o.state_file.empty()) {
+      config << "state:\n  file: " << o.state_file << "\n  saveInterval: 1h\n";
+    }
   }
   int out[2];
   if (::pipe(out) != 0) Die("pipe failed");
@@ -308,6 +325,11 @@ struct StreamCounters {
   std::atomic<uint64_t> skipped{0};  // a tick found the previous write still pending
   std::atomic<uint64_t> failed{0};   // streams that ended (and were reopened)
   std::atomic<int64_t> open{0};
+  // Nodes the extender asked for a longer interval (grpc.adaptiveInterval),
+  // and the longest it asked for; ticks they skipped because of it.
+  std::atomic<int64_t> slowed_nodes{0};
+  std::atomic<int64_t> asked_ns_max{0};
+  std::atomic<uint64_t> slowed_ticks{0};
 };
 
 tv1::NodeReport MakeReport(int node, int pods) {
@@ -327,16 +349,35 @@ class NodeStream final : public grpc::ClientBidiReactor<tv1::NodeReport, tv1::Re
     counters_.open.fetch_add(1, std::memory_order_relaxed);
   }
 
-  // Sends the node's next report unless the previous one is still being written.
-  void Tick(uint64_t tick) {
+  // Sends the node's next report unless the previous one is still being
+  // written, or the extender asked for a longer interval than has passed
+  // since the last (as the agent honours ReportAck.interval). The window is
+  // stamped with the real clock, as an agent's is: the extender judges its
+  // ingest lag by it.
+  void Tick(uint64_t tick, absl::Duration interval) {
     if (done_.load(std::memory_order_acquire)) return;
+    const absl::Time now = absl::Now();
+    const int64_t asked_ns = asked_ns_.load(std::memory_order_relaxed);
+    if (asked_ns > 0 && last_sent_ != absl::InfinitePast() &&
+        now - last_sent_ < absl::Nanoseconds(asked_ns) - interval / 2) {
+      counters_.slowed_ticks.fetch_add(1, std::memory_order_relaxed);
+      return;
+    }
     if (writing_.exchange(true, std::memory_order_acq_rel)) {
       counters_.skipped.fetch_add(1, std::memory_order_relaxed);
       return;
     }
+    const absl::Duration window =
+        last_sent_ == absl::InfinitePast() ? interval : std::max(now - last_sent_, interval);
+    last_sent_ = now;
     tv1::NodeReport& r = *report_;
     r.set_sequence(r.sequence() + 1);
-    r.mutable_window_start()->set_seconds(1'700'000'000 + static_cast<int64_t>(tick));
+    const int64_t start_ns = absl::ToUnixNanos(now - window);
+    r.mutable_window_start()->set_seconds(start_ns / 1'000'000'000);
+    r.mutable_window_start()->set_nanos(static_cast<int32_t>(start_ns % 1'000'000'000));
+    const int64_t window_ns = absl::ToInt64Nanoseconds(window);
+    r.mutable_window_duration()->set_seconds(window_ns / 1'000'000'000);
+    r.mutable_window_duration()->set_nanos(static_cast<int32_t>(window_ns % 1'000'000'000));
     // Measurements move a little every window, as a real node's do.
     const uint64_t wobble = (tick * 2654435761u + r.sequence()) % 8;
     extender::testing::SetMeasured(r, 0, (8 + wobble) << 20, (5 + wobble) * 1'000'000'000);
@@ -360,6 +401,14 @@ class NodeStream final : public grpc::ClientBidiReactor<tv1::NodeReport, tv1::Re
     LowerThisThreadPriority(g_fleet_nice, g_fleet_idle);
     if (!ok) return;
     counters_.acked.fetch_add(1, std::memory_order_relaxed);
+    if (ack_.has_interval()) {
+      const int64_t ns = ack_.interval().seconds() * 1'000'000'000 + ack_.interval().nanos();
+      const int64_t was = asked_ns_.exchange(std::max<int64_t>(ns, 0));
+      if ((was > 0) != (ns > 0)) counters_.slowed_nodes.fetch_add(ns > 0 ? 1 : -1);
+      int64_t max = counters_.asked_ns_max.load();
+      while (ns > max && !counters_.asked_ns_max.compare_exchange_weak(max, ns)) {
+      }
+    }
     StartRead(&ack_);
   }
   void OnDone(const grpc::Status& status) override {
@@ -382,6 +431,8 @@ class NodeStream final : public grpc::ClientBidiReactor<tv1::NodeReport, tv1::Re
   StreamCounters& counters_;
   std::atomic<bool> writing_{false};
   std::atomic<bool> done_{false};
+  std::atomic<int64_t> asked_ns_{0};  // ReportAck.interval; 0: none
+  absl::Time last_sent_ = absl::InfinitePast();  // the pacing thread's alone
 };
 
 // --- latency bookkeeping ---
@@ -565,7 +616,8 @@ int Run(int argc, char** argv) {
           streams[n] =
               std::make_unique<NodeStream>(*stubs[n % stubs.size()], &reports[n], counters);
         }
-        streams[n]->Tick(ticked / static_cast<uint64_t>(o.nodes));
+        streams[n]->Tick(ticked / static_cast<uint64_t>(o.nodes),
+                         absl::Seconds(1 / o.report_hz));
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
@@ -669,13 +721,14 @@ int Run(int argc, char** argv) {
     curve.push_back({t, rss});
     std::printf(
         "t=%6.1fs filter %s | prioritize %s | http errors %d late %d | reports %.0f/s acked "
-        "%.0f/s skipped %d streams %d failed %d | extender rss %.1f MiB cpu %.0f%% "
-        "run-queue wait %.0f ms/s | generator cpu %.0f%%\n",
+        "%.0f/s skipped %d streams %d failed %d slowed %d (asked up to %.1fs) | extender rss "
+        "%.1f MiB cpu %.0f%% run-queue wait %.0f ms/s | generator cpu %.0f%%\n",
         t, Summary(std::move(f)).c_str(), Summary(std::move(p)).c_str(), static_cast<int>(errors),
         static_cast<int>(late.load()), static_cast<double>(written - last_written) / dt,
         static_cast<double>(acked - last_acked) / dt, static_cast<int>(counters.skipped.load()),
-        static_cast<int>(counters.open.load()), static_cast<int>(counters.failed.load()), rss,
-        100 * (cpu - last_cpu) / dt, 1e3 * (delay - last_delay) / dt,
+        static_cast<int>(counters.open.load()), static_cast<int>(counters.failed.load()),
+        static_cast<int>(counters.slowed_nodes.load()),
+        static_cast<double>(counters.asked_ns_max.load()) / 1e9, rss, 100 * (cpu - last_cpu) / dt, 1e3 * (delay - last_delay) / dt,
         100 * (self - last_self) / dt);
     std::fflush(stdout);
     last_written = written;
@@ -779,15 +832,43 @@ int Run(int argc, char** argv) {
       }
     }
   }
-  std::printf("total reports written %d acked %d skipped %d failed streams %d\n",
-              static_cast<int>(counters.written.load()), static_cast<int>(counters.acked.load()),
-              static_cast<int>(counters.skipped.load()), static_cast<int>(counters.failed.load()));
+  std::printf(
+      "total reports written %d acked %d skipped %d failed streams %d; ticks skipped at the "
+      "extender's request %d\n",
+      static_cast<int>(counters.written.load()), static_cast<int>(counters.acked.load()),
+      static_cast<int>(counters.skipped.load()), static_cast<int>(counters.failed.load()),
+      static_cast<int>(counters.slowed_ticks.load()));
   std::printf("rss curve (t s, MiB):");
   for (const RssPoint& r : curve) std::printf(" %.0f:%.1f", r.t, r.rss_mib);
   std::printf("\n");
   std::fflush(stdout);
 
   PrintServerSide(o.http);
+  {
+    // What an operator's tools and Prometheus fetch from this replica.
+    const size_t colon = o.http.rfind(':');
+    httplib::Client client(o.http.substr(0, colon), std::atoi(o.http.c_str() + colon + 1));
+    client.set_read_timeout(120);
+    for (const char* path : {"/v1/nodes", "/metrics"}) {
+      const auto t0 = std::chrono::steady_clock::now();
+      httplib::Result r = client.Get(path);
+      const double ms = std::chrono::duration<double, std::milli>(
+                            std::chrono::steady_clock::now() - t0)
+                            .count();
+      std::printf("GET %s: %zu bytes (%.0f per node) in %.1f ms\n", path,
+                  r ? r->body.size() : size_t{0},
+                  r ? static_cast<double>(r->body.size()) / o.nodes : 0.0, ms);
+      // How the ingest kept up: reports late at ingest, the interval asked of the agents.
+      for (const char* family : {"neighborly_ingest_late_reports_total ",
+                                 "neighborly_ingest_reports_total{result=\"accepted\"} ",
+                                 "neighborly_ingest_requested_interval_seconds "}) {
+        const size_t at = r ? r->body.find(std::string("\n") + family) : std::string::npos;
+        if (at == std::string::npos) continue;
+        const size_t line_end = r->body.find('\n', at + 1);
+        std::printf("  %s\n", r->body.substr(at + 1, line_end - at - 1).c_str());
+      }
+    }
+  }
 
   for (auto& s : streams) s->Cancel();
   const absl::Time cancel_deadline = absl::Now() + absl::Seconds(10);
@@ -804,6 +885,12 @@ int Run(int argc, char** argv) {
                 WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status),
                 absl::ToDoubleSeconds(absl::Now() - term));
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) rc = 1;
+    std::error_code ec;
+    if (!o.state_file.empty()) {
+      const uintmax_t bytes = std::filesystem::file_size(o.state_file, ec);
+      std::printf("state file %s: %ju bytes (%.0f per node)\n", o.state_file.c_str(),
+                  ec ? uintmax_t{0} : bytes, ec ? 0.0 : static_cast<double>(bytes) / o.nodes);
+    }
   }
   if (counters.open.load() > 0) {
     // Streams that never finished cancelling: leave without destroying them.

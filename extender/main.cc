@@ -28,6 +28,7 @@
 #include "extender/src/api/core_operator_source.h"
 #include "extender/src/api/operator_api.h"
 #include "extender/src/api/operator_auth.h"
+#include "extender/src/api/readiness.h"
 #include "extender/src/config/extender_config.h"
 #include "extender/src/core/evaluation_pool.h"
 #include "extender/src/core/extender_core.h"
@@ -149,6 +150,9 @@ int Run(int argc, char** argv) {
   telemetry_options.policy.max_streams = static_cast<size_t>(config->grpc_max_streams);
   telemetry_options.policy.report_burst = config->grpc_report_burst;
   telemetry_options.policy.idle_ingest_threads = config->grpc_idle_ingest_threads;
+  telemetry_options.policy.pacing.enabled = config->grpc_adaptive_interval;
+  telemetry_options.policy.pacing.max_lag = config->grpc_adaptive_max_lag;
+  telemetry_options.policy.pacing.max_interval = config->grpc_adaptive_max_interval;
   if (config->grpc_insecure_plaintext) {
     spdlog::warn(
         "grpc.insecurePlaintext: telemetry is accepted without TLS; anyone who can reach {} can "
@@ -255,6 +259,7 @@ int Run(int argc, char** argv) {
        // Only an authenticated scheduler teaches (docs/security.md).
        .learn_from_scheduler = !config->http.tls_client_ca_file.empty() ||
                                config->state_learn_from_unauthenticated_scheduler,
+       .max_nodes = static_cast<size_t>(config->state_max_nodes),
        .evaluation_threads = evaluation_threads,
        .reuse_decisions = config->reuse_decisions});
   if (config->http.tls_client_ca_file.empty() &&
@@ -315,16 +320,31 @@ int Run(int argc, char** argv) {
   MetricsPage metrics_page{.per_node_series = config->metrics_per_node_series,
                            .append = [&ingest, &core, &placement_metrics](PrometheusWriter& page) {
                              AppendIngestRefusals(ingest.counters(), page);
+                             ingest.pacer().AppendPrometheus(page);
                              placement_metrics.AppendPrometheus(page);
                              AppendStateMetrics(core, page);
                              AppendBuildInfo("neighborly_extender", NEIGHBORLY_VERSION, page);
                              AppendProcessMetrics(ReadSelfProcess(), page);
                            }};
-  auto register_operator_routes = [&source, &metrics, &stopping,
-                                   &metrics_page](HttpRoutes& server) {
+  // Ready once it has heard from the agents (extender/src/api/readiness.h).
+  const Readiness readiness({.report_interval = config->readiness_report_interval,
+                             .grace = config->readiness_grace,
+                             .known_node_share = config->readiness_known_node_share,
+                             .max_wait = config->readiness_max_wait},
+                            core.nodes_in_loaded_state(), clock);
+  if (readiness.nodes_needed() > 0) {
+    spdlog::info("not ready until {} of the {} node(s) in the state file report (or {})",
+                 readiness.nodes_needed(), core.nodes_in_loaded_state(),
+                 absl::FormatDuration(config->readiness_max_wait));
+  }
+  auto register_operator_routes = [&source, &metrics, &stopping, &metrics_page, &readiness,
+                                   &core](HttpRoutes& server) {
     RegisterOperatorApi(
         server, source, metrics,
-        [&stopping]() -> std::string { return stopping.load() ? "shutting down" : ""; },
+        [&stopping, &readiness, &core]() -> std::string {
+          if (stopping.load()) return "shutting down";
+          return readiness.Check(core.node_count());
+        },
         metrics_page);
   };
   register_operator_routes(http.routes());

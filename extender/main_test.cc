@@ -83,7 +83,8 @@ TEST(ExtenderMainTest, ServesAndShutsDownCleanlyOnSigterm) {
   const std::string dir = TempDir("serve");
   const std::string state = dir + "/state.json";
   std::ofstream(dir + "/extender.yaml")
-      << "state:\n  file: " << state << "\n  saveInterval: 1s\nlog:\n  level: info\n";
+      << "state:\n  file: " << state << "\n  saveInterval: 1s\nlog:\n  level: info\n"
+      << "readiness:\n  grace: 1h\n";
   auto p = Start({"--config", dir + "/extender.yaml", "--http-address", "127.0.0.1:0",
                   "--grpc-address", "127.0.0.1:0", "--grpc-insecure-plaintext"});
   ASSERT_NE(p, nullptr);
@@ -109,9 +110,12 @@ TEST(ExtenderMainTest, ServesAndShutsDownCleanlyOnSigterm) {
   // No telemetry at all: every node passes (fail open).
   EXPECT_EQ(nlohmann::json::parse(filter->body)["NodeNames"],
             nlohmann::json::parse(R"(["worker-1","worker-2"])"));
+  // It answers (fail open) but is not ready: no agent has reported, and
+  // without a state file it waits one report interval plus the grace.
   httplib::Result ready = client.Get("/readyz");
   ASSERT_TRUE(ready);
-  EXPECT_EQ(ready->status, 200);
+  EXPECT_EQ(ready->status, 503);
+  EXPECT_THAT(ready->body, HasSubstr("waiting for telemetry: 0 node(s) reported"));
   httplib::Result nodes = client.Get("/v1/nodes");
   ASSERT_TRUE(nodes);
   EXPECT_EQ(nodes->body, "[]");

@@ -59,7 +59,9 @@ class OperatorPortMainTest : public ::testing::Test {
         << "\noperator:\n  address: 127.0.0.1:0\n  tokenFile: " << dir_ << "/tokens"
         << "\n  tls:\n    certFile: " << pki_->Path("server.crt")
         << "\n    keyFile: " << pki_->Path("server.key")
-        << "\ngrpc:\n  address: 127.0.0.1:0\n  insecurePlaintext: true\n";
+        << "\ngrpc:\n  address: 127.0.0.1:0\n  insecurePlaintext: true\n"
+        // Ready at once: no agents stream here (the rule itself: readiness_test, replicas_test).
+        << "readiness:\n  reportInterval: 10ms\n  grace: 0s\n";
     absl::StatusOr<std::unique_ptr<Subprocess>> p =
         Subprocess::Start({NEIGHBORLY_EXTENDER_BINARY, "--config", dir_ + "/extender.yaml"});
     ASSERT_TRUE(p.ok()) << p.status();

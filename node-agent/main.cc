@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <functional>
 #include <iostream>
 #include <memory>
 #include <optional>
@@ -39,7 +40,9 @@
 #include "node-agent/src/report/agent_metrics.h"
 #include "node-agent/src/report/channel_security.h"
 #include "node-agent/src/report/metrics.h"
+#include "node-agent/src/report/address_resolver.h"
 #include "node-agent/src/report/publisher.h"
+#include "node-agent/src/report/replica_directory.h"
 #include "node-agent/src/simulate/fleet.h"
 #include "node-agent/src/simulate/node_report.h"
 #include "node-agent/src/simulate/scenario.h"
@@ -64,7 +67,12 @@ streams one NodeReport per window to the Neighborly extender(s). With
   --node-name NAME          node to report as (default: the host's name; with
                             --simulate: only this node of the scenario)
   --extender HOST:PORT      extender telemetry address; repeat or comma-separate
-                            for several replicas (required unless --once)
+                            for several (required unless --once). A name is
+                            resolved to all its addresses (a headless Service:
+                            one per replica) and each gets its own stream
+  --extender-resolve-interval DURATION  how often the names of --extender are
+                            resolved again (default 10s; also soon after a
+                            stream fails)
   --interval DURATION       sampling window, e.g. 1s, 500ms (default 1s)
   --once                    measure one window, print it and exit
   --output json             format for --once (the protobuf JSON mapping, one
@@ -116,6 +124,7 @@ streams one NodeReport per window to the Neighborly extender(s). With
 struct Flags {
   std::string node_name;
   std::vector<std::string> extenders;
+  absl::Duration resolve_interval = absl::Seconds(10);
   absl::Duration interval = absl::Seconds(1);
   bool once = false;
   std::string output;
@@ -155,6 +164,13 @@ absl::Status SetValue(Flags& flags, std::string_view name, const std::string& va
       }
       flags.extenders.emplace_back(address);
     }
+  } else if (name == "extender-resolve-interval") {
+    absl::Duration d;
+    if (!absl::ParseDuration(value, &d) || d < absl::Milliseconds(100) || d > absl::Hours(1)) {
+      return Usage(absl::StrCat("--extender-resolve-interval \"", value,
+                                "\" is not a duration between 100ms and 1h (e.g. 10s)"));
+    }
+    flags.resolve_interval = d;
   } else if (name == "interval") {
     absl::Duration d;
     if (!absl::ParseDuration(value, &d) || d < absl::Milliseconds(10) || d > absl::Hours(1)) {
@@ -275,6 +291,7 @@ absl::StatusOr<Flags> ParseFlags(int argc, char** argv) {
     }
     constexpr std::string_view kValueFlags[] = {"node-name",
                                                 "extender",
+                                                "extender-resolve-interval",
                                                 "interval",
                                                 "output",
                                                 "host-root",
@@ -365,6 +382,31 @@ absl::StatusOr<ReportStreamOptions> StreamOptions(const Flags& flags) {
   return options;
 }
 
+// The replicas behind --extender, resolved once now and then in the background.
+absl::StatusOr<std::shared_ptr<ReplicaDirectory>> StartDirectory(const Flags& flags) {
+  absl::StatusOr<std::unique_ptr<ReplicaDirectory>> directory = ReplicaDirectory::Create(
+      {.targets = flags.extenders,
+       .resolve_interval = flags.resolve_interval,
+       .min_resolve_gap = std::min(absl::Seconds(1), flags.resolve_interval)},
+      std::make_unique<SystemResolver>());
+  if (!directory.ok()) return directory.status();
+  std::shared_ptr<ReplicaDirectory> shared = std::move(*directory);
+  shared->Start();
+  return shared;
+}
+
+// /metrics families of the publishers' streams and of the directory.
+std::function<void(PrometheusWriter&)> StreamFamilies(
+    const std::vector<std::unique_ptr<ReportPublisher>>* publishers,
+    const ReplicaDirectory* directory) {
+  return [publishers, directory](PrometheusWriter& page) {
+    std::vector<StreamView> views;
+    for (const auto& publisher : *publishers) publisher->AppendViews(views);
+    AppendStreamMetrics(views, page);
+    AppendReplicaMetrics(*directory, page);
+  };
+}
+
 // The protobuf JSON mapping (lowerCamelCase keys, 64-bit integers as strings),
 // one report per line.
 int PrintJson(const tv1::NodeReport& report) {
@@ -411,15 +453,18 @@ class SignalWaiter {
 // that cannot be bound is logged and skipped: telemetry matters more.
 class MetricsServer {
  public:
-  MetricsServer(const std::string& address, std::vector<const ReportStream*> streams,
+  // `append_streams` adds the streams' and replicas' families (it runs on the
+  // server's thread while streams come and go).
+  MetricsServer(const std::string& address,
+                std::function<void(PrometheusWriter&)> append_streams,
                 const AgentMetrics* agent = nullptr)
-      : streams_(std::move(streams)), agent_(agent) {
+      : append_streams_(std::move(append_streams)), agent_(agent) {
     if (address.empty()) return;
     const absl::StatusOr<HostPort> hp = ParseHostPort(address);
     if (!hp.ok()) return;
     server_.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
       PrometheusWriter page;
-      AppendStreamMetrics(streams_, page);
+      append_streams_(page);
       if (agent_ != nullptr) agent_->AppendTo(page);
       AppendBuildInfo("neighborly_agent", NEIGHBORLY_VERSION, page);
       AppendProcessMetrics(ReadSelfProcess(), page);
@@ -446,7 +491,7 @@ class MetricsServer {
   }
 
  private:
-  std::vector<const ReportStream*> streams_;
+  std::function<void(PrometheusWriter&)> append_streams_;
   const AgentMetrics* agent_;
   httplib::Server server_;
   std::thread thread_;
@@ -485,20 +530,24 @@ int RunSimulation(const Flags& flags) {
     return kExitUsage;
   }
   SignalWaiter signals;
-  std::vector<std::unique_ptr<ReportPublisher>> publishers;
-  std::vector<const ReportStream*> streams;
-  for (const SimulatedNode& node : nodes) {
-    publishers.push_back(
-        std::make_unique<ReportPublisher>(node.name(), flags.extenders, *stream_options));
-    for (const ReportStream* s : publishers.back()->streams()) streams.push_back(s);
+  absl::StatusOr<std::shared_ptr<ReplicaDirectory>> directory = StartDirectory(flags);
+  if (!directory.ok()) {
+    std::cerr << "neighborly-agent: " << directory.status().message() << "\n";
+    return kExitUsage;
   }
-  MetricsServer metrics(flags.metrics_address, streams);
+  std::vector<std::unique_ptr<ReportPublisher>> publishers;
+  for (const SimulatedNode& node : nodes) {
+    publishers.push_back(std::make_unique<ReportPublisher>(node.name(), *directory,
+                                                           *stream_options));
+  }
+  MetricsServer metrics(flags.metrics_address, StreamFamilies(&publishers, directory->get()));
   for (auto& publisher : publishers) publisher->Start();
   spdlog::info("simulating {} node(s) from {}, streaming to {} every {}", nodes.size(),
                flags.simulate, absl::StrJoin(flags.extenders, ","),
                absl::FormatDuration(flags.interval));
   RunFleet(nodes, publishers, flags.interval, signals.stop());
   for (auto& publisher : publishers) publisher->Stop();
+  (*directory)->Stop();
   spdlog::info("stopped");
   return 0;
 }
@@ -564,12 +613,20 @@ int RunHost(const Flags& flags) {
     return PrintJson(*report);
   }
   SignalWaiter signals;
-  std::unique_ptr<ReportPublisher> publisher;
+  absl::StatusOr<std::shared_ptr<ReplicaDirectory>> directory = StartDirectory(flags);
+  if (!directory.ok()) {
+    std::cerr << "neighborly-agent: " << directory.status().message() << "\n";
+    return kExitUsage;
+  }
+  // One publisher, made with the first report (it names the node); a vector
+  // for StreamFamilies.
+  std::vector<std::unique_ptr<ReportPublisher>> publishers;
   std::unique_ptr<MetricsServer> metrics;
   AgentMetrics agent_metrics;
   std::string last_error;
   while (!signals.stop().HasBeenNotified()) {
-    const absl::Duration window = publisher ? publisher->Interval(flags.interval) : flags.interval;
+    const absl::Duration window =
+        publishers.empty() ? flags.interval : publishers.front()->Interval(flags.interval);
     absl::StatusOr<tv1::NodeReport> report = (*agent)->MeasureWindow(window);
     if (!report.ok()) {
       agent_metrics.RecordFailure();
@@ -579,17 +636,19 @@ int RunHost(const Flags& flags) {
       }
       continue;
     }
-    if (!publisher) {
-      publisher =
-          std::make_unique<ReportPublisher>(report->node_name(), flags.extenders, *stream_options);
-      metrics = std::make_unique<MetricsServer>(flags.metrics_address, publisher->streams(),
-                                                &agent_metrics);
-      publisher->Start();
+    if (publishers.empty()) {
+      publishers.push_back(
+          std::make_unique<ReportPublisher>(report->node_name(), *directory, *stream_options));
+      metrics = std::make_unique<MetricsServer>(
+          flags.metrics_address, StreamFamilies(&publishers, directory->get()), &agent_metrics);
+      publishers.front()->Start();
     }
     agent_metrics.RecordWindow(*report, (*agent)->last_sample_cost());
-    publisher->Publish(*report);
+    publishers.front()->Publish(*report);
   }
-  if (publisher) publisher->Stop();
+  metrics.reset();
+  for (auto& publisher : publishers) publisher->Stop();
+  (*directory)->Stop();
   return 0;
 }
 

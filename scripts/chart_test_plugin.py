@@ -87,6 +87,17 @@ def register(t):
            "the placement listener's port vs the Service's target")
 
     @check
+    def plugin_books_on_every_replica():
+        objs = render("scheduler.integration=plugin")
+        args = plugin_args(neighborly_profile(objs)[1])
+        host, port = args["peersAddress"].rsplit(":", 1)
+        eq(host, f"{name('extender-agents')}.{NAMESPACE}.svc",
+           "peersAddress host (the headless Service, one address per replica)")
+        eq(port, args["address"].rsplit(":", 1)[1], "peersAddress port (the placement port)")
+        svc = objs.get("Service", name("extender-agents"))
+        eq(svc["spec"]["clusterIP"], "None", "the peers' Service is headless")
+
+    @check
     def plugin_tls_is_mutual_and_wired():
         objs = render("scheduler.integration=plugin")
         args = plugin_args(neighborly_profile(objs)[1])

@@ -41,6 +41,14 @@ type Args struct {
 	FilterTimeout  Duration `json:"filterTimeout,omitempty"`
 	ScoreTimeout   Duration `json:"scoreTimeout,omitempty"`
 	ReserveTimeout Duration `json:"reserveTimeout,omitempty"`
+	// PeersAddress: host:port of a name that resolves to every extender
+	// replica's placement port (the chart's headless Service). Reserve and
+	// Unreserve go to each of them too, so the replica that takes over when
+	// the one behind Address dies already holds the in-flight bookings.
+	// Empty: only Address.
+	PeersAddress string `json:"peersAddress,omitempty"`
+	// How often PeersAddress is resolved again (default 10s).
+	PeersResolveInterval Duration `json:"peersResolveInterval,omitempty"`
 	// FailOpen: when the extender cannot answer in time, schedule as if the
 	// plugin were not there (counted and logged), like an `ignorable: true`
 	// extender. False: the pod waits for the extender (its cycle fails and it
@@ -72,6 +80,7 @@ const (
 	DefaultFilterTimeout  = 300 * time.Millisecond
 	DefaultScoreTimeout   = 300 * time.Millisecond
 	DefaultReserveTimeout = 100 * time.Millisecond
+	DefaultPeersResolve   = 10 * time.Second
 	maxTimeout            = 30 * time.Second
 )
 
@@ -85,6 +94,9 @@ func (a *Args) SetDefaults() {
 	}
 	if a.ReserveTimeout.Duration == 0 {
 		a.ReserveTimeout.Duration = DefaultReserveTimeout
+	}
+	if a.PeersResolveInterval.Duration == 0 {
+		a.PeersResolveInterval.Duration = DefaultPeersResolve
 	}
 	if a.FailOpen == nil {
 		t := true
@@ -135,10 +147,16 @@ func (a *Args) Validate(path *field.Path) field.ErrorList {
 	} else if host, port, err := net.SplitHostPort(a.Address); err != nil || host == "" || port == "" {
 		errs = append(errs, field.Invalid(path.Child("address"), a.Address, "want host:port"))
 	}
+	if a.PeersAddress != "" {
+		if host, port, err := net.SplitHostPort(a.PeersAddress); err != nil || host == "" || port == "" {
+			errs = append(errs, field.Invalid(path.Child("peersAddress"), a.PeersAddress, "want host:port"))
+		}
+	}
 	for _, t := range []struct {
 		name string
 		d    time.Duration
-	}{{"filterTimeout", a.FilterTimeout.Duration}, {"scoreTimeout", a.ScoreTimeout.Duration}, {"reserveTimeout", a.ReserveTimeout.Duration}} {
+	}{{"filterTimeout", a.FilterTimeout.Duration}, {"scoreTimeout", a.ScoreTimeout.Duration}, {"reserveTimeout", a.ReserveTimeout.Duration},
+		{"peersResolveInterval", a.PeersResolveInterval.Duration}} {
 		if t.d <= 0 || t.d > maxTimeout {
 			errs = append(errs, field.Invalid(path.Child(t.name), t.d.String(), fmt.Sprintf("want a duration in (0, %s]", maxTimeout)))
 		}

@@ -25,15 +25,31 @@ const maxMessageBytes = 16 << 20
 // dial opens one long-lived client connection; gRPC reconnects by itself when
 // the extender restarts.
 func dial(a Args) (*grpc.ClientConn, placementv1.PlacementClient, error) {
-	creds := insecure.NewCredentials()
-	if !a.Insecure {
-		cfg, err := clientTLS(a)
-		if err != nil {
-			return nil, nil, err
-		}
-		creds = credentials.NewTLS(cfg)
+	serverName := a.ServerName
+	if serverName == "" {
+		serverName, _, _ = net.SplitHostPort(a.Address)
 	}
-	conn, err := grpc.NewClient(a.Address,
+	creds, err := transportCredentials(a, serverName)
+	if err != nil {
+		return nil, nil, err
+	}
+	return dialTarget(a.Address, creds)
+}
+
+// transportCredentials: plaintext when a.Insecure, else TLS verifying serverName.
+func transportCredentials(a Args, serverName string) (credentials.TransportCredentials, error) {
+	if a.Insecure {
+		return insecure.NewCredentials(), nil
+	}
+	cfg, err := clientTLS(a, serverName)
+	if err != nil {
+		return nil, err
+	}
+	return credentials.NewTLS(cfg), nil
+}
+
+func dialTarget(target string, creds credentials.TransportCredentials) (*grpc.ClientConn, placementv1.PlacementClient, error) {
+	conn, err := grpc.NewClient(target,
 		grpc.WithTransportCredentials(creds),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxMessageBytes)),
 		grpc.WithKeepaliveParams(keepalive.ClientParameters{Time: 30 * time.Second, Timeout: 10 * time.Second}),
@@ -47,12 +63,12 @@ func dial(a Args) (*grpc.ClientConn, placementv1.PlacementClient, error) {
 		}),
 	)
 	if err != nil {
-		return nil, nil, fmt.Errorf("neighborly placement client for %s: %w", a.Address, err)
+		return nil, nil, fmt.Errorf("neighborly placement client for %s: %w", target, err)
 	}
 	return conn, placementv1.NewPlacementClient(conn), nil
 }
 
-func clientTLS(a Args) (*tls.Config, error) {
+func clientTLS(a Args, serverName string) (*tls.Config, error) {
 	caPEM, err := os.ReadFile(a.CAFile)
 	if err != nil {
 		return nil, fmt.Errorf("caFile: %w", err)
@@ -64,10 +80,6 @@ func clientTLS(a Args) (*tls.Config, error) {
 	kp := &reloadingKeyPair{certFile: a.CertFile, keyFile: a.KeyFile}
 	if _, err := kp.get(); err != nil {
 		return nil, err
-	}
-	serverName := a.ServerName
-	if serverName == "" {
-		serverName, _, _ = net.SplitHostPort(a.Address)
 	}
 	return &tls.Config{
 		MinVersion:           tls.VersionTLS12,

@@ -24,11 +24,18 @@ var (
 		Help:           "Scheduling cycles in which the plugin let a pod through without Neighborly's answer, by extension point and reason.",
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"extension_point", "reason"})
+	peerCalls = metrics.NewCounterVec(&metrics.CounterOpts{
+		Namespace:      "neighborly",
+		Subsystem:      "plugin",
+		Name:           "peer_calls_total",
+		Help:           "Reserve and Unreserve calls sent to every extender replica behind peersAddress, by method (PeerReserve, PeerUnreserve) and result (ok, or the failure's reason).",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"method", "result"})
 	registerOnce sync.Once
 )
 
 func registerMetrics() {
 	registerOnce.Do(func() {
-		legacyregistry.MustRegister(rpcDuration, failOpen)
+		legacyregistry.MustRegister(rpcDuration, failOpen, peerCalls)
 	})
 }

@@ -42,6 +42,8 @@ type Plugin struct {
 	client placementv1.PlacementClient
 	// Rate-limits the fail-open log lines (one per extension point per 10 s).
 	logLimiter *logLimiter
+	// Every replica behind Args.PeersAddress, for Reserve and Unreserve; nil without.
+	peers *peers
 }
 
 var (
@@ -63,19 +65,35 @@ func New(_ context.Context, obj runtime.Object, _ fwk.Handle) (fwk.Plugin, error
 }
 
 // NewWithArgs builds the plugin from decoded, validated args.
-func NewWithArgs(a Args) (*Plugin, error) {
+func NewWithArgs(a Args) (*Plugin, error) { return newPluginWithLookup(a, nil) }
+
+// newPluginWithLookup: `lookup` resolves Args.PeersAddress (nil: the system's resolver).
+func newPluginWithLookup(a Args, lookup func(context.Context, string) ([]string, error)) (*Plugin, error) {
 	registerMetrics()
 	conn, client, err := dial(a)
 	if err != nil {
 		return nil, err
 	}
+	p := &Plugin{args: a, conn: conn, client: client, logLimiter: newLogLimiter(10 * time.Second)}
+	if a.PeersAddress != "" {
+		if p.peers, err = newPeers(a, lookup); err != nil {
+			_ = conn.Close()
+			return nil, err
+		}
+	}
 	klog.InfoS("Neighborly plugin ready", "address", a.Address, "tls", !a.Insecure,
-		"filterTimeout", a.FilterTimeout.Duration, "scoreTimeout", a.ScoreTimeout.Duration, "failOpen", *a.FailOpen)
-	return &Plugin{args: a, conn: conn, client: client, logLimiter: newLogLimiter(10 * time.Second)}, nil
+		"filterTimeout", a.FilterTimeout.Duration, "scoreTimeout", a.ScoreTimeout.Duration, "failOpen", *a.FailOpen,
+		"peersAddress", a.PeersAddress)
+	return p, nil
 }
 
-// Close releases the connection (tests; the scheduler keeps it for its life).
-func (p *Plugin) Close() error { return p.conn.Close() }
+// Close releases the connections (tests; the scheduler keeps them for its life).
+func (p *Plugin) Close() error {
+	if p.peers != nil {
+		p.peers.close()
+	}
+	return p.conn.Close()
+}
 
 func (p *Plugin) Name() string { return Name }
 
@@ -183,8 +201,12 @@ func (p *Plugin) NormalizeScore(_ context.Context, _ fwk.CycleState, _ *v1.Pod, 
 func (p *Plugin) Reserve(ctx context.Context, _ fwk.CycleState, pod *v1.Pod, nodeName string) *fwk.Status {
 	ctx, cancel := context.WithTimeout(ctx, p.args.ReserveTimeout.Duration)
 	defer cancel()
+	req := &placementv1.ReserveRequest{Pod: podMessage(pod), NodeName: nodeName}
+	if p.peers != nil {
+		p.peers.reserve(req) // beside the primary call, never waited for
+	}
 	start := time.Now()
-	_, err := p.client.Reserve(ctx, &placementv1.ReserveRequest{Pod: podMessage(pod), NodeName: nodeName})
+	_, err := p.client.Reserve(ctx, req)
 	observe("Reserve", start, err)
 	if err != nil {
 		if *p.args.FailOpen {
@@ -202,8 +224,12 @@ func (p *Plugin) Reserve(ctx context.Context, _ fwk.CycleState, pod *v1.Pod, nod
 func (p *Plugin) Unreserve(ctx context.Context, _ fwk.CycleState, pod *v1.Pod, nodeName string) {
 	ctx, cancel := context.WithTimeout(ctx, p.args.ReserveTimeout.Duration)
 	defer cancel()
+	req := &placementv1.UnreserveRequest{PodUid: string(pod.UID), NodeName: nodeName}
+	if p.peers != nil {
+		p.peers.unreserve(req)
+	}
 	start := time.Now()
-	_, err := p.client.Unreserve(ctx, &placementv1.UnreserveRequest{PodUid: string(pod.UID), NodeName: nodeName})
+	_, err := p.client.Unreserve(ctx, req)
 	observe("Unreserve", start, err)
 	if err != nil {
 		p.countFailOpen("Unreserve", pod, err)

@@ -219,6 +219,10 @@ version: scheduler.image.tagByMinor, or scheduler.image.tag checked against it.
 {{/* The Neighborly plugin's pluginConfig args (scheduler.integration: plugin). */}}
 {{- define "neighborly.pluginArgs" -}}
 address: {{ printf "%s.%s.svc:%d" (include "neighborly.componentName" (dict "root" . "component" "extender")) .Release.Namespace (int .Values.extender.placement.port) | quote }}
+{{- /* Reserve and Unreserve also go to every replica behind the headless
+       Service (one A record per pod), so a surviving replica holds the
+       bookings of the pods in flight (docs/operations.md, "Several replicas"). */}}
+peersAddress: {{ printf "%s.%s.svc:%d" (include "neighborly.componentName" (dict "root" . "component" "extender-agents")) .Release.Namespace (int .Values.extender.placement.port) | quote }}
 {{- if .Values.tls.scheduler }}
 {{- if not .Values.tls.requireSchedulerClientCert }}
 {{- fail "[ERROR] scheduler.integration=plugin with tls.scheduler needs tls.requireSchedulerClientCert: the placement port takes only clients with a certificate" }}

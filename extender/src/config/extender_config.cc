@@ -203,6 +203,15 @@ absl::StatusOr<ExtenderConfig> ParseExtenderConfig(std::string_view text,
                  {"maxReportsPerSecond", p.Double(config.grpc_max_reports_per_second, 0, 1e6)},
                  {"reportBurst", p.Double(config.grpc_report_burst, 1, 1e6)},
                  {"maxStreams", p.Integer(config.grpc_max_streams, 1, 10'000'000)},
+                 {"adaptiveInterval",
+                  [&](const yaml::Value& a) {
+                    return p.Map(
+                        a, {{"enabled", p.Bool(config.grpc_adaptive_interval)},
+                            {"maxLag", p.Duration(config.grpc_adaptive_max_lag,
+                                                  absl::Milliseconds(10))},
+                            {"maxInterval", p.Duration(config.grpc_adaptive_max_interval,
+                                                       absl::Seconds(1))}});
+                  }},
                  {"ingestScheduling",
                   [&](const yaml::Value& s) -> absl::Status {
                     absl::StatusOr<std::string> value = s.String();
@@ -250,7 +259,17 @@ absl::StatusOr<ExtenderConfig> ParseExtenderConfig(std::string_view text,
                   p.Integer(config.state_max_bookings_per_node, 10, 1'000'000)},
                  {"learnFromUnauthenticatedScheduler",
                   p.Bool(config.state_learn_from_unauthenticated_scheduler)},
-                 {"maxWorkloads", p.Integer(config.state_max_workloads, 1, 1'000'000)}});
+                 {"maxWorkloads", p.Integer(config.state_max_workloads, 1, 1'000'000)},
+                 {"maxNodes", p.Integer(config.state_max_nodes, 1, 1'000'000)}});
+       }},
+      {"readiness",
+       [&](const yaml::Value& v) {
+         return p.Map(
+             v, {{"reportInterval",
+                  p.Duration(config.readiness_report_interval, absl::Milliseconds(10))},
+                 {"grace", p.Duration(config.readiness_grace, absl::ZeroDuration())},
+                 {"knownNodeShare", p.Double(config.readiness_known_node_share, 0, 1)},
+                 {"maxWait", p.Duration(config.readiness_max_wait, absl::ZeroDuration())}});
        }},
       {"metrics",
        [&](const yaml::Value& v) {

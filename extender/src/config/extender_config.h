@@ -70,6 +70,12 @@ struct ExtenderConfig {
   // stream supersedes its old one).
   int64_t grpc_max_streams = 50'000;
   double grpc_report_burst = 10;
+  // grpc.adaptiveInterval: ask the agents for a longer interval while more
+  // than 10 % of the reports are older than maxLag when ingested
+  // (extender/src/ingest/ingest_pacer.h).
+  bool grpc_adaptive_interval = true;
+  absl::Duration grpc_adaptive_max_lag = absl::Seconds(1);
+  absl::Duration grpc_adaptive_max_interval = absl::Seconds(30);
   // grpc.ingestScheduling: "idle" (SCHED_IDLE) or "nice" (nice +10 only).
   bool grpc_idle_ingest_threads = true;
   // grpc.identity: bind each stream to the node of the agent's ServiceAccount
@@ -103,6 +109,17 @@ struct ExtenderConfig {
   // it could teach). Off: only with http.tls.clientCaFile.
   bool state_learn_from_unauthenticated_scheduler = false;
   int64_t state_max_workloads = 10'000;  // workload profiles kept; least recently used dropped
+  // Nodes the cluster state holds (a report from one more is refused); sized
+  // at start (docs/operations.md, "Sizing").
+  int64_t state_max_nodes = 50'000;
+  // readiness: /readyz answers 200 once the replica has heard from the agents
+  // (docs/operations.md, "When a replica is ready"). With a state file that
+  // knew N nodes: once ceil(known_node_share * N) of them reported since
+  // start, or after max_wait; without: report_interval + grace after start.
+  absl::Duration readiness_report_interval = absl::Seconds(1);  // the agents' --interval
+  absl::Duration readiness_grace = absl::Seconds(6);  // their reconnect backoff (5 s) + re-resolve
+  double readiness_known_node_share = 0.9;
+  absl::Duration readiness_max_wait = absl::Seconds(60);
   // metrics.perNodeSeries: /metrics carries the neighborly_node_* gauges
   // (about 11 series per node, on every replica); off: only the
   // neighborly_fleet_* aggregates (docs/metrics.md).

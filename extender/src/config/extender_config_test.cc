@@ -55,10 +55,20 @@ http:
   serverTiming: true
 grpc:
   address: "[::1]:0"
+  adaptiveInterval:
+    enabled: false
+    maxLag: 2s
+    maxInterval: 1m
 state:
   file: /tmp/neighborly-state.json
   saveInterval: 15s
   maxPods: 50000
+  maxNodes: 60000
+readiness:
+  reportInterval: 10s
+  grace: 8s
+  knownNodeShare: 0.75
+  maxWait: 2m
 metrics:
   perNodeSeries: false
 log:
@@ -106,6 +116,14 @@ model:
   EXPECT_EQ(c->state_file, "/tmp/neighborly-state.json");
   EXPECT_EQ(c->state_save_interval, absl::Seconds(15));
   EXPECT_EQ(c->state_max_pods, 50'000);
+  EXPECT_EQ(c->state_max_nodes, 60'000);
+  EXPECT_FALSE(c->grpc_adaptive_interval);
+  EXPECT_EQ(c->grpc_adaptive_max_lag, absl::Seconds(2));
+  EXPECT_EQ(c->grpc_adaptive_max_interval, absl::Minutes(1));
+  EXPECT_EQ(c->readiness_report_interval, absl::Seconds(10));
+  EXPECT_EQ(c->readiness_grace, absl::Seconds(8));
+  EXPECT_DOUBLE_EQ(c->readiness_known_node_share, 0.75);
+  EXPECT_EQ(c->readiness_max_wait, absl::Minutes(2));
   EXPECT_EQ(c->log_level, "debug");
   EXPECT_FALSE(c->metrics_per_node_series);
   const ModelConfig& m = c->model;
@@ -161,6 +179,10 @@ TEST(ExtenderConfigTest, WrongTypesAreNamedWithTheirLine) {
   EXPECT_THAT(ErrorOf("model:\n  isolateBatch: maybe\n"),
               HasSubstr("model.isolateBatch: expected true or false"));
   EXPECT_THAT(ErrorOf("model:\n  membwHeadroom: 1.5\n"), HasSubstr("outside 0..1"));
+  EXPECT_THAT(ErrorOf("readiness:\n  knownNodeShare: 1.2\n"),
+              HasSubstr("readiness.knownNodeShare: 1.2 is outside 0..1"));
+  EXPECT_THAT(ErrorOf("readiness:\n  grace: soon\n"),
+              HasSubstr("extender.yaml:2: readiness.grace: expected a duration"));
   EXPECT_THAT(ErrorOf("http: [1, 2]\n"),
               HasSubstr("extender.yaml:1: http: expected a map, got a list"));
   EXPECT_THAT(ErrorOf("http:\n  address: {a: 1}\n"),

@@ -9,6 +9,7 @@
 #include <optional>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "common/strings.h"
 #include "extender/src/core/decision_reuse.h"
@@ -164,6 +165,8 @@ struct ExtenderCore::Impl {
   std::atomic<uint64_t> decisions_evaluated{0};
   std::atomic<uint64_t> accepted{0};
   std::atomic<uint64_t> rejected{0};
+  // Nodes with telemetry when the loaded state file was saved (readiness).
+  size_t nodes_in_loaded_state = 0;
 };
 
 ExtenderCore::ExtenderCore(ModelConfig config, const Clock& clock, Options options)
@@ -969,6 +972,14 @@ size_t ExtenderCore::node_count() const {
 absl::Status ExtenderCore::LoadState(const std::string& path) {
   PodRegistry::StateSections sections;
   if (absl::Status s = impl_->registry.Load(path, &sections); !s.ok()) return s;
+  if (auto fleet = sections.find("fleetNodes"); fleet != sections.end()) {
+    uint64_t nodes = 0;
+    if (!absl::SimpleAtoi(fleet->second, &nodes)) {
+      return absl::DataLossError(
+          absl::StrCat("state file ", path, ": fleetNodes is not a count: ", fleet->second));
+    }
+    impl_->nodes_in_loaded_state = static_cast<size_t>(nodes);
+  }
   auto it = sections.find("workloads");
   if (it == sections.end()) return absl::OkStatus();  // a state file from before profiles
   if (absl::Status s = impl_->workloads.FromJson(it->second); !s.ok()) {
@@ -978,8 +989,11 @@ absl::Status ExtenderCore::LoadState(const std::string& path) {
 }
 
 absl::Status ExtenderCore::SaveState(const std::string& path) const {
-  return impl_->registry.Save(path, {{"workloads", impl_->workloads.ToJson()}});
+  return impl_->registry.Save(path, {{"workloads", impl_->workloads.ToJson()},
+                                     {"fleetNodes", absl::StrCat(node_count())}});
 }
+
+size_t ExtenderCore::nodes_in_loaded_state() const { return impl_->nodes_in_loaded_state; }
 
 std::vector<WorkloadView> ExtenderCore::Workloads() const {
   return impl_->workloads.List(impl_->clock.Now(), impl_->config);

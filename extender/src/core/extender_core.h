@@ -243,6 +243,9 @@ class ExtenderCore : public Decider {
   // Learned knowledge (per-UID classes and hints) survives restarts through this file.
   absl::Status LoadState(const std::string& path);
   absl::Status SaveState(const std::string& path) const;
+  // Nodes with telemetry when the loaded state file was saved (0: none loaded,
+  // or a file from before it counted them): what readiness waits for.
+  size_t nodes_in_loaded_state() const;
 
  private:
   struct Impl;

@@ -161,6 +161,10 @@ class ReportReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grp
     // The prescan read the same node_name the parse did.
     const uint64_t sequence = report_.sequence();
     const std::string node = report_.node_name();
+    const absl::Duration window = absl::Seconds(report_.window_duration().seconds()) +
+                                  absl::Nanoseconds(report_.window_duration().nanos());
+    const absl::Time window_end = absl::FromUnixSeconds(report_.window_start().seconds()) +
+                                  absl::Nanoseconds(report_.window_start().nanos()) + window;
     // Without an identity the first report names the node.
     if (claimed_node_.empty()) ClaimNode(node);
     dropped_.clear();
@@ -176,6 +180,11 @@ class ReportReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grp
     counters_.reports_accepted.fetch_add(1, std::memory_order_relaxed);
     tv1::ReportAck ack;
     ack.set_sequence(sequence);
+    if (const std::optional<absl::Duration> ask = service_.pacer().Observe(window_end, window)) {
+      const int64_t ns = absl::ToInt64Nanoseconds(*ask);
+      ack.mutable_interval()->set_seconds(ns / 1'000'000'000);
+      ack.mutable_interval()->set_nanos(static_cast<int32_t>(ns % 1'000'000'000));
+    }
     if (!dropped_.empty()) {
       counters_.pods_dropped.fetch_add(dropped_.size(), std::memory_order_relaxed);
       for (const InvalidPod& pod : dropped_) {
@@ -275,7 +284,10 @@ class ReportReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grp
 }  // namespace
 
 TelemetryService::TelemetryService(ExtenderCore& core, IngestPolicy policy)
-    : core_(core), policy_(policy), prescanner_(policy.prescan) {
+    : core_(core),
+      policy_(policy),
+      pacer_(policy_.pacing, policy_.clock != nullptr ? *policy_.clock : real_clock_),
+      prescanner_(policy.prescan) {
   // Malformed reports must not flood the log through protobuf's own messages.
   static std::once_flag installed;
   std::call_once(installed, [] { InstallProtobufLogLimiter(); });

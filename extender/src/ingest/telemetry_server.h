@@ -27,6 +27,7 @@
 #include "common/grpc_server.h"
 #include "common/prometheus_text.h"
 #include "extender/src/core/extender_core.h"
+#include "extender/src/ingest/ingest_pacer.h"
 #include "extender/src/ingest/node_identity.h"
 #include "extender/src/ingest/report_prescan.h"
 #include "grpcpp/grpcpp.h"
@@ -88,6 +89,9 @@ struct IngestPolicy {
   // Counts and the memory estimate every report is held to before it is
   // parsed (report_prescan.h).
   PrescanLimits prescan;
+  // grpc.adaptiveInterval: ask the agents for a longer interval while the
+  // ingest falls behind (ingest_pacer.h).
+  IngestPacerOptions pacing;
 };
 
 // The service alone (tests and embedders may register it on their own server).
@@ -102,6 +106,8 @@ class TelemetryService final : public telemetry::v1::Telemetry::WithRawCallbackM
       grpc::CallbackServerContext* context) override;
 
   const IngestCounters& counters() const { return counters_; }
+  IngestPacer& pacer() { return pacer_; }
+  const IngestPacer& pacer() const { return pacer_; }
 
   // A stream as the service sees it: valid while `context` is set (under mu).
   struct StreamHandle {
@@ -126,6 +132,7 @@ class TelemetryService final : public telemetry::v1::Telemetry::WithRawCallbackM
   ExtenderCore& core_;
   IngestPolicy policy_;
   RealClock real_clock_;
+  IngestPacer pacer_;  // after real_clock_, which it may read
   IngestCounters counters_;
   std::mutex streams_mu_;
   // guarded by streams_mu_
@@ -170,6 +177,7 @@ class TelemetryServer {
   // Counters for /metrics (streams_open included).
   IngestStats stats() const;
   const IngestCounters& counters() const { return service_->counters(); }
+  const IngestPacer& pacer() const { return service_->pacer(); }
 
   // Stops accepting streams, lets open ones end until `grace` has passed,
   // then cancels the rest; returns when every stream is done. Idempotent.

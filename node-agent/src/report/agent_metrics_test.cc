@@ -3,11 +3,13 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <memory>
 #include <string>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "node-agent/src/report/metrics.h"
+#include "node-agent/src/report/replica_directory.h"
 
 namespace neighborly::agent {
 namespace {
@@ -134,8 +136,17 @@ TEST(AgentMetricsTest, PromtoolAcceptsTheWholeBody) {
   options.target = "127.0.0.1:9090";
   options.node_name = "node-1";
   ReportStream stream(options);
+  StreamView acked = ViewOf(stream);
+  acked.stats.last_ack = absl::Now() - absl::Seconds(2);
+  acked.address = "10.0.0.5:9090";
+  acked.target = "agents.neighborly.svc:9090";
+  absl::StatusOr<std::unique_ptr<ReplicaDirectory>> directory =
+      ReplicaDirectory::Create({.targets = {"127.0.0.1:9090"}}, std::make_unique<SystemResolver>());
+  ASSERT_TRUE(directory.ok()) << directory.status();
+  (*directory)->Start();
   PrometheusWriter page;
-  AppendStreamMetrics({&stream}, page);
+  AppendStreamMetrics(std::vector<StreamView>{ViewOf(stream), acked}, page);
+  AppendReplicaMetrics(**directory, page);
   metrics.AppendTo(page);
   ASSERT_TRUE(page.problems().empty());
   const std::string body = page.Render();
@@ -153,6 +164,9 @@ TEST(AgentMetricsTest, PromtoolAcceptsTheWholeBody) {
   const int status = pclose(pipe);
   std::remove(path);
   EXPECT_EQ(status, 0) << output << "\n--- body ---\n" << body;
+  EXPECT_THAT(body, HasSubstr("neighborly_agent_stream_last_ack_age_seconds{node=\"node-1\","
+                              "extender=\"10.0.0.5:9090\",target=\"agents.neighborly.svc:9090\"}"));
+  EXPECT_THAT(body, HasSubstr("neighborly_agent_extender_replicas{target=\"127.0.0.1:9090\"} 1\n"));
   EXPECT_EQ(output, "") << output;
 }
 

@@ -1,8 +1,10 @@
 #include "node-agent/src/report/metrics.h"
 
+#include <algorithm>
 #include <functional>
 
 #include "common/prometheus_text.h"
+#include "node-agent/src/report/replica_directory.h"
 
 namespace neighborly::agent {
 namespace {
@@ -16,6 +18,13 @@ struct Family {
 
 }  // namespace
 
+StreamView ViewOf(const ReportStream& stream) {
+  return {.node = stream.options().node_name,
+          .target = stream.target_name(),
+          .address = stream.options().target,
+          .stats = stream.stats()};
+}
+
 std::string RenderStreamMetrics(const std::vector<const ReportStream*>& streams) {
   PrometheusWriter page;
   AppendStreamMetrics(streams, page);
@@ -23,6 +32,30 @@ std::string RenderStreamMetrics(const std::vector<const ReportStream*>& streams)
 }
 
 void AppendStreamMetrics(const std::vector<const ReportStream*>& streams, PrometheusWriter& page) {
+  std::vector<StreamView> views;
+  for (const ReportStream* stream : streams) views.push_back(ViewOf(*stream));
+  AppendStreamMetrics(views, page);
+}
+
+void AppendReplicaMetrics(const ReplicaDirectory& directory, PrometheusWriter& page) {
+  for (const ReplicaDirectory::TargetStats& t : directory.target_stats()) {
+    page.Gauge("neighborly_agent_extender_replicas",
+               "Extender replicas (addresses) the --extender target resolves to now; the agent "
+               "streams to each.",
+               {{"target", t.target}}, static_cast<double>(t.replicas));
+    constexpr std::string_view kHelp =
+        "Resolutions of the --extender target, by result (a failure keeps its last replicas).";
+    page.Counter("neighborly_agent_extender_resolves_total", kHelp,
+                 {{"target", t.target}, {"result", "ok"}},
+                 static_cast<double>(t.resolves - t.resolve_failures));
+    page.Counter("neighborly_agent_extender_resolves_total", kHelp,
+                 {{"target", t.target}, {"result", "failed"}},
+                 static_cast<double>(t.resolve_failures));
+  }
+}
+
+void AppendStreamMetrics(const std::vector<StreamView>& streams, PrometheusWriter& page,
+                         absl::Time now) {
   // neighborly_agent_build_info is appended by the page's owner (main.cc,
   // common/process_metrics.h) with the process_* metrics.
   const Family families[] = {
@@ -53,19 +86,25 @@ void AppendStreamMetrics(const std::vector<const ReportStream*>& streams, Promet
        "Streams that ended or could not be opened.",
        [](const ReportStream::Stats& s) { return s.failures; }},
   };
-  std::vector<ReportStream::Stats> stats;
-  for (const ReportStream* stream : streams) stats.push_back(stream->stats());
   for (const Family& family : families) {
-    for (size_t i = 0; i < streams.size(); ++i) {
-      const PrometheusWriter::Labels labels = {{"node", streams[i]->options().node_name},
-                                               {"extender", streams[i]->options().target}};
-      const double value = static_cast<double>(family.value(stats[i]));
+    for (const StreamView& stream : streams) {
+      const PrometheusWriter::Labels labels = {
+          {"node", stream.node}, {"extender", stream.address}, {"target", stream.target}};
+      const double value = static_cast<double>(family.value(stream.stats));
       if (std::string_view(family.type) == "counter") {
         page.Counter(family.name, family.help, labels, value);
       } else {
         page.Gauge(family.name, family.help, labels, value);
       }
     }
+  }
+  for (const StreamView& stream : streams) {
+    if (stream.stats.last_ack == absl::InfinitePast()) continue;
+    page.Gauge("neighborly_agent_stream_last_ack_age_seconds",
+               "Seconds since the replica last acknowledged a report (absent before the first "
+               "ack); growing while the stream is up means the replica is not keeping up.",
+               {{"node", stream.node}, {"extender", stream.address}, {"target", stream.target}},
+               std::max(0.0, absl::ToDoubleSeconds(now - stream.stats.last_ack)));
   }
 }
 

@@ -27,11 +27,11 @@ TEST(MetricsTest, OneSeriesPerStreamWithEscapedLabels) {
   EXPECT_THAT(text, Not(HasSubstr("neighborly_agent_build_info")));
   EXPECT_THAT(text, HasSubstr("# TYPE neighborly_agent_reports_superseded_total counter\n"));
   EXPECT_THAT(text, HasSubstr("neighborly_agent_reports_offered_total{node=\"node-1\","
-                              "extender=\"127.0.0.1:9090\"} 2\n"));
+                              "extender=\"127.0.0.1:9090\",target=\"127.0.0.1:9090\"} 2\n"));
   EXPECT_THAT(text, HasSubstr("neighborly_agent_reports_superseded_total{node=\"node-1\","
-                              "extender=\"127.0.0.1:9090\"} 1\n"));
+                              "extender=\"127.0.0.1:9090\",target=\"127.0.0.1:9090\"} 1\n"));
   EXPECT_THAT(text, HasSubstr("neighborly_agent_stream_connected{node=\"we\\\"ird\","
-                              "extender=\"127.0.0.1:9091\"} 0\n"));
+                              "extender=\"127.0.0.1:9091\",target=\"127.0.0.1:9091\"} 0\n"));
   // Each family is declared once.
   const std::string type = "# TYPE neighborly_agent_acks_total";
   EXPECT_EQ(text.find(type), text.rfind(type));

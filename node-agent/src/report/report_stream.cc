@@ -85,6 +85,10 @@ ReportStream::ReportStream(ReportStreamOptions options) : options_(std::move(opt
 
 ReportStream::~ReportStream() { Stop(); }
 
+const std::string& ReportStream::target_name() const {
+  return options_.target_name.empty() ? options_.target : options_.target_name;
+}
+
 void ReportStream::Start() {
   std::lock_guard<std::mutex> lock(mu_);
   if (started_ || stopping_) return;
@@ -128,6 +132,11 @@ bool ReportStream::SleepUnlessStopped(absl::Duration d) {
   return !stopping_;
 }
 
+std::string ReportStream::Via() const {
+  if (options_.target_name.empty() || options_.target_name == options_.target) return "";
+  return absl::StrCat(" (a replica of ", options_.target_name, ")");
+}
+
 // Called with mu_ held. Logs only transitions, so a dead extender costs one line
 // per outage, not one per attempt.
 void ReportStream::SetState(State state, const std::string& detail) {
@@ -136,16 +145,17 @@ void ReportStream::SetState(State state, const std::string& detail) {
   stats_.state = state;
   switch (state) {
     case State::kConnected:
-      spdlog::info("node {}: streaming telemetry to {}", options_.node_name, options_.target);
+      spdlog::info("node {}: streaming telemetry to {}{}", options_.node_name, options_.target,
+                   Via());
       break;
     case State::kRetrying:
       if (old == State::kConnected) {
-        spdlog::warn("node {}: stream to {} ended ({}); reconnecting with backoff up to {}",
-                     options_.node_name, options_.target, detail,
+        spdlog::warn("node {}: stream to {}{} ended ({}); reconnecting with backoff up to {}",
+                     options_.node_name, options_.target, Via(), detail,
                      absl::FormatDuration(options_.max_backoff));
       } else {
-        spdlog::warn("node {}: cannot reach extender {} ({}); retrying with backoff up to {}",
-                     options_.node_name, options_.target, detail,
+        spdlog::warn("node {}: cannot reach extender {}{} ({}); retrying with backoff up to {}",
+                     options_.node_name, options_.target, Via(), detail,
                      absl::FormatDuration(options_.max_backoff));
       }
       break;
@@ -157,11 +167,20 @@ void ReportStream::SetState(State state, const std::string& detail) {
 void ReportStream::OnAck(const tv1::ReportAck& ack) {
   std::lock_guard<std::mutex> lock(mu_);
   ++stats_.acks;
+  stats_.last_ack = absl::Now();
   stats_.last_acked_sequence = std::max(stats_.last_acked_sequence, ack.sequence());
   if (!ack.has_interval()) return;
   const absl::Duration asked =
       absl::Seconds(ack.interval().seconds()) + absl::Nanoseconds(ack.interval().nanos());
-  if (asked <= absl::ZeroDuration()) return;
+  if (asked <= absl::ZeroDuration()) {
+    // Zero: the extender keeps up again; back to the agent's own interval.
+    if (requested_interval_.has_value()) {
+      spdlog::info("node {}: extender {} hands the interval back", options_.node_name,
+                   options_.target);
+      requested_interval_.reset();
+    }
+    return;
+  }
   const absl::Duration interval = std::clamp(asked, kMinAckInterval, kMaxAckInterval);
   if (requested_interval_ != interval) {
     spdlog::info("node {}: extender {} asks for a {} interval", options_.node_name, options_.target,
@@ -298,6 +317,7 @@ void ReportStream::Run() {
       }
       SetState(State::kRetrying, Describe(status));
     }
+    if (options_.on_failure) options_.on_failure();
     const absl::Duration pause = backoff * absl::Uniform(random, 0.5, 1.0);
     backoff = std::min(backoff * 2, options_.max_backoff);
     if (!SleepUnlessStopped(pause)) break;

@@ -16,6 +16,7 @@
 
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -44,6 +45,12 @@ struct ReportStreamOptions {
   std::string identity_token_file;
   absl::Duration initial_backoff = absl::Milliseconds(100);
   absl::Duration max_backoff = absl::Seconds(5);
+  // The --extender value `target` was resolved from (logs and metrics); empty:
+  // `target` itself.
+  std::string target_name;
+  // Called on the stream's thread whenever a stream ends or cannot be opened
+  // (not for a refused report): the replica may have moved (replica_directory.h).
+  std::function<void()> on_failure;
 };
 
 // Bounds applied to an interval requested in an ack.
@@ -65,6 +72,7 @@ class ReportStream {
     uint64_t last_acked_sequence = 0;
     uint64_t connects = 0;  // streams that got at least one ack
     uint64_t failures = 0;  // streams that ended without a stop
+    absl::Time last_ack = absl::InfinitePast();  // when the newest ack arrived
   };
 
   explicit ReportStream(ReportStreamOptions options);
@@ -83,6 +91,8 @@ class ReportStream {
   std::optional<absl::Duration> RequestedInterval() const;
   Stats stats() const;
   const ReportStreamOptions& options() const { return options_; }
+  // options().target_name, else options().target.
+  const std::string& target_name() const;
 
  private:
   void Run();
@@ -90,6 +100,8 @@ class ReportStream {
   grpc::Status RunOneStream(telemetry::v1::Telemetry::Stub& stub, bool* got_ack);
   void OnAck(const telemetry::v1::ReportAck& ack);
   void SetState(State state, const std::string& detail);
+  // " (a replica of TARGET)" when the address came from a name, for logs.
+  std::string Via() const;
   // Waits up to `d` or until Stop(); false when stopping.
   bool SleepUnlessStopped(absl::Duration d);
 

@@ -1,6 +1,7 @@
 // ReportStream over real gRPC on loopback against a small in-test Telemetry service.
 #include "node-agent/src/report/report_stream.h"
 
+#include <atomic>
 #include <condition_variable>
 #include <mutex>
 #include <string>
@@ -38,6 +39,7 @@ class FakeTelemetry final : public tv1::Telemetry::Service {
       tv1::ReportAck ack;
       ack.set_sequence(report.sequence());
       if (ack_interval_ms_ > 0) ack.mutable_interval()->set_nanos(ack_interval_ms_ * 1'000'000);
+      if (ack_interval_ms_ < 0) ack.mutable_interval()->set_nanos(0);  // present, zero
       if (!stream->Write(ack)) break;
     }
     return grpc::Status::OK;
@@ -57,7 +59,7 @@ class FakeTelemetry final : public tv1::Telemetry::Service {
   }
 
   uint64_t refuse_sequence_ = 0;  // set before the server starts
-  int ack_interval_ms_ = 0;
+  std::atomic<int> ack_interval_ms_{0};  // < 0: an explicit zero
 
  private:
   std::mutex mu_;
@@ -113,7 +115,9 @@ ReportStreamOptions Options(int port) {
                              .server_name = "",
                              .identity_token_file = "",
                              .initial_backoff = absl::Milliseconds(20),
-                             .max_backoff = absl::Milliseconds(200)};
+                             .max_backoff = absl::Milliseconds(200),
+                             .target_name = "",
+                             .on_failure = nullptr};
 }
 
 TEST(ReportStreamTest, ReportsArriveAndAreAcked) {
@@ -212,6 +216,21 @@ TEST(ReportStreamTest, AckIntervalBecomesTheRequestedInterval) {
   stream.Offer(Report(1));
   ASSERT_TRUE(Eventually([&] { return stream.RequestedInterval().has_value(); }));
   EXPECT_EQ(*stream.RequestedInterval(), absl::Milliseconds(250));
+  stream.Stop();
+  server.Kill();
+}
+
+TEST(ReportStreamTest, AZeroAckIntervalHandsTheAgentItsOwnBack) {
+  FakeTelemetry service;
+  service.ack_interval_ms_ = 250;
+  Server server = StartServer(&service);
+  ReportStream stream(Options(server.port));
+  stream.Start();
+  stream.Offer(Report(1));
+  ASSERT_TRUE(Eventually([&] { return stream.RequestedInterval().has_value(); }));
+  service.ack_interval_ms_ = -1;  // an explicit zero from now on
+  stream.Offer(Report(2));
+  ASSERT_TRUE(Eventually([&] { return !stream.RequestedInterval().has_value(); }));
   stream.Stop();
   server.Kill();
 }
