@@ -370,6 +370,33 @@ class HarmScenarioTest : public PredictionScenarioTest {
                     {"controller", true}},
                    kLcResources, {{"neighborly.io/class", "latency-critical"}});
   }
+  // Two pinned databases leaving 4 free CPUs on NUMA node 0 (4-7) and none on 1.
+  static std::string PinnedDatabases() {
+    return "  - {uid: db-1, namespace: data, name: pg-0, qosClass: Guaranteed, "
+           "cpuRequestMillicores: 8000, exclusiveCpus: \"8-15\", llcOccupancyBytes: 2000000, "
+           "membwTotalBytesPerSecond: 500000000}\n"
+           "  - {uid: db-2, namespace: data, name: pg-1, qosClass: Guaranteed, "
+           "cpuRequestMillicores: 4000, exclusiveCpus: \"0-3\", llcOccupancyBytes: 2000000, "
+           "membwTotalBytesPerSecond: 500000000}\n";
+  }
+  // Three labelled scans at 14 GB/s each: a latency-critical pod is refused there.
+  static std::string ThreeStreamers() {
+    std::string out;
+    for (const char* n : {"s1", "s2", "s3"}) {
+      absl::StrAppend(&out, "  - {uid: ", n, ", namespace: etl, name: scan-", n,
+                      ", qosClass: Burstable, labels: {workload-type: batch}, "
+                      "cpuRequestMillicores: 2000, llcOccupancyBytes: 8000000, "
+                      "membwTotalBytesPerSecond: 14000000000, llcMissesPerKiloInstructions: 30}\n");
+    }
+    return out;
+  }
+  // A Guaranteed pod of 4 whole CPUs (pinned on a static node).
+  static json PinnedPod(const std::string& name, json annotations = json::object()) {
+    return PodJson(name, "shop", json::object(), json(),
+                   {{"requests", {{"cpu", "4"}, {"memory", "1Gi"}}},
+                    {"limits", {{"cpu", "4"}, {"memory", "1Gi"}}}},
+                   std::move(annotations));
+  }
   const NodeDecision& On(const std::vector<NodeDecision>& d, const std::vector<std::string>& names,
                          const std::string& node) {
     return d[static_cast<size_t>(std::find(names.begin(), names.end(), node) - names.begin())];
@@ -500,18 +527,8 @@ TEST_F(HarmScenarioTest, MateriallyDifferentCandidatesArePointsApart) {
 // Neighborly liked best (kube-scheduler may have chosen another) never makes
 // the kubelet's admission refuse the next pod there; Reserve's exact one does.
 TEST_F(HarmScenarioTest, GuessedBookingsDoNotHoldCpus) {
-  const std::string pinned_full =
-      "  - {uid: db-1, namespace: data, name: pg-0, qosClass: Guaranteed, cpuRequestMillicores: "
-      "8000, exclusiveCpus: \"8-15\", llcOccupancyBytes: 2000000, membwTotalBytesPerSecond: "
-      "500000000}\n"
-      "  - {uid: db-2, namespace: data, name: pg-1, qosClass: Guaranteed, cpuRequestMillicores: "
-      "4000, exclusiveCpus: \"0-3\", llcOccupancyBytes: 2000000, membwTotalBytesPerSecond: "
-      "500000000}\n";
-  auto pinned = [](const std::string& name) {
-    return PodJson(name, "shop", json::object(), json(),
-                   {{"requests", {{"cpu", "4"}, {"memory", "1Gi"}}},
-                    {"limits", {{"cpu", "4"}, {"memory", "1Gi"}}}});
-  };
+  const std::string pinned_full = PinnedDatabases();
+  auto pinned = [](const std::string& name) { return PinnedPod(name); };
   const std::vector<std::string> names = {"one-slot"};
   for (const bool pressure : {true, false}) {
     Start({NodeYaml("one-slot", pinned_full)}, pressure ? PressureModelConfig() : ModelConfig{});
@@ -537,26 +554,9 @@ TEST_F(HarmScenarioTest, GuessedBookingsDoNotHoldCpus) {
 // one a guessed booking refuses: if kube-scheduler did put that booking's pod
 // there, the kubelet would refuse this one (a TopologyAffinityError).
 TEST_F(HarmScenarioTest, LeastHarmPrefersANodeNoBookingCouldMakeTheKubeletRefuse) {
-  const std::string pinned_full =
-      "  - {uid: db-1, namespace: data, name: pg-0, qosClass: Guaranteed, cpuRequestMillicores: "
-      "8000, exclusiveCpus: \"8-15\", llcOccupancyBytes: 2000000, membwTotalBytesPerSecond: "
-      "500000000}\n"
-      "  - {uid: db-2, namespace: data, name: pg-1, qosClass: Guaranteed, cpuRequestMillicores: "
-      "4000, exclusiveCpus: \"0-3\", llcOccupancyBytes: 2000000, membwTotalBytesPerSecond: "
-      "500000000}\n";
-  std::string streamers;
-  for (const char* n : {"s1", "s2", "s3"}) {
-    absl::StrAppend(&streamers, "  - {uid: ", n, ", namespace: etl, name: scan-", n,
-                    ", qosClass: Burstable, labels: {workload-type: batch}, "
-                    "cpuRequestMillicores: 2000, llcOccupancyBytes: 8000000, "
-                    "membwTotalBytesPerSecond: 14000000000, llcMissesPerKiloInstructions: 30}\n");
-  }
-  auto pinned = [](const std::string& name) {
-    return PodJson(name, "shop", json::object(), json(),
-                   {{"requests", {{"cpu", "4"}, {"memory", "1Gi"}}},
-                    {"limits", {{"cpu", "4"}, {"memory", "1Gi"}}}},
-                   kLcHints);
-  };
+  const std::string pinned_full = PinnedDatabases();
+  const std::string streamers = ThreeStreamers();
+  auto pinned = [](const std::string& name) { return PinnedPod(name, kLcHints); };
   const json first = pinned("first-x2k4q");
   const json second = pinned("second-x2k4q");
   const std::vector<std::string> names = {"one-slot", "streamed"};
@@ -578,26 +578,9 @@ TEST_F(HarmScenarioTest, LeastHarmPrefersANodeNoBookingCouldMakeTheKubeletRefuse
 // then has no room for the second (a TopologyAffinityError). The tight node
 // is refused softly while the guess is in flight; alone it still passes.
 TEST_F(HarmScenarioTest, APinnedPodInFlightElsewhereMayBeOnTheTightNode) {
-  const std::string tight =
-      "  - {uid: db-1, namespace: data, name: pg-0, qosClass: Guaranteed, cpuRequestMillicores: "
-      "8000, exclusiveCpus: \"8-15\", llcOccupancyBytes: 2000000, membwTotalBytesPerSecond: "
-      "500000000}\n"
-      "  - {uid: db-2, namespace: data, name: pg-1, qosClass: Guaranteed, cpuRequestMillicores: "
-      "4000, exclusiveCpus: \"0-3\", llcOccupancyBytes: 2000000, membwTotalBytesPerSecond: "
-      "500000000}\n";
-  std::string streamers;
-  for (const char* n : {"s1", "s2", "s3"}) {
-    absl::StrAppend(&streamers, "  - {uid: ", n, ", namespace: etl, name: scan-", n,
-                    ", qosClass: Burstable, labels: {workload-type: batch}, "
-                    "cpuRequestMillicores: 2000, llcOccupancyBytes: 8000000, "
-                    "membwTotalBytesPerSecond: 14000000000, llcMissesPerKiloInstructions: 30}\n");
-  }
-  auto pinned = [](const std::string& name) {
-    return PodJson(name, "shop", json::object(), json(),
-                   {{"requests", {{"cpu", "4"}, {"memory", "1Gi"}}},
-                    {"limits", {{"cpu", "4"}, {"memory", "1Gi"}}}},
-                   kLcHints);
-  };
+  const std::string tight = PinnedDatabases();
+  const std::string streamers = ThreeStreamers();
+  auto pinned = [](const std::string& name) { return PinnedPod(name, kLcHints); };
   Start({NodeYaml("roomy", ""), NodeYaml("tight", tight), NodeYaml("streamed", streamers)},
         ModelConfig{});
   Tick(1);
