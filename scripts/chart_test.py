@@ -540,8 +540,14 @@ def deploy_extender_config_matches_chart():
     # The chart adds the transport security keys (from `tls`, `extender.identity`
     # and `extender.operatorTokens`) and metrics.perNodeSeries (from `metrics`).
     eq({k: v for k, v in rendered.items() if k not in ("grpc", "http", "operator", "metrics")},
-       values, "extender.yaml vs extender.config")
+       {k: v for k, v in values.items() if k != "grpc"}, "extender.yaml vs extender.config")
     eq(rendered["metrics"], {"perNodeSeries": True}, "metrics.perNodeSeries by default")
+    # grpc.maxStreams is the operator's; the chart's TLS keys stay beside it.
+    eq(rendered["grpc"]["maxStreams"], values["grpc"]["maxStreams"], "grpc.maxStreams by default")
+    raised = yaml.safe_load(render("extender.config.grpc.maxStreams=120000").get(
+        "ConfigMap", name("extender"))["data"]["extender.yaml"])["grpc"]
+    eq(raised["maxStreams"], 120000, "extender.config.grpc.maxStreams reaches the extender")
+    expect(raised["tls"]["requireClientCert"], "the chart's TLS keys kept beside grpc.maxStreams")
     off = render("metrics.perNodeSeries=false").get("ConfigMap", name("extender"))
     eq(yaml.safe_load(off["data"]["extender.yaml"])["metrics"], {"perNodeSeries": False},
        "metrics.perNodeSeries=false reaches the extender's config")
@@ -742,7 +748,8 @@ def tls_options():
     # Plaintext only when asked for, on both sides.
     objs = render("tls.telemetry=false")
     config = yaml.safe_load(objs.get("ConfigMap", name("extender"))["data"]["extender.yaml"])
-    eq(config["grpc"], {"insecurePlaintext": True}, "extender grpc with tls.telemetry=false")
+    eq(config["grpc"], {"insecurePlaintext": True, "maxStreams": 50000},
+       "extender grpc with tls.telemetry=false")
     args = container(objs.get("DaemonSet", name("agent")), "agent")["args"]
     expect("--insecure-plaintext" in args and not any(a.startswith("--tls-") for a in args),
            f"agent args with tls.telemetry=false: {args}")
