@@ -7,6 +7,7 @@
 #include <openssl/err.h>
 #include <signal.h>
 #include <sys/epoll.h>
+#include <sys/ioctl.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -202,7 +203,9 @@ void HttpServer::Stop() {
   }
   // Drain: connections between requests end now (their input is shut, the
   // owning thread closes them); a request under way is finished and answered
-  // with "Connection: close", within its deadlines.
+  // with "Connection: close", within its deadlines. Bytes of a request the
+  // kernel holds but no thread has read yet make it one under way: the client
+  // has sent it (its owning thread reads it within one epoll round).
   const auto drain_until =
       std::chrono::steady_clock::now() +
       absl::ToChronoNanoseconds(options_.request_timeout + options_.write_timeout);
@@ -211,7 +214,10 @@ void HttpServer::Stop() {
       std::lock_guard<std::mutex> lock(conns_mu_);
       if (conns_.empty()) break;
       for (Connection* c : conns_) {
-        if (!c->in_request.load() && !c->drain_shut.exchange(true)) shutdown(c->fd, SHUT_RD);
+        if (c->in_request.load() || c->drain_shut.load()) continue;
+        int unread = 0;
+        if (ioctl(c->fd, FIONREAD, &unread) == 0 && unread > 0) continue;
+        if (!c->drain_shut.exchange(true)) shutdown(c->fd, SHUT_RD);
       }
     }
     if (std::chrono::steady_clock::now() > drain_until) break;
