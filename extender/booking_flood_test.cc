@@ -24,6 +24,7 @@
 #include "grpcpp/grpcpp.h"
 #include "neighborly/placement/v1/placement.grpc.pb.h"
 #include "neighborly/telemetry/v1/telemetry.grpc.pb.h"
+#include "test/support/extender_process.h"
 #include "test/support/subprocess.h"
 
 namespace neighborly {
@@ -56,26 +57,14 @@ struct Extender {
 Extender Start(const std::string& name) {
   const std::string config = ::testing::TempDir() + "/" + name + ".yaml";
   std::ofstream(config) << "state:\n  saveInterval: 1s\nmodel:\n  bookingTtl: 3s\n";
-  absl::StatusOr<std::unique_ptr<Subprocess>> started = Subprocess::Start(
-      {NEIGHBORLY_EXTENDER_BINARY, "--config", config, "--http-address", "127.0.0.1:0",
-       "--grpc-address", "127.0.0.1:0", "--grpc-insecure-plaintext", "--placement-address",
-       "127.0.0.1:0", "--placement-insecure-plaintext", "--log-level", "warn"});
+  absl::StatusOr<testing::RunningExtender> started = testing::StartExtender(
+      "127.0.0.1:0", {"--config", config, "--placement-address", "127.0.0.1:0",
+                      "--placement-insecure-plaintext", "--log-level", "warn"});
   EXPECT_TRUE(started.ok()) << started.status();
   if (!started.ok()) return {};
-  Extender e;
-  e.process = std::move(*started);
-  std::optional<std::string> line = e.process->WaitForLine("listening http=", absl::Seconds(30));
-  std::smatch m;
-  EXPECT_TRUE(line && std::regex_search(*line, m,
-                                        std::regex(R"(http=127\.0\.0\.1:(\d+) grpc=(\S+) )"
-                                                   R"(placement=(\S+))")))
-      << e.process->Stderr();
-  if (m.size() > 3) {
-    e.http_port = std::stoi(m[1]);
-    e.grpc_address = m[2];
-    e.placement_address = m[3];
-  }
-  return e;
+  EXPECT_FALSE(started->addresses.placement.empty()) << started->process->Stderr();
+  return {std::move(started->process), started->addresses.http_port(), started->addresses.grpc,
+          started->addresses.placement};
 }
 
 // node-1's telemetry (bookings need it), `reports` reports a second apart.

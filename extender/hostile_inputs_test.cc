@@ -23,6 +23,7 @@
 #include "grpcpp/grpcpp.h"
 #include "neighborly/telemetry/v1/telemetry.grpc.pb.h"
 #include "nlohmann/json.hpp"
+#include "test/support/extender_process.h"
 #include "test/support/subprocess.h"
 
 namespace neighborly {
@@ -49,20 +50,11 @@ std::string Dir(const std::string& name) {
 
 Extender Start(const std::string& dir, const std::string& config_yaml) {
   std::ofstream(dir + "/extender.yaml") << config_yaml;
-  absl::StatusOr<std::unique_ptr<Subprocess>> started = Subprocess::Start(
-      {NEIGHBORLY_EXTENDER_BINARY, "--config", dir + "/extender.yaml", "--http-address",
-       "127.0.0.1:0", "--grpc-address", "127.0.0.1:0", "--grpc-insecure-plaintext"});
+  absl::StatusOr<testing::RunningExtender> started =
+      testing::StartExtender("127.0.0.1:0", {"--config", dir + "/extender.yaml"});
   EXPECT_TRUE(started.ok()) << started.status();
   if (!started.ok()) return {};
-  Extender e;
-  e.process = std::move(*started);
-  std::optional<std::string> line = e.process->WaitForLine("listening http=", absl::Seconds(30));
-  std::smatch m;
-  if (line && std::regex_search(*line, m, std::regex(R"(http=127\.0\.0\.1:(\d+) grpc=(\S+))"))) {
-    e.http_port = std::stoi(m[1]);
-    e.grpc_address = m[2];
-  }
-  return e;
+  return {std::move(started->process), started->addresses.http_port(), started->addresses.grpc};
 }
 
 std::string Exchange(int port, const std::string& request) {

@@ -2,6 +2,7 @@
 
 #include <utility>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 
 namespace neighborly::testing {
@@ -17,8 +18,16 @@ std::string WordAfter(const std::string& line, const std::string& key) {
 
 }  // namespace
 
+int ExtenderAddresses::http_port() const {
+  const size_t colon = http.rfind(':');
+  int port = 0;
+  if (colon == std::string::npos || !absl::SimpleAtoi(http.substr(colon + 1), &port)) return 0;
+  return port;
+}
+
 std::optional<ExtenderAddresses> ParseListeningLine(const std::string& line) {
-  ExtenderAddresses out{WordAfter(line, "http="), WordAfter(line, "grpc=")};
+  ExtenderAddresses out{WordAfter(line, "http="), WordAfter(line, "grpc="),
+                        WordAfter(line, "placement=")};
   if (out.http.empty() || out.grpc.empty()) return std::nullopt;
   return out;
 }

@@ -21,9 +21,13 @@ namespace neighborly::testing {
 struct ExtenderAddresses {
   std::string http;
   std::string grpc;
+  std::string placement;  // empty: no placement port
+  // The port of `http` (0 when it has none).
+  int http_port() const;
 };
 
-// The addresses in a line such as "... listening http=127.0.0.1:41233 grpc=127.0.0.1:39411".
+// The addresses in a line such as "... listening http=127.0.0.1:41233 grpc=127.0.0.1:39411"
+// (and " placement=H:P" where the placement port listens).
 std::optional<ExtenderAddresses> ParseListeningLine(const std::string& line);
 
 struct RunningExtender {
