@@ -18,11 +18,15 @@ add_compile_definitions(NEIGHBORLY_VERSION="${PROJECT_VERSION}")
 
 # neighborly_add_test(NAME src... LIBS libs...): a GoogleTest binary registered with CTest.
 function(neighborly_add_test name)
-  cmake_parse_arguments(ARG "" "" "SOURCES;LIBS" ${ARGN})
+  cmake_parse_arguments(ARG "" "" "SOURCES;LIBS;PROPERTIES" ${ARGN})
   add_executable(${name} ${ARG_SOURCES})
   target_link_libraries(${name} PRIVATE ${ARG_LIBS} neighborly_warnings GTest::gmock GTest::gtest_main)
   target_compile_definitions(${name} PRIVATE
     NEIGHBORLY_SOURCE_DIR="${PROJECT_SOURCE_DIR}"
     NEIGHBORLY_BINARY_DIR="${PROJECT_BINARY_DIR}")
-  gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60)
+  if(ARG_PROPERTIES)
+    gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60 PROPERTIES ${ARG_PROPERTIES})
+  else()
+    gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60)
+  endif()
 endfunction()

@@ -78,7 +78,12 @@ bool Report(const std::string& address, uint64_t sequence) {
   const bool ok = stream->Write(extender::testing::TwoSocketNode("node-1", sequence)) &&
                   stream->Read(&ack);
   stream->WritesDone();
-  return ok && stream->Finish().ok();
+  const grpc::Status status = stream->Finish();
+  if (!ok || !status.ok()) {
+    ADD_FAILURE() << "report " << sequence << ": " << (ok ? "acked" : "not acked") << ", status "
+                  << status.error_code() << " " << status.error_message();
+  }
+  return ok && status.ok();
 }
 
 // The value of one series of /metrics ("" when absent), e.g.

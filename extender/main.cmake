@@ -51,7 +51,10 @@ target_compile_definitions(extender_roles_test PRIVATE
 neighborly_add_test(extender_report_flood_test
   SOURCES ${CMAKE_CURRENT_LIST_DIR}/report_flood_test.cc
   LIBS neighborly_test_support neighborly_test_pki neighborly_proto neighborly_common
-       OpenSSL::Crypto nlohmann_json::nlohmann_json absl::strings absl::time)
+       OpenSSL::Crypto nlohmann_json::nlohmann_json absl::strings absl::time
+  # Floods that take both cores for a while: alone, so that they neither starve
+  # the tests beside them (20 s deadlines, handshakes) nor are starved.
+  PROPERTIES RUN_SERIAL TRUE)
 add_dependencies(extender_report_flood_test neighborly-extender)
 target_compile_definitions(extender_report_flood_test PRIVATE
   NEIGHBORLY_EXTENDER_BINARY="$<TARGET_FILE:neighborly-extender>")
@@ -60,7 +63,8 @@ target_compile_definitions(extender_report_flood_test PRIVATE
 neighborly_add_test(extender_booking_flood_test
   SOURCES ${CMAKE_CURRENT_LIST_DIR}/booking_flood_test.cc
   LIBS neighborly_test_support neighborly_placement_proto neighborly_proto neighborly_common
-       PkgConfig::HTTPLIB absl::strings absl::time)
+       PkgConfig::HTTPLIB absl::strings absl::time
+  PROPERTIES RUN_SERIAL TRUE)
 add_dependencies(extender_booking_flood_test neighborly-extender)
 target_compile_definitions(extender_booking_flood_test PRIVATE
   NEIGHBORLY_EXTENDER_BINARY="$<TARGET_FILE:neighborly-extender>")
