@@ -34,6 +34,7 @@
 #include "nlohmann/json.hpp"
 #include "test/support/extender_process.h"
 #include "test/support/subprocess.h"
+#include "test/support/wait_for.h"
 
 namespace neighborly {
 namespace {
@@ -43,6 +44,12 @@ using nlohmann::json;
 using ::testing::HasSubstr;
 using testing::BinaryPath;
 using testing::Subprocess;
+
+// Each poll asks a replica over HTTP: every 50 ms.
+template <typename Pred>
+bool WaitFor(Pred pred, absl::Duration timeout) {
+  return testing::WaitFor(pred, timeout, absl::Milliseconds(50));
+}
 
 const char kScenario[] = NEIGHBORLY_SOURCE_DIR "/deploy/examples/content-platform.yaml";
 const char kIncoming[] = NEIGHBORLY_SOURCE_DIR "/deploy/examples/content-platform-incoming.json";
@@ -68,16 +75,6 @@ std::pair<int, std::string> RunShell(const std::string& command) {
   char buffer[512];
   while (fgets(buffer, sizeof buffer, pipe) != nullptr) out += buffer;
   return {pclose(pipe), out};
-}
-
-template <typename Pred>
-bool WaitFor(Pred pred, absl::Duration timeout, absl::Duration step = absl::Milliseconds(50)) {
-  const absl::Time deadline = absl::Now() + timeout;
-  while (!pred()) {
-    if (absl::Now() > deadline) return false;
-    absl::SleepFor(step);
-  }
-  return true;
 }
 
 json LoadIncoming(std::string_view name_prefix) {

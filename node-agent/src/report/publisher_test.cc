@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <condition_variable>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <set>
@@ -19,6 +20,7 @@
 #include "gmock/gmock.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
+#include "test/support/wait_for.h"
 
 namespace neighborly::agent {
 namespace {
@@ -29,14 +31,8 @@ using ::testing::Not;
 
 constexpr absl::Duration kDeadline = absl::Seconds(30);
 
-template <typename Pred>
-bool Eventually(Pred pred) {
-  const absl::Time deadline = absl::Now() + kDeadline;
-  while (!pred()) {
-    if (absl::Now() > deadline) return false;
-    absl::SleepFor(absl::Milliseconds(2));
-  }
-  return true;
+bool Eventually(const std::function<bool()>& pred) {
+  return ::neighborly::testing::WaitFor(pred, kDeadline);
 }
 
 // Acks every report and remembers the sequences it read.

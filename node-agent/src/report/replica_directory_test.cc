@@ -10,6 +10,7 @@
 #include "absl/time/clock.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "test/support/wait_for.h"
 
 namespace neighborly::agent {
 namespace {
@@ -42,14 +43,8 @@ class ScriptedResolver final : public AddressResolver {
   std::shared_ptr<Table> table_;
 };
 
-template <typename Pred>
-bool Eventually(Pred pred) {
-  const absl::Time deadline = absl::Now() + kDeadline;
-  while (!pred()) {
-    if (absl::Now() > deadline) return false;
-    absl::SleepFor(absl::Milliseconds(2));
-  }
-  return true;
+bool Eventually(const std::function<bool()>& pred) {
+  return ::neighborly::testing::WaitFor(pred, kDeadline);
 }
 
 std::vector<std::string> Addresses(const std::vector<Replica>& replicas) {

@@ -3,6 +3,7 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <functional>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -12,6 +13,7 @@
 #include "gmock/gmock.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
+#include "test/support/wait_for.h"
 
 namespace neighborly::agent {
 namespace {
@@ -89,15 +91,8 @@ Server StartServer(FakeTelemetry* service, int port = 0) {
   return s;
 }
 
-// Polls a condition that has no notification of its own, up to a deadline.
-template <typename Pred>
-bool Eventually(Pred pred) {
-  const absl::Time deadline = absl::Now() + kDeadline;
-  while (!pred()) {
-    if (absl::Now() > deadline) return false;
-    absl::SleepFor(absl::Milliseconds(2));
-  }
-  return true;
+bool Eventually(const std::function<bool()>& pred) {
+  return ::neighborly::testing::WaitFor(pred, kDeadline);
 }
 
 tv1::NodeReport Report(uint64_t sequence) {
