@@ -45,7 +45,12 @@ class TransportSecurityTest : public ::testing::Test {
     ASSERT_TRUE(tls.ok()) << tls.status();
     tls_ = std::move(*tls);
     absl::StatusOr<std::unique_ptr<TelemetryServer>> server =
-        TelemetryServer::Start(core_, {.address = "127.0.0.1:0", .credentials = tls_.credentials});
+        TelemetryServer::Start(core_, {.address = "127.0.0.1:0",
+                                       .credentials = tls_.credentials,
+                                       // The rotation test probes with one report per new
+                                       // connection, ten a second, for as long as the watcher
+                                       // takes: above the per-node limit, which is not under test.
+                                       .policy = {.max_reports_per_second = 1000}});
     ASSERT_TRUE(server.ok()) << server.status();
     server_ = std::move(*server);
   }
