@@ -39,6 +39,9 @@ struct Flags {
   bool pods = false;    // also every pod's outcome
   bool oracle = false;  // also the ground truth as the extender
   bool calibrate = false;  // the extender's per-candidate predictions against the truth
+  bool diagnose = false;   // where each mode's victims come from
+  // Fleets sized so that this share of their CPU is requested at the end.
+  double cpu_target_min = 0.7, cpu_target_max = 0.9;
   std::string extender_config;
 };
 
@@ -47,7 +50,7 @@ int Usage(const std::string& error) {
   std::fprintf(stderr,
                "usage: placement_bench [--fleets N] [--seed S] [--arrivals N] "
                "[--report-interval SECONDS] [--measurement-noise SHARE] [--perturb] [--json] "
-               "[--pods] [--oracle] [--calibrate] "
+               "[--pods] [--oracle] [--calibrate] [--diagnose] [--cpu-target LO-HI] "
                "[--extender-config FILE]\n");
   return 2;
 }
@@ -88,6 +91,7 @@ struct Row {
   int pods;
   std::string mode;
   FleetSummary s;
+  VictimAttribution victims;
   int pending_default_ran = 0;
   uint64_t refused_all = 0;
 };
@@ -120,6 +124,15 @@ void PrintRow(const Row& r) {
       s.lc_running_end, s.lc_over_1_5, s.lc_p99, s.lc_worst, s.lc_mean_time_average,
       s.lc_time_average_over_1_2, s.batch_mean_slowdown, s.pending_end, r.pending_default_ran,
       s.topology_affinity_errors, 100 * s.cpu_requested_fraction_end);
+}
+
+void PrintVictims(const Row& r) {
+  const VictimAttribution& v = r.victims;
+  std::printf(
+      "%-18s %4d %5s %4s %-10s victims: %d past 1.2x from the start, %d made so later; without "
+      "the node's batch pods %d still past, %d not\n",
+      "", static_cast<int>(r.seed), "", "", r.mode.c_str(), v.already_at_start, v.made_later,
+      v.without_batch_still, v.batch_caused);
 }
 
 const char* PhaseName(PodPhase phase) {
@@ -189,6 +202,8 @@ void PrintPods(const FleetSpec& fleet, const FleetResult& a, const FleetResult& 
 int Run(const Flags& flags) {
   MixOptions mix;
   mix.arrivals = flags.arrivals;
+  mix.target_cpu_requested_min = flags.cpu_target_min;
+  mix.target_cpu_requested_max = flags.cpu_target_max;
   std::vector<Row> rows;
   if (!flags.json) {
     std::printf(
@@ -198,8 +213,9 @@ int Run(const Flags& flags) {
         "ran; batch: mean time-averaged slowdown of batch pods;\npending: pods never placed by the "
         "end (retried every 10 s); pend(d.ran): of them, placed by the default scheduler;\nTAE: "
         "TopologyAffinityErrors (kubelet refused, not retried); cpu req: requested / allocatable "
-        "at the end\n\n",
-        flags.fleets, static_cast<int>(flags.seed), flags.report_interval_s);
+        "at the end\nfleets sized for %.0f-%.0f %% of their CPU requested at the end\n\n",
+        flags.fleets, static_cast<int>(flags.seed), flags.report_interval_s,
+        100 * flags.cpu_target_min, 100 * flags.cpu_target_max);
   }
   int holds = 0, fewer = 0, variants_run = 0;
   for (const Variant& v : Variants(flags.perturb)) {
@@ -225,13 +241,15 @@ int Run(const Flags& flags) {
                          by_neighborly.calibration.end());
       const int pods = static_cast<int>(fleet.arrivals.size());
       const int nodes = static_cast<int>(fleet.nodes.size());
-      Row d{v.name, seed, nodes, pods, "default", Summarise(by_default), 0, 0};
+      Row d{v.name, seed, nodes, pods, "default", Summarise(by_default), by_default.victims,
+            0,      0};
       Row n{v.name,
             seed,
             nodes,
             pods,
             "neighborly",
             Summarise(by_neighborly),
+            by_neighborly.victims,
             PendingThatReferenceRan(by_neighborly, by_default),
             by_neighborly.extender_refused_all};
       lc_default += d.s.lc_over_1_2;
@@ -243,7 +261,8 @@ int Run(const Flags& flags) {
         options.scorer = Scorer::kOracle;
         const FleetResult by_oracle = SimulateFleet(fleet, options);
         fleet_rows.push_back(Row{v.name, seed, nodes, pods, "oracle", Summarise(by_oracle),
-                                 PendingThatReferenceRan(by_oracle, by_default), 0});
+                                 by_oracle.victims, PendingThatReferenceRan(by_oracle, by_default),
+                                 0});
         lc_oracle += fleet_rows.back().s.lc_over_1_2;
         pending_oracle += fleet_rows.back().s.pending_end;
       }
@@ -253,6 +272,7 @@ int Run(const Flags& flags) {
         } else {
           PrintRow(r);
         }
+        if (flags.diagnose && !flags.json) PrintVictims(r);
         std::fflush(stdout);
         rows.push_back(r);
       }
@@ -323,6 +343,18 @@ int main(int argc, char** argv) {
       flags.oracle = true;
     } else if (arg == "--calibrate") {
       flags.calibrate = true;
+    } else if (arg == "--diagnose") {
+      flags.diagnose = true;
+    } else if (arg == "--cpu-target") {
+      const std::string range = next();
+      const size_t dash = range.find('-');
+      if (dash == std::string::npos ||
+          !absl::SimpleAtod(range.substr(0, dash), &flags.cpu_target_min) ||
+          !absl::SimpleAtod(range.substr(dash + 1), &flags.cpu_target_max) ||
+          flags.cpu_target_min <= 0 || flags.cpu_target_max > 1 ||
+          flags.cpu_target_min > flags.cpu_target_max) {
+        return Usage("--cpu-target needs LO-HI, shares with 0 < LO <= HI <= 1 (e.g. 0.4-0.6)");
+      }
     } else if (arg == "--perturb") {
       flags.perturb = true;
     } else if (arg == "--json") {

@@ -6,8 +6,9 @@
 # the benchmark's own interference ground truth; then the same fleets under
 # moved ground-truth parameters (--perturb), each also with the ground truth
 # itself as the extender (--oracle, the yardstick). Prints the tables
-# docs/performance.md records ("Placement quality"). About 35 s on the 2-core
-# VM (3 fleets x 7 ground truths x 3 modes).
+# docs/performance.md records ("Placement quality"); then roomier fleets with
+# where each mode's victims come from (--diagnose). About 45 s on the 2-core
+# VM (3 fleets x 7 ground truths x 3 modes, then 3 x 3).
 # Usage: scripts/bench-placement.sh [BUILD_DIR [placement_bench flags]]
 #   e.g. scripts/bench-placement.sh build/default --fleets 5 --seed 10
 #   BENCH_PERTURB=0   the base ground truth only
@@ -24,4 +25,10 @@ echo "bench-placement: $(git -C "${root}" rev-parse --short HEAD 2>/dev/null || 
 if [[ "${BENCH_PERTURB:-1}" == 0 ]]; then
   exec "${bin}" --oracle "$@"
 fi
-exec "${bin}" --perturb --oracle "$@"
+"${bin}" --perturb --oracle "$@"
+# Roomier fleets (40-60 % of their CPU requested at the end, 41-47 nodes):
+# closer to issue 22's own fleets, whose default scheduler left 14-22 % of
+# the pods slowed where the fleets above leave 26-29 %.
+echo
+echo "bench-placement: roomier fleets (--cpu-target 0.4-0.6), base ground truth"
+exec "${bin}" --oracle --diagnose --cpu-target 0.4-0.6 "$@"

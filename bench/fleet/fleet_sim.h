@@ -77,6 +77,17 @@ struct PodResult {
   double running_s = 0;
 };
 
+// Where the latency-critical pods slowed past 1.2x at the end come from
+// (placement_bench --diagnose).
+struct VictimAttribution {
+  int already_at_start = 0;  // past 1.2x from the moment they started
+  int made_later = 0;        // within 1.2x when they started, pushed past by later pods
+  // At the end, with the node's batch pods taken away: still past 1.2x
+  // (crowded by latency-critical and standard pods), or back within it.
+  int without_batch_still = 0;
+  int batch_caused = 0;
+};
+
 struct FleetResult {
   std::vector<PodResult> pods;  // in arrival order
   int nodes = 0;
@@ -85,6 +96,7 @@ struct FleetResult {
   uint64_t extender_filtered_out = 0;     // candidates the extender's /filter removed
   uint64_t extender_refused_all = 0;      // scheduling attempts where it removed every one
   std::vector<CalibrationDecision> calibration;  // SimOptions::calibrate
+  VictimAttribution victims;
 };
 
 FleetResult SimulateFleet(const FleetSpec& fleet, const SimOptions& options);

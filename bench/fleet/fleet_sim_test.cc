@@ -106,6 +106,13 @@ TEST(FleetSimulator, TheOracleKeepsACacheSensitiveServiceAwayFromAStreamer) {
   for (const FleetResult* r : {&by_default, &by_oracle}) {
     for (const PodResult& p : r->pods) EXPECT_GE(p.slowdown_end, 1.0);
   }
+  // The default's victim started beside the scan and is one because of it.
+  EXPECT_EQ(by_default.victims.already_at_start, 1);
+  EXPECT_EQ(by_default.victims.made_later, 0);
+  EXPECT_EQ(by_default.victims.batch_caused, 1);
+  EXPECT_EQ(by_default.victims.without_batch_still, 0);
+  const int oracle_victims = by_oracle.pods[2].slowdown_end > 1.2 ? 1 : 0;
+  EXPECT_EQ(by_oracle.victims.already_at_start + by_oracle.victims.made_later, oracle_victims);
 }
 
 }  // namespace
