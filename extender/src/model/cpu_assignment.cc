@@ -1,6 +1,7 @@
 #include "extender/src/model/cpu_assignment.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <functional>
 #include <limits>
@@ -28,8 +29,13 @@ class Accumulator {
       const KubeletCpu* c = topo.Find(cpu);
       if (c == nullptr) continue;
       char& f = free_[static_cast<size_t>(c - topo.cpus().data())];
-      if (!f) ++free_count_;
+      if (f) continue;
       f = 1;
+      ++free_count_;
+      for (int l = 0; l < kLevels; ++l) ++free_by_[l][c->*kFields[l]];
+    }
+    for (const KubeletCpu& c : topo.cpus()) {
+      for (int l = 0; l < kLevels; ++l) ++total_by_[l][c.*kFields[l]];
     }
     numa_first_ = topo.num_sockets() >= topo.num_numa_nodes();
   }
@@ -53,6 +59,7 @@ class Accumulator {
       if (!f) continue;
       f = 0;
       --free_count_;
+      for (int l = 0; l < kLevels; ++l) --free_by_[l][c->*kFields[l]];
       result_.push_back(cpu);
       --needed_;
     }
@@ -68,17 +75,9 @@ class Accumulator {
     }
     return out;
   }
-  int32_t FreeIn(Field field, int32_t value) const {
-    int32_t n = 0;
-    for (size_t i = 0; i < free_.size(); ++i) {
-      if (free_[i] && topo_.cpus()[i].*field == value) ++n;
-    }
-    return n;
-  }
+  int32_t FreeIn(Field field, int32_t value) const { return Lookup(free_by_[Level(field)], value); }
   int32_t TotalIn(Field field, int32_t value) const {
-    int32_t n = 0;
-    for (const KubeletCpu& c : topo_.cpus()) n += c.*field == value ? 1 : 0;
-    return n;
+    return Lookup(total_by_[Level(field)], value);
   }
   CpuIds AllIn(Field field, int32_t value) const {
     CpuIds out;
@@ -91,18 +90,22 @@ class Accumulator {
   // Distinct values of `field` among free CPUs (those with `within` ==
   // `value` when given), sorted by free CPUs ascending, then id.
   std::vector<int32_t> Sorted(Field field, Field within = nullptr, int32_t value = 0) const {
-    // id -> free CPUs in it (all of it, not only the part `within`), one pass.
-    std::map<int32_t, int32_t> counts;
+    // Free CPUs per id: of all of it, not only the part `within`.
+    const std::map<int32_t, int32_t>& ids = free_by_[Level(field)];
     std::vector<int32_t> out;
-    for (size_t i = 0; i < free_.size(); ++i) {
-      if (!free_[i]) continue;
-      const KubeletCpu& c = topo_.cpus()[i];
-      ++counts[c.*field];
-      if (within != nullptr && c.*within != value) continue;
-      if (std::find(out.begin(), out.end(), c.*field) == out.end()) out.push_back(c.*field);
+    if (within == nullptr) {
+      for (const auto& [id, n] : ids) {
+        if (n > 0) out.push_back(id);
+      }
+    } else {
+      for (size_t i = 0; i < free_.size(); ++i) {
+        if (!free_[i]) continue;
+        const KubeletCpu& c = topo_.cpus()[i];
+        if (c.*within != value) continue;
+        if (std::find(out.begin(), out.end(), c.*field) == out.end()) out.push_back(c.*field);
+      }
+      std::sort(out.begin(), out.end());
     }
-    std::sort(out.begin(), out.end());
-    const std::map<int32_t, int32_t>& ids = counts;
     std::stable_sort(out.begin(), out.end(),
                      [&](int32_t a, int32_t b) { return ids.at(a) < ids.at(b); });
     return out;
@@ -257,7 +260,23 @@ class Accumulator {
   }
 
  private:
+  static constexpr int kLevels = 4;
+  static constexpr Field kFields[kLevels] = {&KubeletCpu::core, &KubeletCpu::socket,
+                                             &KubeletCpu::numa, &KubeletCpu::uncore};
+  static int Level(Field field) {
+    for (int l = 0; l < kLevels; ++l) {
+      if (kFields[l] == field) return l;
+    }
+    return 0;  // unreachable: every caller passes one of kFields
+  }
+  static int32_t Lookup(const std::map<int32_t, int32_t>& m, int32_t id) {
+    auto it = m.find(id);
+    return it == m.end() ? 0 : it->second;
+  }
+
   const CpuTopologyView& topo_;
+  // Free and total CPUs per id, for each level of kFields.
+  std::array<std::map<int32_t, int32_t>, kLevels> free_by_, total_by_;
   std::vector<char> free_;  // by position in topo_.cpus()
   int32_t free_count_ = 0;
   int32_t needed_ = 0;

@@ -242,7 +242,10 @@ void PlanL3(const tv1::NodeReport& report, const IsFree& is_free, AdmissionProfi
   }
   for (AdmissionNuma& n : p.numa) {
     const int32_t numa[] = {static_cast<int32_t>(n.id)};
-    const int32_t most = std::min<int32_t>(kL3PlanCpus, n.free_cpus);
+    // Beyond two L3 domains' worth the pod spans several anyway.
+    const int32_t most =
+        std::min<int32_t>({static_cast<int32_t>(kL3PlanCpus), n.free_cpus,
+                           std::max(1, 2 * topo->CpusPerUncore())});
     for (int32_t k = 1; k <= most; ++k) {
       absl::StatusOr<CpuIds> cpus = AllocateExclusiveCpus(*topo, options, free, k, numa);
       if (!cpus.ok()) continue;  // SMT alignment: Admit refuses it anyway

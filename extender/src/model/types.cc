@@ -117,7 +117,8 @@ std::vector<Term> ExplainTerms(const NodeDecision& d) {
                                                                       " L3 domains")
                                                        : std::string("one L3 domain"))
                       : d.l3_plan == 2
-                          ? absl::StrCat("; L3: prefer-align-cpus-by-uncorecache fits the pod into ",
+                          ? absl::StrCat("; L3: prefer-align-cpus-by-uncorecache fits the pod "
+                                         "into ",
                                          d.l3_span > 1 ? absl::StrCat(d.l3_span, " L3 domains")
                                                        : std::string("one L3 domain"))
                           : std::string())});

@@ -368,8 +368,8 @@ class HostAgentImpl final : public HostAgent {
   void FillNotMeasured(tv1::NodeReport& report) {
     tv1::Capabilities* caps = report.mutable_capabilities();
     if (!rdt_.usable) {
-      caps->add_not_measured(
-          absl::StrCat("L3 occupancy and memory bandwidth (per pod, per L3 domain): ", rdt_.reason));
+      caps->add_not_measured(absl::StrCat(
+          "L3 occupancy and memory bandwidth (per pod, per L3 domain): ", rdt_.reason));
     } else {
       if (!rdt_.occupancy) caps->add_not_measured("L3 occupancy: llc_occupancy not monitored");
       if (!rdt_.mbm_total) {

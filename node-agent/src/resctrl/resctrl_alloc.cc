@@ -137,7 +137,8 @@ ResctrlAllocInfo DetectResctrlAllocation(const Filesystem& fs,
     std::optional<uint32_t> min = ReadNumber(fs, JoinPath(mb, "min_bandwidth"));
     std::optional<uint32_t> gran = ReadNumber(fs, JoinPath(mb, "bandwidth_gran"));
     if (!mb_closids || *mb_closids < 2 || !min || !gran || *gran == 0) {
-      info.mba_reason = absl::StrCat(mb, "/num_closids, min_bandwidth or bandwidth_gran unreadable");
+      info.mba_reason =
+          absl::StrCat(mb, "/num_closids, min_bandwidth or bandwidth_gran unreadable");
     } else {
       info.mba = true;
       info.mba_min = *min;
