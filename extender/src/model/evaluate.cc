@@ -716,6 +716,8 @@ void EvaluateLoaded(const PodRequest& pod, const NodeProfile& p, const InFlightT
     out.exclusive_cpus = placed.total_cpus;
     out.first_cpu = home.first_free_cpu;
     out.full_cores = placed.full_cores;
+    const int32_t predicted_l3 = home.L3For(placed.total_cpus);  // exact on CCD nodes (issue 27)
+    NoteL3Plan(p.admission, home, placed.total_cpus, out);
     out.spans_numa = std::popcount(placed.numa_mask) > 1;
     out.topology_policy = static_cast<uint8_t>(p.admission.policy);
     const double resident_membw = numa.membw + in_flight.membw(n);
@@ -730,8 +732,7 @@ void EvaluateLoaded(const PodRequest& pod, const NodeProfile& p, const InFlightT
     // The L3 domain of the lowest free core (the static policy packs from there).
     int domain = -1;
     for (size_t d = numa.l3_begin; d < numa.l3_end; ++d) {
-      if (home.first_free_l3 >= 0 &&
-          l3_domains[d].id == static_cast<uint32_t>(home.first_free_l3)) {
+      if (predicted_l3 >= 0 && l3_domains[d].id == static_cast<uint32_t>(predicted_l3)) {
         domain = static_cast<int>(d);
       }
     }

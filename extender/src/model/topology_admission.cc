@@ -4,10 +4,12 @@
 #include <bit>
 #include <map>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/cpu_list.h"
 #include "common/strings.h"
+#include "extender/src/model/cpu_assignment.h"
 
 namespace neighborly::extender {
 namespace {
@@ -37,17 +39,46 @@ void AppendBytesText(std::string* out, int64_t bytes) {
   }
 }
 
-// Up to every non-empty NUMA mask, inline (no allocation per evaluation).
+// Up to every non-empty NUMA mask: inline for up to 8 NUMA nodes (no
+// allocation per evaluation), on the heap beyond (nodes above the kubelet's
+// default max-allowable-numa-nodes, where the operator raised it).
 struct HintList {
-  std::array<TopologyHint, (1u << kMaxAdmissionNumaNodes) - 1> hints;
+  static constexpr size_t kInline = (1u << 8) - 1;
+  std::array<TopologyHint, kInline> inline_hints;
+  std::vector<TopologyHint> heap;
+  TopologyHint* hints = inline_hints.data();
   size_t size = 0;
+  HintList() = default;
+  HintList(const HintList&) = delete;
+  HintList& operator=(const HintList&) = delete;
+  void Reserve(size_t numa_count) {
+    const size_t need = (size_t{1} << numa_count) - 1;
+    if (need <= kInline) return;
+    if (heap.size() < need) heap.resize(need);
+    hints = heap.data();
+  }
   void Set(TopologyHint h) { hints[size++] = h; }
-  std::span<const TopologyHint> view() const { return {hints.data(), size}; }
+  std::span<const TopologyHint> view() const { return {hints, size}; }
 };
+
+// The average NUMA distance within a mask (NUMADistances.CalculateAverageFor:
+// every ordered pair, itself included).
+double AverageDistance(uint32_t mask, std::span<const uint16_t> distances, size_t n) {
+  double sum = 0, count = 0;
+  for (uint32_t a = mask; a != 0; a &= a - 1) {
+    for (uint32_t b = mask; b != 0; b &= b - 1) {
+      sum += distances[static_cast<size_t>(std::countr_zero(a)) * n +
+                       static_cast<size_t>(std::countr_zero(b))];
+      count += 1;
+    }
+  }
+  return count == 0 ? 0 : sum / count;
+}
 
 template <typename TotalFn, typename FreeFn>
 void GenerateHints(size_t numa_count, int64_t request, TotalFn total, FreeFn free, HintList& out) {
   out.size = 0;
+  out.Reserve(numa_count);
   const uint32_t all = (1u << numa_count) - 1;
   int min_affinity = static_cast<int>(numa_count);
   for (uint32_t mask = 1; mask <= all; ++mask) {
@@ -81,10 +112,18 @@ bool Narrower(uint32_t a, uint32_t b) {
   return ca == cb ? a < b : ca < cb;
 }
 
-// HintMerger.compare without the alpha scoring options.
-TopologyHint Compare(const TopologyHint* current, const TopologyHint& candidate, int best_count) {
-  auto fitter = [](const TopologyHint& cur, const TopologyHint& cand) {
+// HintMerger.compare; `closest` (prefer-closest-numa-nodes): equally wide
+// masks are told apart by average distance (NUMAInfo.Closest), else the
+// narrower / lower one wins (NUMAInfo.Narrowest).
+TopologyHint Compare(const TopologyHint* current, const TopologyHint& candidate, int best_count,
+                     std::span<const uint16_t> closest = {}, size_t n = 0) {
+  auto fitter = [&](const TopologyHint& cur, const TopologyHint& cand) {
     if (cand.mask == cur.mask) return cur;
+    if (!closest.empty() && std::popcount(cur.mask) == std::popcount(cand.mask)) {
+      const double dc = AverageDistance(cur.mask, closest, n);
+      const double dn = AverageDistance(cand.mask, closest, n);
+      if (dc != dn) return dc < dn ? cur : cand;
+    }
     return Narrower(cur.mask, cand.mask) ? cur : cand;
   };
   const int cur = std::popcount(current->mask), cand = std::popcount(candidate.mask);
@@ -174,7 +213,70 @@ void AppendShortfall(std::string* text, const AdmissionProfile& node, const Free
   }
 }
 
+// Several L3 domains in one NUMA node: replay the static policy's exact
+// allocation (cpu_assignment.h) of 1..kL3PlanCpus CPUs on each NUMA node, so
+// that the model judges the L3 domain the pod will really share. Cost: one
+// allocation per size and NUMA node, per report of such a node only.
+template <typename IsFree>
+void PlanL3(const tv1::NodeReport& report, const IsFree& is_free, AdmissionProfile& p) {
+  const auto& l3s = report.topology().l3_domains();
+  for (const AdmissionNuma& n : p.numa) {
+    int domains = 0;
+    for (const tv1::L3Domain& l3 : l3s) domains += l3.numa_node() == n.id ? 1 : 0;
+    p.split_l3 = p.split_l3 || domains > 1;
+  }
+  if (!p.split_l3) return;
+  absl::StatusOr<CpuTopologyView> topo = CpuTopologyView::FromReport(report.topology());
+  if (!topo.ok()) return;  // the lowest-free-core guess stays
+  const StaticPolicyOptions options = StaticPolicyOptionsFrom(report.kubelet());
+  auto occupancy_of = [&](int32_t id) -> uint64_t {
+    for (const tv1::L3Domain& l3 : l3s) {
+      if (static_cast<int32_t>(l3.id()) == id) return l3.occupancy_bytes();
+    }
+    return 0;
+  };
+  p.uncore_aligned = options.prefer_align_cpus_by_uncore_cache;
+  CpuIds free;
+  for (const KubeletCpu& c : topo->cpus()) {
+    if (is_free(static_cast<uint32_t>(c.cpu))) free.push_back(c.cpu);
+  }
+  for (AdmissionNuma& n : p.numa) {
+    const int32_t numa[] = {static_cast<int32_t>(n.id)};
+    // Beyond two L3 domains' worth the pod spans several anyway.
+    const int32_t most =
+        std::min<int32_t>({static_cast<int32_t>(kL3PlanCpus), n.free_cpus,
+                           std::max(1, 2 * topo->CpusPerUncore())});
+    for (int32_t k = 1; k <= most; ++k) {
+      absl::StatusOr<CpuIds> cpus = AllocateExclusiveCpus(*topo, options, free, k, numa);
+      if (!cpus.ok()) continue;  // SMT alignment: Admit refuses it anyway
+      std::map<int32_t, int32_t> per_l3;
+      for (int32_t cpu : *cpus) ++per_l3[topo->Find(cpu)->uncore];
+      // Most of its CPUs; on ties the busier L3 (a pod split over two
+      // suffers from the worse).
+      int32_t best = -1, best_count = 0;
+      uint64_t best_occupancy = 0;
+      for (const auto& [l3, count] : per_l3) {
+        const uint64_t occupancy = occupancy_of(l3);
+        if (count > best_count || (count == best_count && occupancy > best_occupancy)) {
+          best = l3;
+          best_count = count;
+          best_occupancy = occupancy;
+        }
+      }
+      n.l3_for_cpus[k - 1] = static_cast<int16_t>(best);
+      n.l3_span_for_cpus[k - 1] = static_cast<uint8_t>(std::min<size_t>(per_l3.size(), 255));
+    }
+  }
+}
+
 }  // namespace
+
+void NoteL3Plan(const AdmissionProfile& node, const AdmissionNuma& home, int32_t cpus,
+                NodeDecision& out) {
+  if (!node.split_l3 || home.L3SpanFor(cpus) == 0) return;
+  out.l3_span = static_cast<int8_t>(std::min(home.L3SpanFor(cpus), 127));
+  out.l3_plan = node.uncore_aligned ? 2 : 1;
+}
 
 std::vector<TopologyHint> GenerateTopologyHints(std::span<const int64_t> total,
                                                 std::span<const int64_t> free, int64_t request) {
@@ -182,7 +284,7 @@ std::vector<TopologyHint> GenerateTopologyHints(std::span<const int64_t> total,
   const size_t n = std::min({total.size(), free.size(), kMaxAdmissionNumaNodes});
   GenerateHints(
       n, request, [&](int i) { return total[i]; }, [&](int i) { return free[i]; }, list);
-  return {list.hints.begin(), list.hints.begin() + static_cast<ptrdiff_t>(list.size)};
+  return {list.hints, list.hints + list.size};
 }
 
 std::vector<TopologyHint> FilterSingleNumaHints(std::span<const TopologyHint> hints) {
@@ -194,7 +296,8 @@ std::vector<TopologyHint> FilterSingleNumaHints(std::span<const TopologyHint> hi
 }
 
 TopologyHint MergeTopologyHints(std::span<const std::span<const TopologyHint>> lists,
-                                size_t numa_count) {
+                                size_t numa_count, std::span<const uint16_t> closest) {
+  if (closest.size() != numa_count * numa_count) closest = {};
   const uint32_t all = numa_count >= 32 ? ~0u : (1u << numa_count) - 1;
   // BestNonPreferredAffinityCount: the largest over lists of their narrowest non-nil mask.
   int best_count = 0;
@@ -210,6 +313,26 @@ TopologyHint MergeTopologyHints(std::span<const std::span<const TopologyHint>> l
   bool have = false;
   for (const auto& list : lists) {
     if (list.empty()) return {all, false};  // no permutation at all
+  }
+  // Above 8 NUMA nodes two providers can offer 65,535 hints each: instead of
+  // the kubelet's full cross product (which its max-allowable-numa-nodes
+  // warning is about), take the narrowest mask all lists prefer, else the
+  // non-preferred "all" (an approximation, docs/scoring.md section 3a).
+  double product = 1;
+  for (const auto& list : lists) product *= static_cast<double>(list.size());
+  if (product > double{1 << 22}) {
+    const TopologyHint* pick = nullptr;
+    for (const TopologyHint& h : lists[0]) {
+      if (!h.preferred || h.mask == 0) continue;
+      bool everywhere = true;
+      for (size_t l = 1; l < lists.size() && everywhere; ++l) {
+        everywhere = std::any_of(lists[l].begin(), lists[l].end(), [&](const TopologyHint& o) {
+          return o.preferred && (o.mask == h.mask || o.mask == 0);
+        });
+      }
+      if (everywhere && (pick == nullptr || Narrower(h.mask, pick->mask))) pick = &h;
+    }
+    return pick != nullptr ? *pick : TopologyHint{all, false};
   }
   // Odometer over one hint per list.
   std::array<size_t, 8> index{};
@@ -229,7 +352,7 @@ TopologyHint MergeTopologyHints(std::span<const std::span<const TopologyHint>> l
     }
     const TopologyHint candidate{mask, preferred};
     if (mask != 0) {
-      best = have ? Compare(&best, candidate, best_count) : candidate;
+      best = have ? Compare(&best, candidate, best_count, closest, numa_count) : candidate;
       have = true;
     }
     size_t l = 0;
@@ -269,7 +392,17 @@ AdmissionProfile BuildAdmissionProfile(const tv1::NodeReport& report,
       it != k.cpu_manager_policy_options().end()) {
     p.full_pcpus_only = it->second == "true";
   }
+  const auto& options = k.topology_manager_policy_options();
+  if (auto it = options.find("max-allowable-numa-nodes"); it != options.end()) {
+    int32_t value = 0;
+    if (absl::SimpleAtoi(it->second, &value) && value > 0) p.max_allowable_numa_nodes = value;
+  }
+  if (auto it = options.find("prefer-closest-numa-nodes"); it != options.end()) {
+    p.prefer_closest = it->second == "true";
+  }
   const auto& numa_in = report.topology().numa_nodes();
+  p.above_max_allowable = p.policy != TopologyPolicy::kNone &&
+                          numa_in.size() > p.max_allowable_numa_nodes;
   if (static_cast<size_t>(numa_in.size()) > kMaxAdmissionNumaNodes) {
     p.too_many_numa_nodes = true;
     return p;
@@ -320,6 +453,26 @@ AdmissionProfile BuildAdmissionProfile(const tv1::NodeReport& report,
     out.free_memory_bytes = std::max<int64_t>(0, n.free_memory - reserved_here);
   }
 
+  // Distances in profile order, for prefer-closest-numa-nodes (kept only
+  // when every NUMA node reports a full row).
+  if (p.prefer_closest) {
+    const size_t n = p.numa.size();
+    p.distances.assign(n * n, 0);
+    bool complete = true;
+    for (size_t i = 0; i < n && complete; ++i) {
+      const tv1::NumaNode& row = *in[i].numa;
+      if (static_cast<size_t>(row.distances_size()) != n) {
+        complete = false;
+        break;
+      }
+      // Row entries are in NUMA id order, which is the profile's order.
+      for (size_t j = 0; j < n; ++j) {
+        p.distances[i * n + j] = static_cast<uint16_t>(std::min<uint32_t>(row.distances(j), 65535));
+      }
+    }
+    if (!complete) p.distances.clear();
+  }
+
   // The lowest free CPU of each NUMA node, and of a whole free core.
   std::vector<int64_t> lowest_free(p.numa.size(), -1), lowest_core(p.numa.size(), -1);
   for (size_t i = 0; i < in.size(); ++i) {
@@ -362,6 +515,7 @@ AdmissionProfile BuildAdmissionProfile(const tv1::NodeReport& report,
       }
     }
   }
+  if (p.static_cpu) PlanL3(report, is_free, p);
   return p;
 }
 
@@ -402,6 +556,17 @@ bool Admit(const AdmissionProfile& node, const AdmissionRequest& pod, const Admi
            AdmissionResult& out, std::string* reason) {
   out = AdmissionResult();
   if (!pod.any_hint || node.too_many_numa_nodes || node.numa.empty()) return true;
+  if (node.above_max_allowable && node.static_cpu && pod.pod_exclusive_cpus > 0) {
+    if (reason != nullptr) {
+      reason->clear();
+      absl::StrAppend(reason, "NUMA admission: ", node.numa.size(),
+                      " NUMA nodes exceed topologyManagerPolicyOptions max-allowable-numa-nodes ",
+                      node.max_allowable_numa_nodes, ": the kubelet does not start with "
+                      "topologyManagerPolicy ", Av(TopologyPolicyName(node.policy)),
+                      " (raise the option to emulate)");
+    }
+    return false;
+  }
   const size_t n = node.numa.size();
   const uint32_t all = (1u << n) - 1;
   Free free;
@@ -442,15 +607,22 @@ bool Admit(const AdmissionProfile& node, const AdmissionRequest& pod, const Admi
         }
         if (total >= cpus) min_affinity = std::min(min_affinity, std::popcount(mask));
       }
+      // prefer-closest-numa-nodes: of the fitting masks that wide, the
+      // closest (lowest average distance), the lower one on ties.
+      const bool closest = node.distances.size() == n * n && min_affinity > 1;
+      double best_distance = 0;
       if (!single || min_affinity == 1) {
-        for (uint32_t mask = 1; mask <= masks && !merged; ++mask) {
+        for (uint32_t mask = 1; mask <= masks && (!merged || closest); ++mask) {
           if (std::popcount(mask) != min_affinity) continue;
           int32_t available = 0;
           for (uint32_t bits = mask; bits != 0; bits &= bits - 1) {
             available += free.cpus[std::countr_zero(bits)];
           }
-          if (available >= cpus) {
+          if (available < cpus) continue;
+          const double distance = closest ? AverageDistance(mask, node.distances, n) : 0;
+          if (!merged || distance < best_distance) {
             best = {mask, true};
+            best_distance = distance;
             merged = true;
           }
         }
@@ -478,7 +650,7 @@ bool Admit(const AdmissionProfile& node, const AdmissionRequest& pod, const Admi
         add(memory_hints);
       }
       best = MergeTopologyHints(std::span<const std::span<const TopologyHint>>(lists.data(), count),
-                                n);
+                                n, node.distances);
       if (single && best.mask == all) best.mask = 0;  // single-numa-node: the default is "any"
       out.preferred = out.preferred && best.preferred;
       if (strict && !best.preferred) {

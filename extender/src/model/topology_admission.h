@@ -26,13 +26,22 @@
 namespace neighborly::extender {
 
 // The kubelet refuses to start its topology manager on more NUMA nodes than
-// max-allowable-numa-nodes (default 8); hints are enumerated over every NUMA
-// mask, so the emulation is bounded the same way. Beyond it: fail open.
-inline constexpr size_t kMaxAdmissionNumaNodes = 8;
+// its topologyManagerPolicyOptions max-allowable-numa-nodes (default 8): such
+// a node admits no pod the topology manager would judge (refused, with that
+// reason). Up to kMaxAdmissionNumaNodes the emulation enumerates every NUMA
+// mask as the kubelet does (allocation-free up to 8, a heap list above);
+// beyond it, it fails open.
+inline constexpr size_t kMaxAdmissionNumaNodes = 16;
+inline constexpr int32_t kDefaultMaxAllowableNumaNodes = 8;
 
 enum class TopologyPolicy : uint8_t { kNone, kBestEffort, kRestricted, kSingleNumaNode };
 enum class TopologyScope : uint8_t { kContainer, kPod };
 std::string_view TopologyPolicyName(TopologyPolicy p);  // "single-numa-node", ...
+
+// Exclusive-CPU requests up to this size get their exact L3 placement
+// precomputed per NUMA node (BuildAdmissionProfile) on nodes whose NUMA nodes
+// hold several L3 domains; larger ones fall back to the lowest free core.
+inline constexpr size_t kL3PlanCpus = 32;
 
 struct AdmissionNuma {
   uint32_t id = 0;
@@ -46,6 +55,30 @@ struct AdmissionNuma {
   // packs from the lowest core id), else its lowest free CPU; -1: none free.
   int32_t first_free_l3 = -1;
   int32_t first_free_cpu = -1;  // that core's (or CPU's) first CPU
+  // Where the static policy's exact allocation (cpu_assignment.h) of k CPUs
+  // on this NUMA node lands, k = 1..kL3PlanCpus: the L3 domain holding most
+  // of them (lowest id on ties) and how many L3 domains they touch. Computed
+  // only on nodes with several L3 domains per NUMA node (AMD CCDs); -1 / 0
+  // elsewhere.
+  std::array<int16_t, kL3PlanCpus> l3_for_cpus = UnsetL3Plan();
+  std::array<uint8_t, kL3PlanCpus> l3_span_for_cpus{};
+  // The L3 domain a pinned pod of `cpus` CPUs will use: the exact plan, else
+  // the domain of the lowest free core.
+  int32_t L3For(int32_t count) const {
+    if (count >= 1 && static_cast<size_t>(count) <= kL3PlanCpus && l3_for_cpus[count - 1] >= 0) {
+      return l3_for_cpus[count - 1];
+    }
+    return first_free_l3;
+  }
+  int32_t L3SpanFor(int32_t count) const {
+    return count >= 1 && static_cast<size_t>(count) <= kL3PlanCpus ? l3_span_for_cpus[count - 1]
+                                                                  : 0;
+  }
+  static constexpr std::array<int16_t, kL3PlanCpus> UnsetL3Plan() {
+    std::array<int16_t, kL3PlanCpus> a{};
+    for (int16_t& v : a) v = -1;
+    return a;
+  }
 };
 
 // One node's kubelet, condensed at ingest. NUMA nodes sorted by id (the
@@ -58,6 +91,20 @@ struct AdmissionProfile {
   bool full_pcpus_only = false;
   int32_t threads_per_core = 1;
   bool too_many_numa_nodes = false;  // > kMaxAdmissionNumaNodes: not emulated (fail open)
+  // topologyManagerPolicyOptions max-allowable-numa-nodes, and whether this
+  // node has more NUMA nodes than that (the kubelet does not start).
+  int32_t max_allowable_numa_nodes = kDefaultMaxAllowableNumaNodes;
+  bool above_max_allowable = false;
+  // prefer-closest-numa-nodes: among equally narrow preferred hints the one
+  // with the smallest average distance wins (ties: the lower mask).
+  bool prefer_closest = false;
+  std::vector<uint16_t> distances;  // numa.size()^2, profile order (row i: from numa[i])
+  // Several L3 domains in one NUMA node (EPYC CCDs): where a pinned pod's
+  // CPUs land decides which L3 it shares; AdmissionNuma::l3_for_cpus holds
+  // the exact prediction. `uncore_aligned`: the kubelet runs with
+  // prefer-align-cpus-by-uncorecache.
+  bool split_l3 = false;
+  bool uncore_aligned = false;
   absl::InlinedVector<AdmissionNuma, 2> numa;
 };
 
@@ -94,8 +141,9 @@ std::vector<TopologyHint> FilterSingleNumaHints(std::span<const TopologyHint> hi
 // non-preferred one, the narrower (lowest mask on ties) wins among preferred,
 // non-preferred ones creep toward the widest provider's narrowest mask
 // (BestNonPreferredAffinityCount). No permutation: {all, not preferred}.
+// `closest`: the prefer-closest-numa-nodes distances (numa_count^2), or empty.
 TopologyHint MergeTopologyHints(std::span<const std::span<const TopologyHint>> lists,
-                                size_t numa_count);
+                                size_t numa_count, std::span<const uint16_t> closest = {});
 
 // One container's demand on the resource managers.
 struct AdmissionContainer {
@@ -143,6 +191,11 @@ struct AdmissionBooked {
 // NUMA nodes and the shortfall.
 bool Admit(const AdmissionProfile& node, const AdmissionRequest& pod, const AdmissionBooked& booked,
            AdmissionResult& out, std::string* reason);
+
+// The L3 part of a pinned pod's placement on `home`, for the explanation:
+// how many L3 domains its CPUs touch and whether the kubelet aligns by L3.
+void NoteL3Plan(const AdmissionProfile& node, const AdmissionNuma& home, int32_t cpus,
+                NodeDecision& out);
 
 }  // namespace neighborly::extender
 

@@ -108,7 +108,20 @@ std::vector<Term> ExplainTerms(const NodeDecision& d) {
                       d.l3_domain >= 0 ? absl::StrCat(", L3 domain ", d.l3_domain) : "",
                       d.first_cpu >= 0 ? absl::StrCat(", cores from CPU ", d.first_cpu, " up") : "",
                       d.full_cores ? " (whole cores)" : " (sharing a core with a sibling thread)",
-                      "; why: ", Av(kWhy[std::min<size_t>(d.topology_policy, 3)]))});
+                      "; why: ", Av(kWhy[std::min<size_t>(d.topology_policy, 3)]),
+                      d.l3_plan == 1
+                          ? absl::StrCat("; L3: the kubelet packs cores, not L3 domains "
+                                         "(cpuManagerPolicyOptions prefer-align-cpus-by-uncorecache"
+                                         " off), ",
+                                         d.l3_span > 1 ? absl::StrCat("the pod spans ", d.l3_span,
+                                                                      " L3 domains")
+                                                       : std::string("one L3 domain"))
+                      : d.l3_plan == 2
+                          ? absl::StrCat("; L3: prefer-align-cpus-by-uncorecache fits the pod "
+                                         "into ",
+                                         d.l3_span > 1 ? absl::StrCat(d.l3_span, " L3 domains")
+                                                       : std::string("one L3 domain"))
+                          : std::string())});
   }
   terms.push_back({"l3_pressure", d.l3_pressure,
                    absl::StrFormat("predicted L3 demand (working sets) %.0f%% of capacity on %s",

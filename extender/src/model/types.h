@@ -98,6 +98,11 @@ struct NodeDecision {
   int32_t exclusive_cpus = 0;   // CPUs its static CPU manager will give it
   int32_t first_cpu = -1;       // the lowest free core's first CPU, where packing starts
   bool full_cores = true;       // all of them whole cores (no sibling thread shared)
+  // Nodes with several L3 domains per NUMA node (issue 27): how many L3
+  // domains the pinned CPUs touch, and 1 when the kubelet packs cores
+  // (prefer-align-cpus-by-uncorecache off), 2 when it aligns by L3.
+  int8_t l3_span = 0;
+  int8_t l3_plan = 0;
   bool spans_numa = false;      // its CPUs/memory spread over more than one NUMA node
   uint8_t topology_policy = 0;  // the node's topologyManagerPolicy (TopologyPolicy)
   // Passed by the least-harm fallback: isolation / headroom refused every node.

@@ -18,6 +18,7 @@
 #include "node-agent/src/pods/pod_names.h"
 #include "node-agent/src/pqos/pqos_monitor.h"
 #include "node-agent/src/resctrl/resctrl.h"
+#include "node-agent/src/resctrl/resctrl_alloc.h"
 #include "node-agent/src/sys/filesystem.h"
 #include "node-agent/src/topology/topology.h"
 #include "spdlog/spdlog.h"
@@ -140,7 +141,11 @@ class HostAgentImpl final : public HostAgent {
     }
 
     ProbePerf(mounts);
+    if (absl::StatusOr<std::string> cpuinfo = fs_->ReadFile("/proc/cpuinfo"); cpuinfo.ok()) {
+      arch_ = ParseCpuInfo(*cpuinfo);
+    }
     SetupResctrl();
+    DetectAllocation();
     ProbePsi();
     SetupKubeletClients();
     return absl::OkStatus();
@@ -237,6 +242,7 @@ class HostAgentImpl final : public HostAgent {
         TimeUtil::NanosecondsToDuration(absl::ToInt64Nanoseconds(elapsed));
     FillCapabilities(kubelet, metadata, resources, unmonitored, report.mutable_capabilities());
     FillTopology(node_start, node_end, seconds, report.mutable_topology());
+    FillNotMeasured(report);
     FillKubelet(kubelet, resources, report.mutable_kubelet());
 
     absl::StatusOr<std::map<std::string, PodName>> names = ReadPodNames(*fs_);
@@ -337,7 +343,55 @@ class HostAgentImpl final : public HostAgent {
 
   ResctrlInfo DetectHostResctrl() {
     absl::StatusOr<std::vector<MountEntry>> table = ReadMountTable(*fs_, options_.host_root);
-    return DetectResctrl(*fs_, table.ok() ? *table : std::vector<MountEntry>{});
+    ResctrlInfo info = DetectResctrl(*fs_, table.ok() ? *table : std::vector<MountEntry>{});
+    // The generic reason names Intel RDT / AMD PQoS; an Arm host needs MPAM.
+    if (arch_.vendor == CpuVendor::kArm && !info.usable && info.reason.starts_with("no resctrl")) {
+      info.reason =
+          "no resctrl on this Arm CPU: RDT is x86 only, and Arm's MPAM reaches resctrl only "
+          "with a kernel that wires its MPAM driver (Linux 6.19 has the driver) to resctrl";
+    } else if (arch_.vendor == CpuVendor::kArm && !info.usable &&
+               info.reason.find("info/L3_MON") != std::string::npos) {
+      info.reason = absl::StrCat(info.reason,
+                                 " (Arm MPAM: this kernel exposes no MPAM monitors (CSU/MBWU) "
+                                 "through resctrl)");
+    }
+    return info;
+  }
+
+  void DetectAllocation() {
+    absl::StatusOr<std::vector<MountEntry>> table = ReadMountTable(*fs_, options_.host_root);
+    alloc_ = DetectResctrlAllocation(*fs_, table.ok() ? *table : std::vector<MountEntry>{},
+                                     arch_.vendor);
+  }
+
+  // What this node cannot measure, one line per gap (capabilities.not_measured).
+  void FillNotMeasured(tv1::NodeReport& report) {
+    tv1::Capabilities* caps = report.mutable_capabilities();
+    if (!rdt_.usable) {
+      caps->add_not_measured(absl::StrCat(
+          "L3 occupancy and memory bandwidth (per pod, per L3 domain): ", rdt_.reason));
+    } else {
+      if (!rdt_.occupancy) caps->add_not_measured("L3 occupancy: llc_occupancy not monitored");
+      if (!rdt_.mbm_total) {
+        caps->add_not_measured("memory bandwidth: mbm_total_bytes not monitored (CMT-only CPU)");
+      }
+    }
+    if (!pmu_.hardware) {
+      caps->add_not_measured(absl::StrCat("IPC and LLC misses: ", pmu_.reason));
+    }
+    if (!psi_available_) caps->add_not_measured(absl::StrCat("PSI: ", psi_reason_));
+    for (const tv1::L3Domain& domain : report.topology().l3_domains()) {
+      if (domain.numa_nodes_size() > 1 && domain.monitor_parts_size() == 0 && rdt_.usable) {
+        caps->add_not_measured(absl::StrCat(
+            "memory bandwidth per NUMA node inside L3 domain ", domain.id(), " (NUMA nodes ",
+            absl::StrJoin(domain.numa_nodes(), ","),
+            "): resctrl gives no mon_sub_L3 parts, so those NUMA nodes report no bandwidth"));
+      }
+    }
+    const auto& l3 = report.topology().l3_domains();
+    if (!l3.empty() && l3[0].size_bytes() == 0) {
+      caps->add_not_measured("L3 size: not in the sysfs cache information");
+    }
   }
 
   // libpqos works on this machine's own /sys and /proc; in OS mode it drives
@@ -539,6 +593,25 @@ class HostAgentImpl final : public HostAgent {
     SetCapability(caps->mutable_pod_metadata(), metadata.ok(),
                   metadata.ok() ? "" : Sv(metadata.status().message()));
     SetCapability(caps->mutable_peak_membw(), peak_.calibrated, peak_.reason);
+    caps->set_cpu_architecture(arch_.description);
+    tv1::ResctrlAllocation* alloc = caps->mutable_resctrl_allocation();
+    SetCapability(alloc->mutable_l3_cat(), alloc_.l3_cat, alloc_.l3_reason);
+    SetCapability(alloc->mutable_mba(), alloc_.mba, alloc_.mba_reason);
+    if (alloc_.l3_cat || alloc_.mba) {
+      alloc->set_num_closids(alloc_.num_closids);
+      alloc->set_closids_used(alloc_.closids_used);
+    }
+    if (alloc_.l3_cat) {
+      alloc->set_l3_cbm_mask(alloc_.cbm_mask);
+      alloc->set_l3_min_cbm_bits(alloc_.min_cbm_bits);
+      alloc->set_l3_sparse_masks(alloc_.sparse_masks);
+    }
+    if (alloc_.mba) {
+      alloc->set_mba_min(alloc_.mba_min);
+      alloc->set_mba_granularity(alloc_.mba_granularity);
+      alloc->set_mba_max(alloc_.mba_max);
+      alloc->set_mba_unit(std::string(MbaUnitName(alloc_.mba_unit)));
+    }
     for (const auto& [uid, reason] : unmonitored) (*caps->mutable_unmonitored_pods())[uid] = reason;
   }
 
@@ -561,10 +634,36 @@ class HostAgentImpl final : public HostAgent {
       auto it = rates.domains.find(domain.id());
       if (it == rates.domains.end()) {
         numa_incomplete.insert(domain.numa_node());
+        for (uint32_t node : domain.numa_nodes()) numa_incomplete.insert(node);
         continue;
       }
       if (it->second.occupancy_bytes) domain.set_occupancy_bytes(*it->second.occupancy_bytes);
-      if (it->second.mbm_total_bytes_per_second) {
+      for (const auto& [node, part] : it->second.parts) {
+        tv1::L3MonitorPart* p = domain.add_monitor_parts();
+        p->set_numa_node(node);
+        if (part.occupancy_bytes) p->set_occupancy_bytes(*part.occupancy_bytes);
+        if (part.mbm_total_bytes_per_second) {
+          p->set_membw_total_bytes_per_second(*part.mbm_total_bytes_per_second);
+        }
+        if (part.mbm_local_bytes_per_second) {
+          p->set_membw_local_bytes_per_second(*part.mbm_local_bytes_per_second);
+        }
+      }
+      if (domain.numa_nodes_size() > 1) {
+        // One L3 over several NUMA nodes (SNC): only its per-node parts say
+        // which node's memory controller carried the traffic.
+        for (uint32_t node : domain.numa_nodes()) {
+          auto part = it->second.parts.find(node);
+          if (part == it->second.parts.end() || !part->second.mbm_total_bytes_per_second) {
+            numa_incomplete.insert(node);
+          } else {
+            numa_bw[node] += *part->second.mbm_total_bytes_per_second;
+          }
+        }
+        if (it->second.mbm_total_bytes_per_second) {
+          domain.set_membw_total_bytes_per_second(*it->second.mbm_total_bytes_per_second);
+        }
+      } else if (it->second.mbm_total_bytes_per_second) {
         domain.set_membw_total_bytes_per_second(*it->second.mbm_total_bytes_per_second);
         numa_bw[domain.numa_node()] += *it->second.mbm_total_bytes_per_second;
       } else {
@@ -751,6 +850,8 @@ class HostAgentImpl final : public HostAgent {
   absl::StatusOr<HardwareEvents> events_ = absl::UnavailableError("not probed");
   PmuProbe pmu_;
   ResctrlInfo rdt_;
+  CpuArchitecture arch_;
+  ResctrlAllocInfo alloc_;
   std::unique_ptr<RdtMonitor> rdt_monitor_;       // resctrl or libpqos
   std::unique_ptr<ResctrlMonitor> node_resctrl_;  // pqos backend: node totals only
   std::map<std::string, PodPerf> perf_;

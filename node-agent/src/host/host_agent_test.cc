@@ -320,6 +320,49 @@ TEST(HostAgentTest, SncV2Cgroupfs) {
   EXPECT_TRUE(FindPod(*report, kB)->has_membw_total_bytes_per_second());
 }
 
+// Issue 27: with SNC each NUMA node's bandwidth comes from its own
+// mon_sub_L3_<node> part, not from the whole L3 (which spans two nodes).
+TEST(HostAgentTest, Snc2BandwidthPerNumaNodeFromSubDomains) {
+  Host host("intel-snc2-submon-v2-systemd-containerd");
+  host.during_window = [&] {
+    // Node 3 moves 3 GB in the 1 s window; node 2 nothing; socket 0 nothing.
+    host.tree.Write("/sys/fs/resctrl/mon_data/mon_L3_01/mon_sub_L3_03/mbm_total_bytes",
+                    "4000000000\n");
+    host.tree.Write("/sys/fs/resctrl/mon_data/mon_L3_01/mbm_total_bytes", "5000000000\n");
+  };
+  absl::StatusOr<std::unique_ptr<HostAgent>> agent = HostAgent::Create(host.options, host.env);
+  ASSERT_TRUE(agent.ok()) << agent.status();
+  absl::StatusOr<tv1::NodeReport> report = (*agent)->MeasureWindow(absl::Seconds(1));
+  ASSERT_TRUE(report.ok()) << report.status();
+  const tv1::Topology& t = report->topology();
+  ASSERT_EQ(t.numa_nodes_size(), 4);
+  EXPECT_EQ(t.numa_nodes(3).membw_bytes_per_second(), 3'000'000'000u);
+  EXPECT_EQ(t.numa_nodes(2).membw_bytes_per_second(), 0u);
+  ASSERT_EQ(t.l3_domains_size(), 2);
+  EXPECT_EQ(t.l3_domains(1).membw_total_bytes_per_second(), 3'000'000'000u);
+  ASSERT_EQ(t.l3_domains(1).monitor_parts_size(), 2);
+  EXPECT_EQ(t.l3_domains(1).monitor_parts(1).membw_total_bytes_per_second(), 3'000'000'000u);
+
+  // Without the parts (an SNC kernel without sub-domain files) those NUMA
+  // nodes report no bandwidth rather than all of it on the first one.
+  Host bare("intel-snc2-submon-v2-systemd-containerd");
+  for (const char* sub : {"mon_L3_00/mon_sub_L3_00", "mon_L3_00/mon_sub_L3_01",
+                          "mon_L3_01/mon_sub_L3_02", "mon_L3_01/mon_sub_L3_03"}) {
+    bare.tree.Remove(std::string("/sys/fs/resctrl/mon_data/") + sub);
+  }
+  absl::StatusOr<std::unique_ptr<HostAgent>> agent2 = HostAgent::Create(bare.options, bare.env);
+  ASSERT_TRUE(agent2.ok()) << agent2.status();
+  absl::StatusOr<tv1::NodeReport> r2 = (*agent2)->MeasureWindow(absl::Seconds(1));
+  ASSERT_TRUE(r2.ok()) << r2.status();
+  EXPECT_FALSE(r2->topology().numa_nodes(0).has_membw_bytes_per_second());
+  EXPECT_FALSE(r2->topology().numa_nodes(1).has_membw_bytes_per_second());
+  bool said = false;
+  for (const std::string& line : r2->capabilities().not_measured()) {
+    said = said || line.find("inside L3 domain 0") != std::string::npos;
+  }
+  EXPECT_TRUE(said);
+}
+
 TEST(HostAgentTest, VmWithoutRdtOrPmuSaysWhy) {
   Host host("no-rdt-hybrid-systemd-containerd", /*with_pmu=*/false);
   host.env.perf = nullptr;  // the real kernel answers (against a fixture directory)

@@ -57,8 +57,9 @@ Topology TwoNodes() {
   t.cpus_online = {0, 1, 2, 3};
   t.numa_nodes = {{.id = 0, .cpus = {0, 1}, .memory_bytes = 64ull << 30, .distances = {10, 21}},
                   {.id = 1, .cpus = {2, 3}, .memory_bytes = 64ull << 30, .distances = {21, 10}}};
-  t.l3_domains = {{.id = 0, .cpus = {0, 1}, .size_bytes = 32ull << 20, .numa_node = 0},
-                  {.id = 1, .cpus = {2, 3}, .size_bytes = 32ull << 20, .numa_node = 1}};
+  t.l3_domains = {
+      {.id = 0, .cpus = {0, 1}, .size_bytes = 32ull << 20, .numa_node = 0, .numa_nodes = {0}},
+      {.id = 1, .cpus = {2, 3}, .size_bytes = 32ull << 20, .numa_node = 1, .numa_nodes = {1}}};
   return t;
 }
 

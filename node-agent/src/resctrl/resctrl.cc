@@ -144,7 +144,17 @@ absl::StatusOr<GroupCounters> ReadGroupCounters(const Filesystem& fs, std::strin
     if (!id || !entry.is_dir) continue;
     const std::string dir = JoinPath(mon_data, entry.name);
     DomainCounters domain = ReadCounterDir(fs, dir, info);
-    // SNC trees may lack the top-level files; only then look for parts.
+    // SNC: one part per NUMA node (mon_sub_L3_<node>), kept for per-node
+    // bandwidth; a part with a missing counter leaves that counter out.
+    if (absl::StatusOr<std::vector<DirEntry>> subs = fs.ListDir(dir); subs.ok()) {
+      for (const DirEntry& sub : *subs) {
+        std::optional<uint32_t> node = ParseMonDomainName(sub.name, "mon_sub_L3_");
+        if (!sub.is_dir || !node) continue;
+        DomainCounters part = ReadCounterDir(fs, JoinPath(dir, sub.name), info);
+        domain.parts[*node] = {part.occupancy_bytes, part.mbm_total_bytes, part.mbm_local_bytes};
+      }
+    }
+    // SNC trees may lack the top-level files; only then sum the parts.
     const bool top_missing = !domain.problem.empty() && !domain.occupancy_bytes &&
                              !domain.mbm_total_bytes && !domain.mbm_local_bytes &&
                              !fs.Exists(JoinPath(dir, info.occupancy ? kOccupancy : kMbmTotal));
@@ -170,7 +180,10 @@ absl::StatusOr<GroupCounters> ReadGroupCounters(const Filesystem& fs, std::strin
           }
         }
       }
-      if (any) domain = sum;
+      if (any) {
+        sum.parts = std::move(domain.parts);
+        domain = std::move(sum);
+      }
     }
     counters[*id] = std::move(domain);
   }
@@ -220,6 +233,26 @@ ResctrlRates ComputeRates(const GroupCounters& start, const GroupCounters& end, 
     if (info.mbm_local) {
       domain.mbm_local_bytes_per_second =
           rate(before.mbm_local_bytes, after.mbm_local_bytes, id, problem, local_problem);
+    }
+    // Parts: a missing or backwards counter leaves that part's rate absent
+    // (the domain's own problem notes already say why).
+    auto part_rate = [&](const std::optional<uint64_t>& a,
+                         const std::optional<uint64_t>& b) -> std::optional<uint64_t> {
+      if (!a || !b || *b < *a || seconds <= 0) return std::nullopt;
+      return static_cast<uint64_t>(static_cast<double>(*b - *a) / seconds);
+    };
+    for (const auto& [node, part_after] : after.parts) {
+      auto part_before = before.parts.find(node);
+      const PartCounters none;
+      const PartCounters& pb = part_before == before.parts.end() ? none : part_before->second;
+      PartRates& part = domain.parts[node];
+      if (info.occupancy) part.occupancy_bytes = part_after.occupancy_bytes;
+      if (info.mbm_total) {
+        part.mbm_total_bytes_per_second = part_rate(pb.mbm_total_bytes, part_after.mbm_total_bytes);
+      }
+      if (info.mbm_local) {
+        part.mbm_local_bytes_per_second = part_rate(pb.mbm_local_bytes, part_after.mbm_local_bytes);
+      }
     }
   }
   auto sum = [&](auto member, bool supported, const std::string& problem, const char* metric,
@@ -489,6 +522,14 @@ absl::StatusOr<GroupCounters> ResctrlMonitor::ReadNode() {
       add(t.mbm_total_bytes, c.mbm_total_bytes);
       add(t.mbm_local_bytes, c.mbm_local_bytes);
       if (!c.problem.empty()) t.problem = c.problem;
+      for (auto& [node, part] : t.parts) {
+        auto other = c.parts.find(node);
+        const PartCounters none;
+        const PartCounters& o = other == c.parts.end() ? none : other->second;
+        add(part.occupancy_bytes, o.occupancy_bytes);
+        add(part.mbm_total_bytes, o.mbm_total_bytes);
+        add(part.mbm_local_bytes, o.mbm_local_bytes);
+      }
     }
   }
   return total;

@@ -49,23 +49,39 @@ struct ResctrlInfo {
 // From the host's mount table and info/L3_MON.
 ResctrlInfo DetectResctrl(const Filesystem& fs, const std::vector<MountEntry>& mounts);
 
+// The counters of one sub-NUMA part of an L3 domain (SNC: mon_sub_L3_<node>).
+struct PartCounters {
+  std::optional<uint64_t> occupancy_bytes;
+  std::optional<uint64_t> mbm_total_bytes;  // cumulative
+  std::optional<uint64_t> mbm_local_bytes;  // cumulative
+};
+
 struct DomainCounters {
   std::optional<uint64_t> occupancy_bytes;
   std::optional<uint64_t> mbm_total_bytes;  // cumulative
   std::optional<uint64_t> mbm_local_bytes;  // cumulative
   std::string problem;                      // why a supported counter is missing
+  // NUMA node -> its part, where the kernel splits the domain (SNC); empty otherwise.
+  std::map<uint32_t, PartCounters> parts;
 };
 using GroupCounters = std::map<uint32_t, DomainCounters>;  // L3 cache id -> counters
 
-// Reads mon_data/mon_L3_*/ of one group. With SNC, a domain whose top-level
-// files are missing is the sum of its mon_sub_L3_* directories.
+// Reads mon_data/mon_L3_*/ of one group. With SNC each mon_sub_L3_<node> is
+// kept as a part; a domain whose top-level files are missing is their sum.
 absl::StatusOr<GroupCounters> ReadGroupCounters(const Filesystem& fs, std::string_view group_dir,
                                                 const ResctrlInfo& info);
+
+struct PartRates {
+  std::optional<uint64_t> occupancy_bytes;
+  std::optional<uint64_t> mbm_total_bytes_per_second;
+  std::optional<uint64_t> mbm_local_bytes_per_second;
+};
 
 struct DomainRates {
   std::optional<uint64_t> occupancy_bytes;
   std::optional<uint64_t> mbm_total_bytes_per_second;
   std::optional<uint64_t> mbm_local_bytes_per_second;
+  std::map<uint32_t, PartRates> parts;  // NUMA node -> rates of its part (SNC)
 };
 
 struct ResctrlRates {

@@ -147,12 +147,21 @@ void FallbackDomains(const Filesystem& fs, Topology& topology) {
     packages[*package].push_back(cpu);
   }
   if (all_known && !packages.empty()) {
-    for (auto& [id, cpus] : packages) topology.l3_domains.push_back({id, cpus, std::nullopt, 0});
-    AppendNote(topology.note, "no cache information in sysfs: one L3 domain per package");
+    for (auto& [id, cpus] : packages) {
+      topology.l3_domains.push_back({id, cpus, std::nullopt, 0, {}});
+    }
+    // Arm servers often describe caches only up to L2 (their system-level
+    // cache is not in the cache information): say so, it is not a missing file.
+    const bool has_caches =
+        fs.IsDirectory(absl::StrCat(kCpuDir, "/cpu", topology.cpus_online.front(), "/cache"));
+    AppendNote(topology.note, has_caches ? "no L3 in the sysfs cache information (caches up to "
+                                           "L2 only): one L3 domain per package, size unknown"
+                                         : "no cache information in sysfs: one L3 domain per "
+                                           "package");
     return;
   }
   for (const NumaNodeInfo& node : topology.numa_nodes) {
-    topology.l3_domains.push_back({node.id, node.cpus, std::nullopt, node.id});
+    topology.l3_domains.push_back({node.id, node.cpus, std::nullopt, node.id, {}});
   }
   AppendNote(topology.note,
              "no cache or package information in sysfs: one L3 domain per NUMA node");
@@ -223,6 +232,14 @@ absl::StatusOr<Topology> ReadTopology(const Filesystem& fs) {
   for (L3DomainInfo& domain : topology.l3_domains) {
     if (!domain.cpus.empty())
       domain.numa_node = topology.NodeOfCpu(domain.cpus.front()).value_or(0);
+    for (uint32_t cpu : domain.cpus) {
+      std::optional<uint32_t> node = topology.NodeOfCpu(cpu);
+      if (node && std::find(domain.numa_nodes.begin(), domain.numa_nodes.end(), *node) ==
+                      domain.numa_nodes.end()) {
+        domain.numa_nodes.push_back(*node);
+      }
+    }
+    std::sort(domain.numa_nodes.begin(), domain.numa_nodes.end());
   }
   ReadCores(fs, topology);
   return topology;
@@ -305,6 +322,7 @@ void ToProto(const Topology& topology, telemetry::v1::Topology* out) {
     d->set_cpus(FormatCpuList(domain.cpus));
     if (domain.size_bytes) d->set_size_bytes(*domain.size_bytes);
     d->set_numa_node(domain.numa_node);
+    for (uint32_t node : domain.numa_nodes) d->add_numa_nodes(node);
   }
   for (const CoreInfo& core : topology.cores) {
     telemetry::v1::CpuCore* c = out->add_cores();

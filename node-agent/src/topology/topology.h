@@ -34,6 +34,9 @@ struct L3DomainInfo {
   CpuSet cpus;
   std::optional<uint64_t> size_bytes;
   uint32_t numa_node = 0;  // the node holding the domain's first CPU
+  // Every NUMA node with CPUs in the domain, ascending: more than one under
+  // sub-NUMA clustering, where one L3 spans several nodes.
+  std::vector<uint32_t> numa_nodes;
 };
 
 // One physical core and its SMT threads (sysfs cpuN/topology).

@@ -103,7 +103,7 @@ def container_leaf(driver, runtime, cid):
     return {"containerd": cid, "cri-o": f"crio-{cid}", "docker": cid}[runtime]
 
 
-def pods(root, kind, driver, runtime, nodes, numa_cpus):
+def pods(root, kind, driver, runtime, nodes, numa_cpus, pinned="2-3"):
     tid = 1000
     for i, qos in enumerate(("guaranteed", "burstable", "besteffort")):
         uid = UIDS[qos]
@@ -115,7 +115,7 @@ def pods(root, kind, driver, runtime, nodes, numa_cpus):
         tids = [tid + i * 10 + k for k in range(3)]
         shares = {"guaranteed": 2048, "burstable": 512, "besteffort": 2}[qos]
         weight = 1 + ((shares - 2) * 9999) // 262142
-        cpuset = "2-3" if qos == "guaranteed" else numa_cpus
+        cpuset = pinned if qos == "guaranteed" else numa_cpus
         if kind == "v2":
             base = f"/sys/fs/cgroup/{rel}"
             w(root, f"{base}/cpu.stat", f"usage_usec {usage_usec}\nuser_usec {usage_usec // 2}\nsystem_usec {usage_usec // 2}\n")
@@ -129,7 +129,8 @@ def pods(root, kind, driver, runtime, nodes, numa_cpus):
             w(root, f"{base}/cgroup.threads", "")
             w(root, f"{base}/cpuset.cpus.effective", f"{cpuset}\n")
             w(root, f"{base}/{leaf}/cgroup.threads", "".join(f"{t}\n" for t in tids))
-            w(root, "/sys/fs/cgroup/cpuset.cpus.effective", f"0-{nodes * 4 - 1}\n")
+            w(root, "/sys/fs/cgroup/cpuset.cpus.effective",
+              f"0-{nodes * 4 - 1}\n" if pinned == "2-3" else f"{numa_cpus}\n")
         else:
             ctl = {"cpuacct": "cpu,cpuacct", "memory": "memory", "cpuset": "cpuset", "perf_event": "perf_event"}
             w(root, f"/sys/fs/cgroup/cpu,cpuacct/{rel}/cpuacct.usage", f"{usage_usec * 1000}\n")
