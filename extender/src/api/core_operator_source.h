@@ -4,6 +4,7 @@
 #ifndef NEIGHBORLY_EXTENDER_SRC_API_CORE_OPERATOR_SOURCE_H_
 #define NEIGHBORLY_EXTENDER_SRC_API_CORE_OPERATOR_SOURCE_H_
 
+#include <algorithm>
 #include <functional>
 #include <utility>
 
@@ -30,9 +31,29 @@ class CoreOperatorSource final : public OperatorSource {
     return {core_.workload_profiles(), core_.workload_capacity(),
             core_.workload_predictions_used()};
   }
+  std::optional<NodeMemoryView> NodeMemory(std::string_view name) const override {
+    std::optional<telemetry::v1::NodeReport> report = core_.Report(name);
+    if (!report.has_value()) return std::nullopt;
+    return BuildNodeMemoryView(*report);
+  }
+  std::vector<NodeMemoryView> Memory() const override {
+    std::vector<NodeMemoryView> out;
+    core_.ForEachReport(
+        [&out](const telemetry::v1::NodeReport& r) { out.push_back(BuildNodeMemoryView(r)); });
+    std::sort(out.begin(), out.end(),
+              [](const NodeMemoryView& a, const NodeMemoryView& b) { return a.node < b.node; });
+    return out;
+  }
+  // The tracker fed by the extender's interference observer (main.cc); none:
+  // /v1/interference reports no windows observed.
+  void set_interference(const InterferenceTracker* tracker) { interference_ = tracker; }
+  InterferenceView Interference() const override {
+    return interference_ != nullptr ? interference_->View() : InterferenceView{};
+  }
 
  private:
   const ExtenderCore& core_;
+  const InterferenceTracker* interference_ = nullptr;
   std::function<IngestStats()> ingest_;
 };
 
