@@ -35,6 +35,8 @@ constexpr std::string_view kUsage =
     "  workload NS/KIND/NAME one profile, e.g. shop/Deployment/event-scan\n"
     "  memory NODE           memory.available against the kubelet's eviction\n"
     "                        thresholds, the eviction order and oom_score_adj checks\n"
+    "  advise NS/KIND/NAME   which isolation layers the workload needs, what each\n"
+    "                        costs, and a patch to its pod template\n"
     "  interference [NODE]   latency-critical victims (CPI above their baseline)\n"
     "                        and the suspected antagonists, with scores\n"
     "\n"
@@ -158,6 +160,17 @@ absl::StatusOr<Command> Resolve(const Options& o) {
     return Command{
         absl::StrCat("/v1/decisions?pod=", PercentEncode(o.positional[1]), "&limit=", o.limit),
         &RenderDecisions};
+  }
+  if (cmd == "advise") {
+    if (args != 1) return absl::InvalidArgumentError("advise needs exactly one NS/KIND/NAME");
+    std::vector<std::string> parts = absl::StrSplit(o.positional[1], '/');
+    if (parts.size() != 3 || parts[0].empty() || parts[1].empty() || parts[2].empty()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "advise \"", o.positional[1], "\": expected NS/KIND/NAME, e.g. shop/Deployment/web"));
+    }
+    return Command{absl::StrCat("/v1/advice/", PercentEncode(parts[0]), "/",
+                                PercentEncode(parts[1]), "/", PercentEncode(parts[2])),
+                   &RenderAdvice};
   }
   if (cmd == "memory") {
     if (args != 1) return absl::InvalidArgumentError("memory needs exactly one NODE");

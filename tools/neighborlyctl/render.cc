@@ -597,4 +597,34 @@ absl::StatusOr<std::string> RenderInterference(std::string_view body) {
   return out;
 }
 
+absl::StatusOr<std::string> RenderAdvice(std::string_view body) {
+  absl::StatusOr<json> doc = Parse(body);
+  if (!doc.ok()) return doc.status();
+  if (!doc->is_object()) return absl::InvalidArgumentError("expected a JSON object");
+  const json& a = *doc;
+  std::string out = absl::StrCat("Workload: ", String(a, "workload"), " (",
+                                 String(a, "replicas"), " replica(s), ",
+                                 String(a, "contention_class"), ")",
+                                 String(a, "victim") == "true" ? ", a replica is a victim now" : "",
+                                 "\n\n");
+  std::vector<Row> rows = {{"LAYER", "NEEDED", "IN PLACE", "WHY", "COST"}};
+  if (const json* layers = Field(a, "layers"); layers != nullptr && layers->is_array()) {
+    for (const json& l : *layers) {
+      rows.push_back({String(l, "layer"), String(l, "needed") == "true" ? "yes" : "no",
+                      String(l, "present") == "true" ? "yes" : "no", String(l, "why"),
+                      String(l, "cost")});
+    }
+  }
+  out += Table(rows);
+  if (const json* n = Field(a, "notes"); n != nullptr && n->is_array()) {
+    for (const json& note : *n) {
+      if (note.is_string()) absl::StrAppend(&out, "note: ", note.get<std::string>(), "\n");
+    }
+  }
+  const std::string patch = String(a, "patch", "");
+  absl::StrAppend(&out, patch.empty() ? "\nNo change to its pod template.\n"
+                                      : absl::StrCat("\nPatch:\n", patch));
+  return out;
+}
+
 }  // namespace neighborly::ctl

@@ -50,6 +50,14 @@ class CoreOperatorSource final : public OperatorSource {
   InterferenceView Interference() const override {
     return interference_ != nullptr ? interference_->View() : InterferenceView{};
   }
+  // A cold path: copies every node's newest report once.
+  std::optional<WorkloadAdvice> Advice(std::string_view workload) const override {
+    std::vector<telemetry::v1::NodeReport> reports;
+    core_.ForEachReport([&reports](const telemetry::v1::NodeReport& r) { reports.push_back(r); });
+    std::vector<const telemetry::v1::NodeReport*> pointers;
+    for (const telemetry::v1::NodeReport& r : reports) pointers.push_back(&r);
+    return AdviseWorkload(std::string(workload), pointers, Interference());
+  }
 
  private:
   const ExtenderCore& core_;

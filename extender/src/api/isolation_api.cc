@@ -103,7 +103,39 @@ nlohmann::json InterferenceJson(const InterferenceView& view) {
           {"repeatAntagonists", view.repeat_antagonists}};
 }
 
+nlohmann::json WorkloadAdviceJson(const WorkloadAdvice& a) {
+  nlohmann::json layers = nlohmann::json::array();
+  for (const AdviceLayer& l : a.layers) {
+    layers.push_back({{"layer", l.layer},
+                      {"needed", l.needed},
+                      {"present", l.present},
+                      {"why", l.why},
+                      {"cost", l.cost}});
+  }
+  return {{"workload", a.workload},
+          {"replicas", a.replicas},
+          {"contentionClass", a.contention_class},
+          {"victim", a.victim},
+          {"repeatAntagonist", a.repeat_antagonist},
+          {"layers", layers},
+          {"patch", a.patch},
+          {"notes", a.notes}};
+}
+
 void RegisterIsolationApi(HttpRoutes& server, const OperatorSource& source) {
+  server.Get(R"(/v1/advice/([^/]+)/([^/]+)/([^/]+))",
+             [&source](const httplib::Request& req, httplib::Response& res) {
+               const std::string key = absl::StrCat(req.matches[1].str(), "/",
+                                                    req.matches[2].str(), "/", req.matches[3].str());
+               const std::optional<WorkloadAdvice> advice = source.Advice(key);
+               if (!advice.has_value()) {
+                 Reply(res, 404,
+                       {{"Error", absl::StrCat("unknown workload \"", key,
+                                               "\": no running replica of it is reported")}});
+                 return;
+               }
+               Reply(res, 200, WorkloadAdviceJson(*advice));
+             });
   server.Get(R"(/v1/nodes/([^/]+)/memory)",
              [&source](const httplib::Request& req, httplib::Response& res) {
                const std::string name = req.matches[1];

@@ -27,6 +27,7 @@ void AppendIsolationMetrics(const OperatorSource& source, bool per_node_series,
 // The JSON documents (docs/http.md), for tests and neighborlyctl.
 nlohmann::json NodeMemoryJson(const NodeMemoryView& view);
 nlohmann::json InterferenceJson(const InterferenceView& view);
+nlohmann::json WorkloadAdviceJson(const WorkloadAdvice& advice);
 
 }  // namespace neighborly::extender
 

@@ -22,6 +22,7 @@
 #include "extender/src/http/http_server.h"
 #include "extender/src/model/interference_attribution.h"
 #include "extender/src/model/memory_pressure.h"
+#include "extender/src/model/workload_advice.h"
 
 namespace neighborly::extender {
 
@@ -52,6 +53,9 @@ class OperatorSource {
   }
   virtual std::vector<NodeMemoryView> Memory() const { return {}; }
   virtual InterferenceView Interference() const { return {}; }
+  virtual std::optional<WorkloadAdvice> Advice(std::string_view /*workload*/) const {
+    return std::nullopt;
+  }
 };
 
 // Returns "" when ready to answer the scheduler, else why not.

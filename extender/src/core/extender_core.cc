@@ -951,6 +951,18 @@ void ExtenderCore::ForEachReport(const std::function<void(const tv1::NodeReport&
   }
 }
 
+size_t ExtenderCore::MarkAntagonists(const std::set<std::string>& workloads) {
+  size_t marked = 0;
+  for (const std::string& key : workloads) {
+    marked += impl_->workloads.MarkAntagonist(
+                  key, "named repeatedly as an antagonist by interference attribution",
+                  impl_->clock.Now())
+                  ? 1
+                  : 0;
+  }
+  return marked;
+}
+
 std::vector<DecisionRecord> ExtenderCore::Decisions(std::string_view pod, size_t limit) const {
   std::vector<DecisionRecord> out;
   for (const std::shared_ptr<const LoggedDecision>& d : impl_->log.Find(pod, limit)) {

@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <set>
 #include <map>
 #include <memory>
 #include <optional>
@@ -209,6 +210,11 @@ class ExtenderCore : public Decider {
   // reference is valid only during the call).
   std::optional<telemetry::v1::NodeReport> Report(std::string_view name) const;
   void ForEachReport(const std::function<void(const telemetry::v1::NodeReport&)>& visit) const;
+  // Feedback from interference attribution (issue 26): each workload named
+  // repeatedly as an antagonist is an aggressor in placement from now on (its
+  // residents and its next replicas are treated as batch). Returns how many
+  // of `workloads` had a profile to mark.
+  size_t MarkAntagonists(const std::set<std::string>& workloads);
   // Latest decisions for a pod, matched by uid, "namespace/name" or name; newest first.
   std::vector<DecisionRecord> Decisions(std::string_view pod, size_t limit) const;
   size_t node_count() const;

@@ -8,6 +8,9 @@
 
 #include "extender/src/model/interference_attribution.h"
 #include "extender/src/model/memory_pressure.h"
+#include "extender/src/model/model_config.h"
+#include "extender/src/model/workload_profile.h"
+#include "extender/src/model/workload_advice.h"
 #include "gtest/gtest.h"
 
 namespace neighborly::extender {
@@ -269,6 +272,96 @@ TEST(InterferenceTest, NoBaselineWithoutOtherReplicas) {
                                {kScan, std::nullopt, burst ? 22e9 : 4e9}});
   }
   EXPECT_TRUE(fleet.tracker.View().victims.empty());
+}
+
+// Feedback: a workload named repeatedly is an aggressor in placement even
+// when its own bandwidth stays below the measured-aggressor thresholds, and
+// quiet windows do not clear it.
+TEST(InterferenceTest, RepeatAntagonistBecomesAnAggressor) {
+  const ModelConfig config;
+  const absl::Time t0 = absl::FromUnixSeconds(1'800'000'000);
+  WorkloadObservation moderate;
+  moderate.membw_bytes_per_second = 9e9;
+  moderate.membw_share = 0.18;
+  moderate.l3_share = 0.2;
+  moderate.pod_uid_hash = 1;
+  WorkloadProfile p;
+  for (int i = 0; i < 10; ++i) p.Add(moderate, 7, t0 + absl::Seconds(i), config);
+  ASSERT_FALSE(p.aggressor());
+  p.MarkAntagonist("named repeatedly as an antagonist", t0 + absl::Seconds(10));
+  EXPECT_TRUE(p.aggressor());
+  for (int i = 11; i < 400; ++i) p.Add(moderate, 7, t0 + absl::Seconds(i), config);
+  EXPECT_TRUE(p.aggressor());
+  EXPECT_EQ(p.aggressor_why(), "named repeatedly as an antagonist");
+  EXPECT_TRUE(p.Predict(t0 + absl::Seconds(400), config).aggressor);
+}
+
+// --- Advice -------------------------------------------------------------
+
+tv1::NodeReport AdviceNode(const std::string& name, const std::string& cpu_policy,
+                           const std::string& topology_policy) {
+  tv1::NodeReport r;
+  r.set_node_name(name);
+  r.mutable_kubelet()->set_cpu_manager_policy(cpu_policy);
+  r.mutable_kubelet()->set_topology_manager_policy(topology_policy);
+  for (uint32_t n = 0; n < 2; ++n) {
+    tv1::NumaNode* numa = r.mutable_topology()->add_numa_nodes();
+    numa->set_id(n);
+    numa->set_cpus(n == 0 ? "0-7" : "8-15");
+    numa->set_memory_bytes(32 * kGi);
+  }
+  return r;
+}
+
+tv1::PodReport* AdvicePod(tv1::NodeReport& r, const std::string& name, tv1::QosClass qos,
+                          int64_t cpu, uint64_t request, uint64_t limit, std::string pinned) {
+  tv1::PodReport* p = r.add_pods();
+  p->set_uid(r.node_name() + name);
+  p->set_namespace_("content");
+  p->set_name(name);
+  (*p->mutable_labels())["app"] = "article-service";
+  (*p->mutable_annotations())["neighborly.io/class"] = "latency-critical";
+  p->set_qos_class(qos);
+  p->set_cpu_request_millicores(cpu);
+  p->set_memory_request_bytes(request);
+  if (limit > 0) p->set_memory_limit_bytes(limit);
+  p->set_exclusive_cpus(pinned);
+  return p;
+}
+
+TEST(AdviceTest, ABurstableLatencyCriticalServiceGetsAPatch) {
+  tv1::NodeReport a = AdviceNode("node-1", "static", "single-numa-node");
+  tv1::NodeReport b = AdviceNode("node-2", "none", "none");
+  AdvicePod(a, "article-x1", tv1::QOS_CLASS_BURSTABLE, 1500, 2 * kGi, 4 * kGi, "");
+  AdvicePod(b, "article-x2", tv1::QOS_CLASS_BURSTABLE, 1500, 2 * kGi, 4 * kGi, "");
+  std::optional<WorkloadAdvice> advice =
+      AdviseWorkload("content/Pod/article-service", {&a, &b}, InterferenceView{});
+  ASSERT_TRUE(advice.has_value());
+  EXPECT_EQ(advice->replicas, 2);
+  ASSERT_EQ(advice->layers.size(), 4u);
+  EXPECT_TRUE(advice->layers[0].needed);
+  EXPECT_FALSE(advice->layers[0].present);
+  EXPECT_EQ(advice->layers[0].cost, "memory request raised to its limit: +2.0 GiB reserved per replica");
+  EXPECT_TRUE(advice->layers[1].needed);
+  EXPECT_EQ(advice->layers[1].cost,
+            "2 whole core(s) per replica taken out of the shared pool (request rounded up from "
+            "1500m)");
+  EXPECT_TRUE(advice->layers[2].needed);  // 2 CPUs and 2 GiB fit one NUMA node
+  EXPECT_NE(advice->patch.find("requests: {cpu: \"2\", memory: \"4096Mi\"}"), std::string::npos)
+      << advice->patch;
+  EXPECT_NE(advice->patch.find("kubectl patch Pod/article-service -n content"), std::string::npos);
+  ASSERT_EQ(advice->notes.size(), 1u);  // node-2 lacks single-numa-node
+  EXPECT_FALSE(AdviseWorkload("content/Pod/nobody", {&a, &b}, InterferenceView{}).has_value());
+}
+
+TEST(AdviceTest, APinnedGuaranteedServiceNeedsNoChange) {
+  tv1::NodeReport a = AdviceNode("node-1", "static", "single-numa-node");
+  AdvicePod(a, "article-y1", tv1::QOS_CLASS_GUARANTEED, 2000, 4 * kGi, 4 * kGi, "2-3");
+  std::optional<WorkloadAdvice> advice =
+      AdviseWorkload("content/Pod/article-service", {&a}, InterferenceView{});
+  ASSERT_TRUE(advice.has_value());
+  for (const AdviceLayer& l : advice->layers) EXPECT_TRUE(l.present) << l.layer;
+  EXPECT_TRUE(advice->patch.empty()) << advice->patch;
 }
 
 }  // namespace
