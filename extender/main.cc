@@ -317,7 +317,7 @@ int Run(int argc, char** argv) {
   CoreOperatorSource source(core, [&ingest] { return ingest.stats(); });
   // Who is hurting whom (issue 26, docs/operations.md), from the newest windows.
   InterferenceTracker interference;
-  source.set_interference(&interference);
+  source.set_interference(&interference, &core);
   const InterferenceObserver interference_observer(core, interference);
   std::atomic<bool> stopping{false};
   // /metrics is the operator API's page plus the ingest refusals by reason,

@@ -111,6 +111,24 @@ TEST_F(IsolationTest, AttributionNamesTheAnalyticsJobAndNobodyOnTheQuietNode) {
   EXPECT_THAT(Ctl("advise content/Deployment/article-service"),
               HasSubstr("No change to its pod template."));
 
+  // Rebalancing: once the victim has persisted (10 windows), move the
+  // analytics job (the cheaper to move) to the batch node with room, not to
+  // node-6 beside the other article-service replica.
+  json moves;
+  ASSERT_TRUE(testing::WaitFor(
+      [&] {
+        moves = Get("/v1/rebalance");
+        return moves.is_object() && !moves["proposals"].empty();
+      },
+      absl::Seconds(60), absl::Milliseconds(200)))
+      << moves.dump();
+  const json& move = moves["proposals"][0];
+  EXPECT_EQ(move["victim"], "content/article-service-5d8f7-abcde");
+  EXPECT_EQ(move["move"], "analytics/event-ingest-5b7c9-qwert");
+  EXPECT_EQ(move["fromNode"], "node-1");
+  EXPECT_EQ(move["toNode"], "node-3") << move.dump();
+  EXPECT_THAT(Ctl("rebalance"), HasSubstr("move analytics/event-ingest-5b7c9-qwert: node-1 -> node-3"));
+
   httplib::Result metrics = client_->Get("/metrics");
   ASSERT_TRUE(metrics && metrics->status == 200);
   EXPECT_THAT(metrics->body, HasSubstr("neighborly_node_interference_victims{node=\"node-1\"} 1"));

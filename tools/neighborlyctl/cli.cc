@@ -39,6 +39,7 @@ constexpr std::string_view kUsage =
     "                        costs, and a patch to its pod template\n"
     "  interference [NODE]   latency-critical victims (CPI above their baseline)\n"
     "                        and the suspected antagonists, with scores\n"
+    "  rebalance             for persisting victims: which pod to move, and where\n"
     "\n"
     "Flags:\n"
     "  --server URL          extender address: the operator port, e.g.\n"
@@ -171,6 +172,10 @@ absl::StatusOr<Command> Resolve(const Options& o) {
     return Command{absl::StrCat("/v1/advice/", PercentEncode(parts[0]), "/",
                                 PercentEncode(parts[1]), "/", PercentEncode(parts[2])),
                    &RenderAdvice};
+  }
+  if (cmd == "rebalance") {
+    if (args != 0) return absl::InvalidArgumentError("rebalance takes no argument");
+    return Command{"/v1/rebalance", &RenderRebalance};
   }
   if (cmd == "memory") {
     if (args != 1) return absl::InvalidArgumentError("memory needs exactly one NODE");

@@ -627,4 +627,29 @@ absl::StatusOr<std::string> RenderAdvice(std::string_view body) {
   return out;
 }
 
+absl::StatusOr<std::string> RenderRebalance(std::string_view body) {
+  absl::StatusOr<json> doc = Parse(body);
+  if (!doc.ok()) return doc.status();
+  absl::StatusOr<json> list = List(*doc, "proposals");
+  if (!list.ok()) return list.status();
+  if (list->empty()) {
+    return std::string("No moves proposed: no victim has persisted long enough.\n");
+  }
+  std::string out;
+  for (const json& m : *list) {
+    absl::StrAppend(&out, "Victim ", String(m, "victim"), " on ", String(m, "victim_node"), " (",
+                    String(m, "persisting_windows"), " windows)\n  move ", String(m, "move"),
+                    ": ", String(m, "from_node"), " -> ", String(m, "to_node", "(no node)"),
+                    "\n  why: ", String(m, "why"), "\n");
+    if (const json* refused = Field(m, "refused"); refused != nullptr && refused->is_array()) {
+      for (const json& r : *refused) {
+        if (r.is_string()) absl::StrAppend(&out, "  not ", r.get<std::string>(), "\n");
+      }
+    }
+  }
+  absl::StrAppend(&out, "Advice only: Neighborly evicts nothing (docs/operations.md, "
+                        "\"Rebalancing\").\n");
+  return out;
+}
+
 }  // namespace neighborly::ctl

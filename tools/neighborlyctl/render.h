@@ -53,6 +53,8 @@ absl::StatusOr<std::string> RenderNodeMemory(std::string_view body);
 absl::StatusOr<std::string> RenderInterference(std::string_view body);
 // /v1/advice/{ns}/{kind}/{name}: per layer needed / in place / why / cost, then the patch.
 absl::StatusOr<std::string> RenderAdvice(std::string_view body);
+// /v1/rebalance: per proposal the victim, the pod to move, from and to, why.
+absl::StatusOr<std::string> RenderRebalance(std::string_view body);
 
 // Formatting helpers, exposed for tests.
 std::string FormatBytes(double bytes);           // "18.3MiB"

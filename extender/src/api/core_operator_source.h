@@ -46,7 +46,14 @@ class CoreOperatorSource final : public OperatorSource {
   }
   // The tracker fed by the extender's interference observer (main.cc); none:
   // /v1/interference reports no windows observed.
-  void set_interference(const InterferenceTracker* tracker) { interference_ = tracker; }
+  // `scorer` (the same core, writable) scores the rebalancing advice's targets.
+  void set_interference(const InterferenceTracker* tracker, ExtenderCore* scorer = nullptr) {
+    interference_ = tracker;
+    scorer_ = scorer;
+  }
+  std::vector<MoveProposal> Rebalance() const override {
+    return scorer_ != nullptr ? ProposeMoves(*scorer_, Interference()) : std::vector<MoveProposal>{};
+  }
   InterferenceView Interference() const override {
     return interference_ != nullptr ? interference_->View() : InterferenceView{};
   }
@@ -62,6 +69,7 @@ class CoreOperatorSource final : public OperatorSource {
  private:
   const ExtenderCore& core_;
   const InterferenceTracker* interference_ = nullptr;
+  ExtenderCore* scorer_ = nullptr;
   std::function<IngestStats()> ingest_;
 };
 

@@ -90,6 +90,7 @@ nlohmann::json InterferenceJson(const InterferenceView& view) {
                        {"baselineStddev", v.baseline_stddev},
                        {"windowsAbove", v.windows_above},
                        {"recentWindows", v.recent_windows},
+                       {"persistingWindows", v.persisting_windows},
                        {"suspects", suspects}});
   }
   nlohmann::json nodes = nlohmann::json::array();
@@ -122,7 +123,27 @@ nlohmann::json WorkloadAdviceJson(const WorkloadAdvice& a) {
           {"notes", a.notes}};
 }
 
+nlohmann::json MoveProposalsJson(const std::vector<MoveProposal>& moves) {
+  nlohmann::json list = nlohmann::json::array();
+  for (const MoveProposal& m : moves) {
+    list.push_back({{"victim", m.victim},
+                    {"victimNode", m.victim_node},
+                    {"persistingWindows", m.persisting_windows},
+                    {"move", m.move},
+                    {"moveUid", m.move_uid},
+                    {"fromNode", m.from_node},
+                    {"toNode", m.to_node.empty() ? nlohmann::json(nullptr) : nlohmann::json(m.to_node)},
+                    {"score", m.score},
+                    {"why", m.why},
+                    {"refused", m.refused}});
+  }
+  return {{"proposals", list}};
+}
+
 void RegisterIsolationApi(HttpRoutes& server, const OperatorSource& source) {
+  server.Get("/v1/rebalance", [&source](const httplib::Request&, httplib::Response& res) {
+    Reply(res, 200, MoveProposalsJson(source.Rebalance()));
+  });
   server.Get(R"(/v1/advice/([^/]+)/([^/]+)/([^/]+))",
              [&source](const httplib::Request& req, httplib::Response& res) {
                const std::string key = absl::StrCat(req.matches[1].str(), "/",

@@ -28,6 +28,7 @@ void AppendIsolationMetrics(const OperatorSource& source, bool per_node_series,
 nlohmann::json NodeMemoryJson(const NodeMemoryView& view);
 nlohmann::json InterferenceJson(const InterferenceView& view);
 nlohmann::json WorkloadAdviceJson(const WorkloadAdvice& advice);
+nlohmann::json MoveProposalsJson(const std::vector<MoveProposal>& moves);
 
 }  // namespace neighborly::extender
 

@@ -23,6 +23,7 @@
 #include "extender/src/model/interference_attribution.h"
 #include "extender/src/model/memory_pressure.h"
 #include "extender/src/model/workload_advice.h"
+#include "extender/src/api/rebalance.h"
 
 namespace neighborly::extender {
 
@@ -56,6 +57,7 @@ class OperatorSource {
   virtual std::optional<WorkloadAdvice> Advice(std::string_view /*workload*/) const {
     return std::nullopt;
   }
+  virtual std::vector<MoveProposal> Rebalance() const { return {}; }
 };
 
 // Returns "" when ready to answer the scheduler, else why not.

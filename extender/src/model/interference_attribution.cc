@@ -144,8 +144,18 @@ bool InterferenceTracker::Observe(const tv1::NodeReport& report) {
 
 void InterferenceTracker::Analyse(const std::string& node, NodeHistory& history) {
   std::vector<Victim> victims = FindVictims(node, history);
-  for (const Victim& v : victims) {
+  // Streaks: a victim of this node's previous window continues; the others
+  // of this node end.
+  std::set<std::string> now;
+  for (Victim& v : victims) {
+    now.insert(v.uid);
+    v.persisting_windows = ++streaks_[v.uid];
     for (const Suspect& s : v.suspects) ++antagonist_counts_[s.workload];
+  }
+  if (auto previous = findings_.find(node); previous != findings_.end()) {
+    for (const Victim& v : previous->second) {
+      if (!now.contains(v.uid)) streaks_.erase(v.uid);
+    }
   }
   if (victims.empty()) {
     findings_.erase(node);

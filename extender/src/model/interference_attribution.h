@@ -74,6 +74,9 @@ struct Victim {
   double baseline_stddev = 0;
   size_t windows_above = 0;
   size_t recent_windows = 0;
+  // Consecutive windows of its node in which it has been a victim (the
+  // rebalancing advice waits for a persisting victim: hysteresis).
+  size_t persisting_windows = 0;
   std::vector<Suspect> suspects;  // highest score first
 };
 
@@ -128,6 +131,7 @@ class InterferenceTracker {
   mutable std::mutex mu_;  // Observe (the observer thread) against View (the API)
   std::map<std::string, NodeHistory> nodes_;
   std::map<std::string, std::vector<Victim>> findings_;  // node -> current victims
+  std::map<std::string, size_t> streaks_;  // victim uid -> consecutive windows as a victim
   // Latency-critical replicas' recent CPI: workload -> uid -> samples.
   struct ReplicaCpi {
     std::deque<double> cpi;

@@ -116,7 +116,7 @@ TEST(ScenarioMemoryTest, TheIncidentScenarioParses) {
   absl::StatusOr<Scenario> s = LoadScenarioFile(
       std::string(NEIGHBORLY_SOURCE_DIR) + "/deploy/examples/content-platform-incident.yaml");
   ASSERT_TRUE(s.ok()) << s.status();
-  ASSERT_EQ(s->nodes.size(), 2u);
+  ASSERT_EQ(s->nodes.size(), 3u);
   EXPECT_EQ(s->nodes[0].memory().available_bytes(), 7ull << 30);
   EXPECT_EQ(s->timelines[0].pods.size(), 2u);  // the article service and the analytics job
   EXPECT_THAT(s->nodes[0].pods(2).oom_score_adj(), ElementsAre(500, 1000));
