@@ -26,6 +26,7 @@
 #include "common/process_metrics.h"
 #include "common/strings.h"
 #include "extender/src/api/core_operator_source.h"
+#include "extender/src/api/interference_observer.h"
 #include "extender/src/api/operator_api.h"
 #include "extender/src/api/operator_auth.h"
 #include "extender/src/api/readiness.h"
@@ -314,6 +315,10 @@ int Run(int argc, char** argv) {
         placement_tls.credentials ? "mutual TLS, client certificates required" : "plaintext");
   }
   CoreOperatorSource source(core, [&ingest] { return ingest.stats(); });
+  // Who is hurting whom (issue 26, docs/operations.md), from the newest windows.
+  InterferenceTracker interference;
+  source.set_interference(&interference, &core);
+  const InterferenceObserver interference_observer(core, interference);
   std::atomic<bool> stopping{false};
   // /metrics is the operator API's page plus the ingest refusals by reason,
   // the state counters, build info and process_*. Registered on both ports.

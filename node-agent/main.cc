@@ -505,9 +505,10 @@ int RunSimulation(const Flags& flags) {
   }
   std::vector<SimulatedNode> nodes;
   const std::string boot_id = NewBootId();
-  for (tv1::NodeReport& node : scenario->nodes) {
+  for (size_t i = 0; i < scenario->nodes.size(); ++i) {
+    tv1::NodeReport& node = scenario->nodes[i];
     if (!flags.node_name.empty() && node.node_name() != flags.node_name) continue;
-    nodes.emplace_back(std::move(node), boot_id);
+    nodes.emplace_back(std::move(node), boot_id, std::move(scenario->timelines[i]));
   }
   if (nodes.empty()) {
     std::cerr << "neighborly-agent: node \"" << flags.node_name << "\" is not in " << flags.simulate

@@ -1,11 +1,15 @@
 #!/usr/bin/env bash
 # make demo: start the extender and the simulated fleet of the reference
 # scenario on loopback, then let neighborly-demo send kube-scheduler's requests
-# and print the story. Everything stops when the demo ends.
+# and print the story. Then the incident (issue 26): the fleet streams the seed's
+# incident over time and neighborlyctl shows who is hurting whom, the advice for
+# the article service, node-1's memory pressure and the proposed move.
+# Everything stops when the demo ends.
 set -euo pipefail
 build=${1:-build/default}
 scenario=${SCENARIO:-deploy/examples/content-platform.yaml}
 pods=${PODS:-deploy/examples/content-platform-incoming.json}
+incident=${INCIDENT:-deploy/examples/content-platform-incident.yaml}
 logdir=$(mktemp -d)
 pids=()
 cleanup() {
@@ -48,3 +52,29 @@ if ! "$build/tools/demo/neighborly-demo" --server "http://$http" --scenario "$sc
   echo "--- extender log"; cat "$logdir/extender.log"; echo "--- agent log"; cat "$logdir/agent.log"
   exit 1
 fi
+
+# --- The incident, over time (issue 26) ----------------------------------------
+kill "${pids[1]}" 2>/dev/null || true
+"$build/node-agent/neighborly-agent" --simulate "$incident" --extender "$grpc" --interval 500ms \
+  --insecure-plaintext --log-level warn 2>"$logdir/incident.log" &
+pids+=($!)
+ctl=("$build/tools/neighborlyctl/neighborlyctl" --server "http://$http")
+echo
+echo "The incident ($incident): the analytics job beside the article service, window by window."
+# A victim needs 5 windows of CPI above its baseline; a move waits for 10.
+for _ in $(seq 1 60); do
+  "${ctl[@]}" rebalance 2>/dev/null | grep -q '^  move ' && break
+  sleep 0.5
+done
+echo
+echo "\$ neighborlyctl interference"
+"${ctl[@]}" interference
+echo
+echo "\$ neighborlyctl advise content/Deployment/article-service"
+"${ctl[@]}" advise content/Deployment/article-service
+echo
+echo "\$ neighborlyctl memory node-1"
+"${ctl[@]}" memory node-1
+echo
+echo "\$ neighborlyctl rebalance"
+"${ctl[@]}" rebalance

@@ -33,6 +33,13 @@ constexpr std::string_view kUsage =
     "                        name): per node the verdict and the terms behind it\n"
     "  workloads             workload profiles learned from running replicas\n"
     "  workload NS/KIND/NAME one profile, e.g. shop/Deployment/event-scan\n"
+    "  memory NODE           memory.available against the kubelet's eviction\n"
+    "                        thresholds, the eviction order and oom_score_adj checks\n"
+    "  advise NS/KIND/NAME   which isolation layers the workload needs, what each\n"
+    "                        costs, and a patch to its pod template\n"
+    "  interference [NODE]   latency-critical victims (CPI above their baseline)\n"
+    "                        and the suspected antagonists, with scores\n"
+    "  rebalance             for persisting victims: which pod to move, and where\n"
     "\n"
     "Flags:\n"
     "  --server URL          extender address: the operator port, e.g.\n"
@@ -136,7 +143,8 @@ struct Command {
 absl::StatusOr<Command> Resolve(const Options& o) {
   if (o.positional.empty()) {
     return absl::InvalidArgumentError(
-        "no command (nodes, node NAME, explain POD, workloads, workload NS/KIND/NAME)");
+        "no command (nodes, node NAME, explain POD, workloads, workload NS/KIND/NAME, memory "
+        "NODE, interference [NODE])");
   }
   const std::string& cmd = o.positional[0];
   const size_t args = o.positional.size() - 1;
@@ -153,6 +161,32 @@ absl::StatusOr<Command> Resolve(const Options& o) {
     return Command{
         absl::StrCat("/v1/decisions?pod=", PercentEncode(o.positional[1]), "&limit=", o.limit),
         &RenderDecisions};
+  }
+  if (cmd == "advise") {
+    if (args != 1) return absl::InvalidArgumentError("advise needs exactly one NS/KIND/NAME");
+    std::vector<std::string> parts = absl::StrSplit(o.positional[1], '/');
+    if (parts.size() != 3 || parts[0].empty() || parts[1].empty() || parts[2].empty()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "advise \"", o.positional[1], "\": expected NS/KIND/NAME, e.g. shop/Deployment/web"));
+    }
+    return Command{absl::StrCat("/v1/advice/", PercentEncode(parts[0]), "/",
+                                PercentEncode(parts[1]), "/", PercentEncode(parts[2])),
+                   &RenderAdvice};
+  }
+  if (cmd == "rebalance") {
+    if (args != 0) return absl::InvalidArgumentError("rebalance takes no argument");
+    return Command{"/v1/rebalance", &RenderRebalance};
+  }
+  if (cmd == "memory") {
+    if (args != 1) return absl::InvalidArgumentError("memory needs exactly one NODE");
+    return Command{absl::StrCat("/v1/nodes/", PercentEncode(o.positional[1]), "/memory"),
+                   &RenderNodeMemory};
+  }
+  if (cmd == "interference") {
+    if (args > 1) return absl::InvalidArgumentError("interference takes at most one NODE");
+    return Command{args == 1 ? absl::StrCat("/v1/interference?node=", PercentEncode(o.positional[1]))
+                             : std::string("/v1/interference"),
+                   &RenderInterference};
   }
   if (cmd == "workloads") {
     if (args != 0) return absl::InvalidArgumentError("workloads takes no argument");
@@ -171,7 +205,8 @@ absl::StatusOr<Command> Resolve(const Options& o) {
   }
   return absl::InvalidArgumentError(
       absl::StrCat("unknown command ", cmd,
-                   " (nodes, node NAME, explain POD, workloads, workload NS/KIND/NAME)"));
+                   " (nodes, node NAME, explain POD, workloads, workload NS/KIND/NAME, memory NODE, "
+                   "interference [NODE])"));
 }
 
 // The first non-blank line of the file (a Secret's value, a token file).

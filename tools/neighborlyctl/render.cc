@@ -466,3 +466,190 @@ absl::StatusOr<std::string> RenderWorkloadDetail(std::string_view body) {
 }
 
 }  // namespace neighborly::ctl
+
+// Issue 26: memory pressure and eviction (/v1/nodes/NAME/memory) and who is
+// hurting whom (/v1/interference).
+namespace neighborly::ctl {
+namespace {
+
+std::string SignedBytes(std::optional<double> v) {
+  if (!v) return "-";
+  return *v < 0 ? absl::StrCat("-", FormatBytes(-*v)) : FormatBytes(*v);
+}
+
+std::string IntList(const json* list) {
+  if (list == nullptr || !list->is_array() || list->empty()) return "-";
+  std::vector<std::string> parts;
+  for (const json& v : *list) {
+    if (v.is_number_integer()) parts.push_back(absl::StrCat(v.get<int64_t>()));
+  }
+  return absl::StrJoin(parts, ",");
+}
+
+}  // namespace
+
+absl::StatusOr<std::string> RenderNodeMemory(std::string_view body) {
+  absl::StatusOr<json> doc = Parse(body);
+  if (!doc.ok()) return doc.status();
+  if (!doc->is_object()) return absl::InvalidArgumentError("expected a JSON object");
+  const json& m = *doc;
+  std::string out = absl::StrCat("Node:        ", String(m, "node"), "\n");
+  absl::StrAppend(&out, "Capacity:    ", OrDash(Number(m, "capacity_bytes"), FormatBytes), " (",
+                  String(m, "capacity_source"), ")\n");
+  absl::StrAppend(&out, "Available:   ", OrDash(Number(m, "available_bytes"), FormatBytes),
+                  String(m, "under_pressure") == "true" ? "  UNDER MEMORY PRESSURE" : "", "\n");
+  if (const json* t = Field(m, "thresholds"); t != nullptr && t->is_array()) {
+    for (const json& th : *t) {
+      absl::StrAppend(&out, "Threshold:   ", String(th, "kind"), " memory.available<",
+                      String(th, "value"), " (", OrDash(Number(th, "bytes"), FormatBytes),
+                      ", ", String(th, "source"), "): distance ",
+                      SignedBytes(Number(th, "distance_bytes")), "\n");
+    }
+  }
+  absl::StrAppend(&out, "OOM score:   ", String(m, "oom_score_adj_mismatches", "0"),
+                  " mismatch(es)\n\nEviction order (the kubelet's, under memory pressure):\n");
+  std::vector<Row> rows = {{"#", "POD", "QOS", "PRIO", "WORKING SET", "REQUEST", "LIMIT",
+                            "ABOVE REQUEST", "OOM_SCORE_ADJ", "EXPECTED", "CHECK"}};
+  std::vector<std::string> notes;
+  if (const json* pods = Field(m, "eviction_order"); pods != nullptr && pods->is_array()) {
+    for (const json& p : *pods) {
+      std::string expected = IntList(Field(p, "expected_oom_score_adj"));
+      if (String(p, "expected_is_lower_bound") == "true") expected += "..999";
+      const bool mismatch = String(p, "oom_score_adj_mismatch") == "true";
+      const std::string pod = absl::StrCat(String(p, "namespace"), "/", String(p, "name"));
+      rows.push_back({String(p, "eviction_rank"), pod, String(p, "qos_class"),
+                      String(p, "priority"), OrDash(Number(p, "working_set_bytes"), FormatBytes),
+                      OrDash(Number(p, "request_bytes"), FormatBytes),
+                      OrDash(Number(p, "limit_bytes"), FormatBytes),
+                      SignedBytes(Number(p, "usage_above_request_bytes")),
+                      IntList(Field(p, "oom_score_adj")), expected,
+                      mismatch ? "MISMATCH" : (String(p, "oom_note", "") .empty() ? "ok" : "-")});
+      if (mismatch) notes.push_back(absl::StrCat(pod, ": ", String(p, "oom_note")));
+    }
+  }
+  out += Table(rows);
+  if (const json* n = Field(m, "notes"); n != nullptr && n->is_array()) {
+    for (const json& note : *n) {
+      if (note.is_string()) notes.push_back(note.get<std::string>());
+    }
+  }
+  for (const std::string& note : notes) absl::StrAppend(&out, "note: ", note, "\n");
+  return out;
+}
+
+absl::StatusOr<std::string> RenderInterference(std::string_view body) {
+  absl::StatusOr<json> doc = Parse(body);
+  if (!doc.ok()) return doc.status();
+  if (!doc->is_object()) return absl::InvalidArgumentError("expected a JSON object");
+  const json& v = *doc;
+  std::string out;
+  const json* victims = Field(v, "victims");
+  if (victims == nullptr || !victims->is_array() || victims->empty()) {
+    absl::StrAppend(&out, "No victims: every latency-critical replica runs within its workload's "
+                          "CPI baseline (", String(v, "windows_observed", "0"),
+                    " windows observed).\n");
+  } else {
+    std::vector<Row> rows = {{"NODE", "VICTIM", "CPI", "BASELINE", "ABOVE", "SUSPECT", "SCORE",
+                              "R(BW)", "R(L3)", "BW", "SHARES"}};
+    for (const json& victim : *victims) {
+      Row head = {String(victim, "node"), String(victim, "pod"),
+                  OrDash(Number(victim, "cpi"), [](double x) { return Fixed(x, 2); }),
+                  absl::StrCat(OrDash(Number(victim, "baseline_cpi"),
+                                      [](double x) { return Fixed(x, 2); }),
+                               "±",
+                               OrDash(Number(victim, "baseline_stddev"),
+                                      [](double x) { return Fixed(x, 2); })),
+                  absl::StrCat(String(victim, "windows_above"), "/",
+                               String(victim, "recent_windows"))};
+      const json* suspects = Field(victim, "suspects");
+      if (suspects == nullptr || !suspects->is_array() || suspects->empty()) {
+        Row row = head;
+        row.insert(row.end(), {"(none correlated)", "-", "-", "-", "-", "-"});
+        rows.push_back(row);
+        continue;
+      }
+      bool first = true;
+      for (const json& s : *suspects) {
+        Row row = first ? head : Row{"", "", "", "", ""};
+        first = false;
+        std::string name = String(s, "pod");
+        if (String(s, "repeat_antagonist") == "true") name += " (repeat)";
+        row.insert(row.end(),
+                   {name, OrDash(Number(s, "score"), [](double x) { return Fixed(x, 2); }),
+                    OrDash(Number(s, "bandwidth_correlation"), [](double x) { return Fixed(x, 2); }),
+                    OrDash(Number(s, "occupancy_correlation"), [](double x) { return Fixed(x, 2); }),
+                    OrDash(Number(s, "mean_membw_bytes_per_second"), FormatBytesPerSecond),
+                    String(s, "shares")});
+        rows.push_back(row);
+      }
+    }
+    out += Table(rows);
+  }
+  if (const json* repeat = Field(v, "repeat_antagonists");
+      repeat != nullptr && repeat->is_array() && !repeat->empty()) {
+    std::vector<std::string> names;
+    for (const json& r : *repeat) {
+      if (r.is_string()) names.push_back(r.get<std::string>());
+    }
+    absl::StrAppend(&out, "Repeat antagonists (placed as aggressors): ", absl::StrJoin(names, ", "),
+                    "\n");
+  }
+  return out;
+}
+
+absl::StatusOr<std::string> RenderAdvice(std::string_view body) {
+  absl::StatusOr<json> doc = Parse(body);
+  if (!doc.ok()) return doc.status();
+  if (!doc->is_object()) return absl::InvalidArgumentError("expected a JSON object");
+  const json& a = *doc;
+  std::string out = absl::StrCat("Workload: ", String(a, "workload"), " (",
+                                 String(a, "replicas"), " replica(s), ",
+                                 String(a, "contention_class"), ")",
+                                 String(a, "victim") == "true" ? ", a replica is a victim now" : "",
+                                 "\n\n");
+  std::vector<Row> rows = {{"LAYER", "NEEDED", "IN PLACE", "WHY", "COST"}};
+  if (const json* layers = Field(a, "layers"); layers != nullptr && layers->is_array()) {
+    for (const json& l : *layers) {
+      rows.push_back({String(l, "layer"), String(l, "needed") == "true" ? "yes" : "no",
+                      String(l, "present") == "true" ? "yes" : "no", String(l, "why"),
+                      String(l, "cost")});
+    }
+  }
+  out += Table(rows);
+  if (const json* n = Field(a, "notes"); n != nullptr && n->is_array()) {
+    for (const json& note : *n) {
+      if (note.is_string()) absl::StrAppend(&out, "note: ", note.get<std::string>(), "\n");
+    }
+  }
+  const std::string patch = String(a, "patch", "");
+  absl::StrAppend(&out, patch.empty() ? "\nNo change to its pod template.\n"
+                                      : absl::StrCat("\nPatch:\n", patch));
+  return out;
+}
+
+absl::StatusOr<std::string> RenderRebalance(std::string_view body) {
+  absl::StatusOr<json> doc = Parse(body);
+  if (!doc.ok()) return doc.status();
+  absl::StatusOr<json> list = List(*doc, "proposals");
+  if (!list.ok()) return list.status();
+  if (list->empty()) {
+    return std::string("No moves proposed: no victim has persisted long enough.\n");
+  }
+  std::string out;
+  for (const json& m : *list) {
+    absl::StrAppend(&out, "Victim ", String(m, "victim"), " on ", String(m, "victim_node"), " (",
+                    String(m, "persisting_windows"), " windows)\n  move ", String(m, "move"),
+                    ": ", String(m, "from_node"), " -> ", String(m, "to_node", "(no node)"),
+                    "\n  why: ", String(m, "why"), "\n");
+    if (const json* refused = Field(m, "refused"); refused != nullptr && refused->is_array()) {
+      for (const json& r : *refused) {
+        if (r.is_string()) absl::StrAppend(&out, "  not ", r.get<std::string>(), "\n");
+      }
+    }
+  }
+  absl::StrAppend(&out, "Advice only: Neighborly evicts nothing (docs/operations.md, "
+                        "\"Rebalancing\").\n");
+  return out;
+}
+
+}  // namespace neighborly::ctl

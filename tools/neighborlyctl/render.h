@@ -44,6 +44,18 @@ absl::StatusOr<std::string> RenderWorkloadsTable(std::string_view body);
 // /v1/workloads/{ns}/{kind}/{name}: the prediction, the verdict and every metric.
 absl::StatusOr<std::string> RenderWorkloadDetail(std::string_view body);
 
+// Issue 26. /v1/nodes/{name}/memory: capacity, memory.available, distance to
+// each eviction threshold, then the pods in the kubelet's eviction order with
+// their oom_score_adj against the expected value.
+absl::StatusOr<std::string> RenderNodeMemory(std::string_view body);
+// /v1/interference: per victim its CPI against the baseline and the suspects
+// with their scores.
+absl::StatusOr<std::string> RenderInterference(std::string_view body);
+// /v1/advice/{ns}/{kind}/{name}: per layer needed / in place / why / cost, then the patch.
+absl::StatusOr<std::string> RenderAdvice(std::string_view body);
+// /v1/rebalance: per proposal the victim, the pod to move, from and to, why.
+absl::StatusOr<std::string> RenderRebalance(std::string_view body);
+
 // Formatting helpers, exposed for tests.
 std::string FormatBytes(double bytes);           // "18.3MiB"
 std::string FormatBytesPerSecond(double bytes);  // "2.80GB/s"

@@ -14,5 +14,5 @@ target_link_libraries(neighborlyctl PRIVATE neighborlyctl_lib neighborly_warning
 
 neighborly_add_test(neighborlyctl_test
   SOURCES ${CMAKE_CURRENT_LIST_DIR}/render_test.cc ${CMAKE_CURRENT_LIST_DIR}/cli_test.cc
-          ${CMAKE_CURRENT_LIST_DIR}/yaml_render_test.cc
+          ${CMAKE_CURRENT_LIST_DIR}/yaml_render_test.cc ${CMAKE_CURRENT_LIST_DIR}/isolation_render_test.cc
   LIBS neighborlyctl_lib nlohmann_json::nlohmann_json PkgConfig::HTTPLIB Threads::Threads yaml-cpp)

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
 #include "common/prometheus_text.h"
+#include "extender/src/api/isolation_api.h"
 #include "common/strings.h"
 #include "spdlog/spdlog.h"
 
@@ -252,6 +253,7 @@ void AppendOperatorMetrics(const OperatorSource& source, const MetricsPage& opti
                {{"class", cls}}, static_cast<double>(count));
   }
 
+  AppendIsolationMetrics(source, options.per_node_series, page);
   if (!options.per_node_series) return;
   for (const NodeSummary& n : nodes) {
     page.Gauge("neighborly_node_contention_score",
@@ -350,6 +352,7 @@ void RegisterOperatorApi(HttpRoutes& server, const OperatorSource& source,
     }
     Reply(res, 200, WorkloadViewJson(*w));
   });
+  RegisterIsolationApi(server, source);
   server.Get("/v1/decisions", [&source](const httplib::Request& req, httplib::Response& res) {
     const std::string pod = req.get_param_value("pod");
     if (pod.empty()) {

@@ -20,6 +20,10 @@
 #include "extender/src/core/extender_core.h"
 #include "extender/src/http/extender_metrics.h"
 #include "extender/src/http/http_server.h"
+#include "extender/src/model/interference_attribution.h"
+#include "extender/src/model/memory_pressure.h"
+#include "extender/src/model/workload_advice.h"
+#include "extender/src/api/rebalance.h"
 
 namespace neighborly::extender {
 
@@ -43,6 +47,17 @@ class OperatorSource {
     uint64_t predictions_used = 0;
   };
   virtual WorkloadCounts WorkloadCountsNow() const { return {}; }
+  // Issue 26 (isolation_api.h): a node's memory pressure and eviction view,
+  // every node's (for /metrics), and who is hurting whom.
+  virtual std::optional<NodeMemoryView> NodeMemory(std::string_view /*name*/) const {
+    return std::nullopt;
+  }
+  virtual std::vector<NodeMemoryView> Memory() const { return {}; }
+  virtual InterferenceView Interference() const { return {}; }
+  virtual std::optional<WorkloadAdvice> Advice(std::string_view /*workload*/) const {
+    return std::nullopt;
+  }
+  virtual std::vector<MoveProposal> Rebalance() const { return {}; }
 };
 
 // Returns "" when ready to answer the scheduler, else why not.

@@ -936,6 +936,33 @@ std::optional<NodeSummary> ExtenderCore::Node(std::string_view name) const {
   return impl_->Summarize(*entry, *snap, impl_->clock.Now(), /*with_pods=*/true);
 }
 
+std::optional<tv1::NodeReport> ExtenderCore::Report(std::string_view name) const {
+  const ClusterState::View view = impl_->state.view();
+  const ClusterState::Entry* entry = view.Find(name);
+  const NodeSnapshot* snap = entry != nullptr ? entry->snapshot.load() : nullptr;
+  if (snap == nullptr) return std::nullopt;
+  return snap->report;
+}
+
+void ExtenderCore::ForEachReport(const std::function<void(const tv1::NodeReport&)>& visit) const {
+  const ClusterState::View view = impl_->state.view();
+  for (const ClusterState::Entry* entry : view.entries()) {
+    if (const NodeSnapshot* snap = entry->snapshot.load()) visit(snap->report);
+  }
+}
+
+size_t ExtenderCore::MarkAntagonists(const std::set<std::string>& workloads) {
+  size_t marked = 0;
+  for (const std::string& key : workloads) {
+    marked += impl_->workloads.MarkAntagonist(
+                  key, "named repeatedly as an antagonist by interference attribution",
+                  impl_->clock.Now())
+                  ? 1
+                  : 0;
+  }
+  return marked;
+}
+
 std::vector<DecisionRecord> ExtenderCore::Decisions(std::string_view pod, size_t limit) const {
   std::vector<DecisionRecord> out;
   for (const std::shared_ptr<const LoggedDecision>& d : impl_->log.Find(pod, limit)) {

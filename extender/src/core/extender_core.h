@@ -10,6 +10,8 @@
 #define NEIGHBORLY_EXTENDER_SRC_CORE_EXTENDER_CORE_H_
 
 #include <cstdint>
+#include <functional>
+#include <set>
 #include <map>
 #include <memory>
 #include <optional>
@@ -203,6 +205,16 @@ class ExtenderCore : public Decider {
   // Operator views; safe to call concurrently with everything else.
   std::vector<NodeSummary> Nodes() const;  // sorted by contention, highest first
   std::optional<NodeSummary> Node(std::string_view name) const;
+  // Issue 26: the newest report of one node (a copy), nullopt when none; and
+  // every node's newest report, visited under the state's read view (the
+  // reference is valid only during the call).
+  std::optional<telemetry::v1::NodeReport> Report(std::string_view name) const;
+  void ForEachReport(const std::function<void(const telemetry::v1::NodeReport&)>& visit) const;
+  // Feedback from interference attribution (issue 26): each workload named
+  // repeatedly as an antagonist is an aggressor in placement from now on (its
+  // residents and its next replicas are treated as batch). Returns how many
+  // of `workloads` had a profile to mark.
+  size_t MarkAntagonists(const std::set<std::string>& workloads);
   // Latest decisions for a pod, matched by uid, "namespace/name" or name; newest first.
   std::vector<DecisionRecord> Decisions(std::string_view pod, size_t limit) const;
   size_t node_count() const;

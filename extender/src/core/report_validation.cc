@@ -191,6 +191,29 @@ absl::Status ValidatePod(const tv1::PodReport& pod, const std::string& field,
                         limits);
     }
   }
+  // Issue 26: memory pressure inputs.
+  NB_RETURN_IF_ERROR(CheckBytes(Path(field, ".memory_working_set_bytes"),
+                                pod.has_memory_working_set_bytes(),
+                                pod.memory_working_set_bytes(), limits));
+  NB_RETURN_IF_ERROR(CheckBytes(Path(field, ".memory_limit_bytes"), pod.has_memory_limit_bytes(),
+                                pod.memory_limit_bytes(), limits));
+  if (static_cast<size_t>(pod.oom_score_adj_size()) > limits.max_map_entries) {
+    return Bad(Path(field, ".oom_score_adj"), "too many values");
+  }
+  for (int32_t adj : pod.oom_score_adj()) {
+    if (adj < -1000 || adj > 1000) {
+      return Bad(Path(field, ".oom_score_adj"), absl::StrCat(adj, " is outside -1000..1000"));
+    }
+  }
+  if (static_cast<size_t>(pod.container_memory_request_bytes_size()) > limits.max_map_entries) {
+    return Bad(Path(field, ".container_memory_request_bytes"), "too many entries");
+  }
+  for (const auto& [name, bytes] : pod.container_memory_request_bytes()) {
+    NB_RETURN_IF_ERROR(CheckLength(Path(field, ".container_memory_request_bytes key"), name,
+                                   limits.max_string_bytes));
+    NB_RETURN_IF_ERROR(CheckBytes(Path(field, ".container_memory_request_bytes"), true, bytes,
+                                  limits));
+  }
   if (static_cast<size_t>(pod.unavailable_size()) > limits.max_map_entries) {
     return Bad(Path(field, ".unavailable"), "too many entries");
   }
@@ -394,6 +417,25 @@ absl::Status ValidateReport(const tv1::NodeReport& r, const ReportLimits& limits
       return Bad("kubelet.reserved_memory_bytes_by_numa",
                  absl::StrCat("NUMA node ", id, " is not in the topology"));
     }
+  }
+  // Issue 26: eviction thresholds (text, parsed by the memory view) and node memory.
+  if (k.eviction_hard_size() > 64 || k.eviction_soft_size() > 64) {
+    return Bad("kubelet", "more than 64 eviction thresholds");
+  }
+  for (const auto* thresholds : {&k.eviction_hard(), &k.eviction_soft()}) {
+    for (const auto& [signal, value] : *thresholds) {
+      NB_RETURN_IF_ERROR(CheckLength("kubelet.eviction signal", signal, limits.max_string_bytes));
+      NB_RETURN_IF_ERROR(CheckLength("kubelet.eviction value", value, limits.max_string_bytes));
+    }
+  }
+  NB_RETURN_IF_ERROR(CheckLength("kubelet.eviction_source", k.eviction_source(),
+                                 limits.max_string_bytes));
+  if (r.has_memory()) {
+    NB_RETURN_IF_ERROR(CheckBytes("memory.capacity_bytes", true, r.memory().capacity_bytes(), limits));
+    if (r.memory().available_bytes() > r.memory().capacity_bytes()) {
+      return Bad("memory.available_bytes", "is larger than memory.capacity_bytes");
+    }
+    NB_RETURN_IF_ERROR(CheckLength("memory.source", r.memory().source(), limits.max_string_bytes));
   }
   if (static_cast<size_t>(r.topology().cores_size()) > all_cpus.size()) {
     return Bad("topology.cores",

@@ -212,7 +212,25 @@ INSTANTIATE_TEST_SUITE_P(
              [](auto& r) {
                r.mutable_pods(0)->set_cpu_request_millicores(std::numeric_limits<int64_t>::max());
              },
-             "pods[0].cpu_request_millicores"}),
+             "pods[0].cpu_request_millicores"},
+        // Issue 26.
+        Case{"OomScoreAdjOutOfRange", [](auto& r) { r.mutable_pods(0)->add_oom_score_adj(5000); },
+             "pods[0].oom_score_adj: 5000 is outside -1000..1000"},
+        Case{"ImpossibleWorkingSet",
+             [](auto& r) { r.mutable_pods(0)->set_memory_working_set_bytes(uint64_t{1} << 62); },
+             "pods[0].memory_working_set_bytes"},
+        Case{"AvailableAboveCapacity",
+             [](auto& r) {
+               r.mutable_memory()->set_capacity_bytes(1 << 30);
+               r.mutable_memory()->set_available_bytes(2u << 30);
+             },
+             "memory.available_bytes: is larger than memory.capacity_bytes"},
+        Case{"LongEvictionValue",
+             [](auto& r) {
+               (*r.mutable_kubelet()->mutable_eviction_hard())["memory.available"] =
+                   std::string(5000, '9');
+             },
+             "kubelet.eviction value"}),
     [](const ::testing::TestParamInfo<Case>& p) { return p.param.name; });
 
 // The largest quantities a real host could report still pass.

@@ -228,7 +228,15 @@ double WorkloadProfile::recent_l3_share(absl::Time now, const ModelConfig& confi
   return DecayedPeak(peak_l3_share_, peak_l3_at_, now, config.workloads.peak_half_life);
 }
 
+void WorkloadProfile::MarkAntagonist(std::string why, absl::Time now) {
+  if (!aggressor_) aggressor_since_ = now;
+  aggressor_ = true;
+  antagonist_why_ = std::move(why);
+  aggressor_why_ = antagonist_why_;
+}
+
 void WorkloadProfile::UpdateVerdict(absl::Time now, const ModelConfig& config) {
+  if (!antagonist_why_.empty()) return;  // MarkAntagonist's verdict holds
   const double bw = recent_membw_share(now, config);
   const double l3 = recent_l3_share(now, config);
   const bool enter = bw >= config.aggressor_membw_share || l3 >= config.aggressor_l3_share;

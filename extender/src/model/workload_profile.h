@@ -120,6 +120,10 @@ class WorkloadProfile {
   std::optional<WorkloadMetricSummary> Summary(WorkloadMetric m, const ModelConfig& config) const;
 
   bool aggressor() const { return aggressor_; }
+  // Issue 26: interference attribution named this workload as an antagonist
+  // repeatedly; it is an aggressor from now on (not persisted: a restarted
+  // extender learns it again from the windows it sees).
+  void MarkAntagonist(std::string why, absl::Time now);
   const InterferenceFit& fit() const { return fit_; }
   const std::string& aggressor_why() const { return aggressor_why_; }
   absl::Time aggressor_since() const { return aggressor_since_; }
@@ -167,6 +171,7 @@ class WorkloadProfile {
   absl::Time peak_l3_at_ = absl::InfinitePast();
   bool aggressor_ = false;
   std::string aggressor_why_;
+  std::string antagonist_why_;  // non-empty: marked by MarkAntagonist
   absl::Time aggressor_since_ = absl::InfinitePast();
   // The last window whose own measurement crossed an entry threshold: the
   // minimum dwell counts from here.

@@ -69,6 +69,17 @@ std::optional<WorkloadStore::Verdict> WorkloadStore::VerdictOf(std::string_view 
   return Verdict{p.aggressor(), p.aggressor_why()};
 }
 
+bool WorkloadStore::MarkAntagonist(std::string_view key, std::string why, absl::Time now) {
+  Shard& shard = ShardOf(key);
+  std::lock_guard<std::mutex> lock(shard.mu);
+  auto it = shard.by_key.find(Av(key));
+  if (it == shard.by_key.end()) return false;
+  WorkloadProfile& p = it->second->profile;
+  if (p.aggressor() && p.aggressor_why() == why) return true;
+  p.MarkAntagonist(std::move(why), now);
+  return true;
+}
+
 WorkloadView WorkloadStore::ViewOf(const Entry& e, absl::Time now,
                                    const ModelConfig& config) const {
   WorkloadView v;

@@ -53,6 +53,9 @@ class WorkloadStore {
     std::string why;
   };
   std::optional<Verdict> VerdictOf(std::string_view key) const;
+  // Issue 26: makes `key`'s profile an aggressor (WorkloadProfile::MarkAntagonist);
+  // false when the store holds no profile for it.
+  bool MarkAntagonist(std::string_view key, std::string why, absl::Time now);
 
   std::vector<WorkloadView> List(absl::Time now, const ModelConfig& config) const;
   std::optional<WorkloadView> Get(std::string_view key, absl::Time now,

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <map>
 #include <set>
 
@@ -20,6 +21,7 @@
 #include "node-agent/src/resctrl/resctrl.h"
 #include "node-agent/src/resctrl/resctrl_alloc.h"
 #include "node-agent/src/sys/filesystem.h"
+#include "node-agent/src/sys/text.h"
 #include "node-agent/src/topology/topology.h"
 #include "spdlog/spdlog.h"
 
@@ -313,7 +315,9 @@ class HostAgentImpl final : public HostAgent {
       if (b.psi_memory_full_avg10) out->set_psi_memory_full_avg10(*b.psi_memory_full_avg10);
       FillRdt(pod.uid, rdt_start, rdt_end, unmonitored, seconds, *out);
       FillPerf(pod.uid, perf_start, perf_end, seconds, *out);
+      FillPodMemory(pod, b, *out);
     }
+    FillNodeMemory(report);
     cost_ = before_wait + (absl::Now() - work_resume);
     return report;
   }
@@ -700,6 +704,11 @@ class HostAgentImpl final : public HostAgent {
                                                                      : c.memory_manager_policy);
       out->mutable_reserved_memory_bytes_by_numa()->insert(c.reserved_memory_bytes.begin(),
                                                            c.reserved_memory_bytes.end());
+      out->mutable_eviction_hard()->insert(c.eviction_hard.begin(), c.eviction_hard.end());
+      out->mutable_eviction_soft()->insert(c.eviction_soft.begin(), c.eviction_soft.end());
+      if (!c.eviction_hard.empty() || !c.eviction_soft.empty()) {
+        out->set_eviction_source(kubelet.config_source);
+      }
     }
     std::string source = kubelet.config_source;
     if (kubelet.memory_manager.ok()) {
@@ -785,6 +794,61 @@ class HostAgentImpl final : public HostAgent {
     }
     for (const auto& [metric, why] : rates.unavailable) unavailable[metric] = why;
     if (unmonitored.contains(uid)) unavailable["resctrl_threads"] = unmonitored.at(uid);
+  }
+
+  // Issue 26: working set, limit and the containers' oom_score_adj.
+  void FillPodMemory(const PodCgroup& pod, const PodSample& sample, tv1::PodReport& out) {
+    if (sample.memory_working_set_bytes) {
+      out.set_memory_working_set_bytes(*sample.memory_working_set_bytes);
+    }
+    if (sample.memory_limit_bytes) out.set_memory_limit_bytes(*sample.memory_limit_bytes);
+    absl::StatusOr<std::vector<int>> pids = cgroups_->Processes(pod);
+    if (!pids.ok()) {
+      (*out.mutable_unavailable())["oom_score_adj"] = std::string(pids.status().message());
+      return;
+    }
+    std::set<int32_t> seen;
+    std::string problem;
+    for (int pid : *pids) {
+      absl::StatusOr<std::string> text =
+          fs_->ReadFile(absl::StrCat("/proc/", pid, "/oom_score_adj"));
+      if (!text.ok()) continue;  // exited between the two reads
+      std::optional<int32_t> adj = ParseInt<int32_t>(Trim(*text));
+      if (!adj || *adj < -1000 || *adj > 1000) {
+        problem = absl::StrCat("/proc/", pid, "/oom_score_adj: \"", Av(Trim(*text)),
+                               "\" is not in -1000..1000");
+        continue;
+      }
+      // The sandbox (pause) process gets -998 from the runtime, not the kubelet.
+      if (*adj != -998) seen.insert(*adj);
+    }
+    for (int32_t adj : seen) out.add_oom_score_adj(adj);
+    if (seen.empty()) {
+      (*out.mutable_unavailable())["oom_score_adj"] =
+          problem.empty() ? "no readable /proc/PID/oom_score_adj for the pod's processes" : problem;
+    }
+  }
+
+  // The node's memory.available as the kubelet computes it: capacity minus the
+  // working set, i.e. MemTotal - (MemTotal - MemFree - Inactive(file)).
+  void FillNodeMemory(tv1::NodeReport& report) {
+    absl::StatusOr<std::string> text = fs_->ReadFile("/proc/meminfo");
+    if (!text.ok()) return;
+    std::optional<uint64_t> total, free, inactive_file;
+    for (std::string_view line : SplitLines(*text)) {
+      std::vector<std::string_view> f = SplitFields(line);
+      if (f.size() < 2) continue;
+      std::optional<uint64_t> kib = ParseInt<uint64_t>(f[1]);
+      if (!kib || *kib > (UINT64_MAX >> 10)) continue;
+      if (f[0] == "MemTotal:") total = *kib << 10;
+      if (f[0] == "MemFree:") free = *kib << 10;
+      if (f[0] == "Inactive(file):") inactive_file = *kib << 10;
+    }
+    if (!total || !free || !inactive_file) return;
+    tv1::NodeMemory* memory = report.mutable_memory();
+    memory->set_capacity_bytes(*total);
+    memory->set_available_bytes(std::min(*total, *free + *inactive_file));
+    memory->set_source("/proc/meminfo");
   }
 
   void FillPerf(const std::string& uid, const std::map<std::string, CounterSnapshot>& start,

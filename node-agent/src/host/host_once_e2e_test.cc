@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 
 #include <cstdlib>
+#include <map>
 
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
@@ -127,6 +128,40 @@ TEST(HostOnceE2eTest, MissingHostRootFailsWithOneLine) {
   OnceRun run = RunOnce("/nonexistent-neighborly-root");
   EXPECT_NE(run.exit_code, 0);
   EXPECT_THAT(run.stderr_text, HasSubstr("topology"));
+}
+
+// Issue 26: the memory view's inputs from the fixture trees: each pod's
+// working set (usage minus inactive file pages) and limit, its processes'
+// oom_score_adj (cgroup.procs -> /proc/PID/oom_score_adj), the node's
+// /proc/meminfo and the kubelet's eviction thresholds, on cgroup v2 and v1.
+TEST(HostOnceE2eTest, MemoryPressureInputsFromFixtureHosts) {
+  for (const char* host : {"intel-mbm-v2-systemd-containerd", "amd-v1-cgroupfs-docker"}) {
+    SCOPED_TRACE(host);
+    TestTree tree;
+    tree.CopyFrom(std::string(NEIGHBORLY_SOURCE_DIR) + "/test/testdata/hosts/" + host);
+    const OnceRun run = RunOnce(tree.root());
+    ASSERT_EQ(run.exit_code, 0) << run.stderr_text;
+    const nlohmann::json report = nlohmann::json::parse(run.stdout_text);
+    // MemTotal 65536000 kB; available = MemFree + Inactive(file).
+    EXPECT_EQ(report["memory"]["capacityBytes"], "67108864000");
+    EXPECT_EQ(report["memory"]["availableBytes"], std::to_string((20480000ull + 10240000) << 10));
+    EXPECT_EQ(report["memory"]["source"], "/proc/meminfo");
+    EXPECT_EQ(report["kubelet"]["evictionHard"]["memory.available"], "500Mi");
+    EXPECT_EQ(report["kubelet"]["evictionSoft"]["memory.available"], "1Gi");
+    EXPECT_THAT(report["kubelet"]["evictionSource"].get<std::string>(), HasSubstr("config"));
+    std::map<std::string, nlohmann::json> pods;
+    for (const nlohmann::json& p : report["pods"]) pods[p["name"].get<std::string>()] = p;
+    ASSERT_EQ(pods.size(), 3u) << run.stdout_text;
+    const nlohmann::json& article = pods["article-service-5d8f7-abcde"];
+    EXPECT_EQ(article["memoryWorkingSetBytes"], std::to_string(3758096384ull - 268435456));
+    EXPECT_EQ(article["memoryLimitBytes"], "4294967296");
+    EXPECT_EQ(article["oomScoreAdj"], nlohmann::json::array({-997}));
+    const nlohmann::json& scan = pods["event-scan-7c9d-xyz12"];
+    EXPECT_FALSE(scan.contains("memoryLimitBytes"));  // "max" / PAGE_COUNTER_MAX: no limit
+    EXPECT_EQ(scan["oomScoreAdj"], nlohmann::json::array({994}));
+    // The BestEffort pod's tampered process shows beside the kubelet's 1000.
+    EXPECT_EQ(pods["debug-shell"]["oomScoreAdj"], nlohmann::json::array({500, 1000}));
+  }
 }
 
 }  // namespace

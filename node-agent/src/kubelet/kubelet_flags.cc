@@ -135,11 +135,34 @@ absl::Status ParseReservedMemoryFlag(std::string_view text, std::map<uint32_t, u
   return absl::OkStatus();
 }
 
+absl::StatusOr<std::map<std::string, std::string>> ParseEvictionFlag(std::string_view flag,
+                                                                     std::string_view text) {
+  std::map<std::string, std::string> out;
+  for (std::string_view item : Split(text, ',', /*keep_empty=*/false)) {
+    const size_t lt = item.find('<');
+    if (lt == std::string_view::npos || lt == 0 || lt + 1 >= item.size()) {
+      return absl::InvalidArgumentError(absl::StrCat("kubelet flag --", Av(flag), ": \"", Av(item),
+                                                     "\" is not SIGNAL<VALUE"));
+    }
+    out[std::string(Trim(item.substr(0, lt)))] = std::string(Trim(item.substr(lt + 1)));
+  }
+  return out;
+}
+
 absl::Status ApplyKubeletFlags(const KubeletCommandLine& cmdline, KubeletConfig& config) {
   auto flag = [&](std::string_view name) -> const std::string* {
     auto it = cmdline.flags.find(std::string(name));
     return it == cmdline.flags.end() ? nullptr : &it->second;
   };
+  for (auto [name, out] : {std::pair<const char*, std::map<std::string, std::string>*>{
+                               "eviction-hard", &config.eviction_hard},
+                           {"eviction-soft", &config.eviction_soft}}) {
+    const std::string* v = flag(name);
+    if (v == nullptr) continue;
+    absl::StatusOr<std::map<std::string, std::string>> thresholds = ParseEvictionFlag(name, *v);
+    if (!thresholds.ok()) return thresholds.status();
+    *out = *std::move(thresholds);
+  }
   if (const std::string* v = flag("cpu-manager-policy")) config.cpu_manager_policy = Lower(*v);
   if (const std::string* v = flag("topology-manager-policy")) {
     config.topology_manager_policy = Lower(*v);

@@ -261,6 +261,13 @@ absl::StatusOr<KubeletConfig> ParseKubeletConfig(std::string_view text,
   }
   config.memory_manager_policy = Lower(config.memory_manager_policy);
   if (absl::Status s = ParseResourceManagerConfig(*root, config); !s.ok()) return s;
+  for (auto [key, out] : {std::pair<const char*, std::map<std::string, std::string>*>{
+                              "evictionHard", &config.eviction_hard},
+                          {"evictionSoft", &config.eviction_soft}}) {
+    absl::StatusOr<std::map<std::string, std::string>> thresholds = root->Get(key).StringMap();
+    if (!thresholds.ok()) return thresholds.status();
+    *out = *std::move(thresholds);
+  }
   if (!config.reserved_system_cpus.empty()) {
     absl::StatusOr<CpuSet> cpus = root->Get("reservedSystemCPUs").Cpus();
     if (!cpus.ok()) return cpus.status();

@@ -64,6 +64,11 @@ struct KubeletConfig {
   std::string memory_manager_policy;  // lower-cased; kubelet default "none"
   // reservedMemory of type "memory", per NUMA node.
   std::map<uint32_t, uint64_t> reserved_memory_bytes;
+  // evictionHard / evictionSoft (issue 26): signal -> "100Mi" | "10%". The
+  // flags --eviction-hard / --eviction-soft ("memory.available<100Mi,...")
+  // replace them.
+  std::map<std::string, std::string> eviction_hard;
+  std::map<std::string, std::string> eviction_soft;
 };
 
 // The running kubelet's command line (from /proc/PID/cmdline): flags override
@@ -86,6 +91,9 @@ absl::Status ApplyKubeletFlags(const KubeletCommandLine& cmdline, KubeletConfig&
 absl::StatusOr<std::map<std::string, std::string>> ParseOptionList(std::string_view flag,
                                                                    std::string_view text);
 // "0:memory=1Gi,hugepages-1Gi=2Gi;1:memory=2Gi" -> {0: 1Gi, 1: 2Gi} (memory only).
+// "memory.available<100Mi,nodefs.available<10%" -> {signal: value}.
+absl::StatusOr<std::map<std::string, std::string>> ParseEvictionFlag(std::string_view flag,
+                                                                     std::string_view text);
 absl::Status ParseReservedMemoryFlag(std::string_view text, std::map<uint32_t, uint64_t>& out);
 // The kubelet process under /proc (argv[0] named "kubelet"), or NotFound.
 absl::StatusOr<KubeletCommandLine> FindKubeletProcess(const Filesystem& fs);

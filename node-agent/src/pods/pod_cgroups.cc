@@ -364,6 +364,38 @@ absl::StatusOr<PodSample> PodCgroups::Sample(const PodCgroup& pod, bool counters
     sample.unavailable["memory_bytes_by_numa"] = Reason(numa.status());
   }
 
+  // Working set and limit (issue 26), as the kubelet's eviction manager reads them.
+  if (!memory_dir.empty()) {
+    const bool v2 = pod.on_unified;
+    absl::StatusOr<std::string> usage =
+        fs_.ReadFile(JoinPath(memory_dir, v2 ? "memory.current" : "memory.usage_in_bytes"));
+    absl::StatusOr<std::string> stat = fs_.ReadFile(JoinPath(memory_dir, "memory.stat"));
+    const std::optional<uint64_t> parsed =
+        usage.ok() ? ParseInt<uint64_t>(Trim(*usage)) : std::nullopt;
+    const bool have_usage = parsed.has_value();
+    const uint64_t used = parsed.value_or(0);
+    absl::StatusOr<uint64_t> inactive =
+        stat.ok() ? ParseMemoryStatField(*stat, v2 ? "inactive_file" : "total_inactive_file")
+                  : absl::StatusOr<uint64_t>(stat.status());
+    if (have_usage && inactive.ok()) {
+      sample.memory_working_set_bytes = used > *inactive ? used - *inactive : 0;
+    } else {
+      sample.unavailable["memory_working_set_bytes"] =
+          !usage.ok() ? Reason(usage.status())
+          : !have_usage ? absl::StrCat("memory usage \"", Av(Trim(*usage)), "\" is not a number")
+                      : Reason(inactive.status());
+    }
+    absl::StatusOr<std::string> limit =
+        fs_.ReadFile(JoinPath(memory_dir, v2 ? "memory.max" : "memory.limit_in_bytes"));
+    if (limit.ok()) {
+      // "max" (v2) or PAGE_COUNTER_MAX pages (v1, about 2^63): no limit.
+      std::optional<uint64_t> bytes = ParseInt<uint64_t>(Trim(*limit));
+      if (bytes && *bytes < (uint64_t{1} << 62)) sample.memory_limit_bytes = *bytes;
+    }
+  } else {
+    sample.unavailable["memory_working_set_bytes"] = "cgroup v1 memory controller not mounted";
+  }
+
   // PSI lives on the cgroup2 hierarchy only (hybrid hosts mirror pods there).
   const std::string psi_dir = Dir(mounts_.unified, pod.relpath);
   if (psi_dir.empty() || !fs_.IsDirectory(psi_dir)) {
@@ -441,6 +473,46 @@ absl::StatusOr<PodSample> PodCgroups::Sample(const PodCgroup& pod, bool counters
     sample.unavailable["cpu_request_millicores"] = "no cpu.weight or cpu.shares for the pod";
   }
   return sample;
+}
+
+absl::StatusOr<uint64_t> ParseMemoryStatField(std::string_view text, std::string_view key) {
+  for (std::string_view line : SplitLines(text)) {
+    std::vector<std::string_view> f = SplitFields(line);
+    if (f.size() != 2 || f[0] != key) continue;
+    std::optional<uint64_t> v = ParseInt<uint64_t>(f[1]);
+    if (!v) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("memory.stat: ", Av(key), " \"", Av(f[1]), "\" is not a number"));
+    }
+    return *v;
+  }
+  return absl::NotFoundError(absl::StrCat("memory.stat has no ", Av(key), " line"));
+}
+
+absl::StatusOr<std::vector<int>> PodCgroups::Processes(const PodCgroup& pod) const {
+  const std::string root = WalkRoot(pod.on_unified);
+  std::vector<int> pids;
+  bool read_any = false;
+  for (const ContainerCgroup& container : pod.containers) {
+    absl::StatusOr<std::string> text =
+        fs_.ReadFile(JoinPath(JoinPath(root, container.relpath), "cgroup.procs"));
+    if (!text.ok()) continue;  // a container that just exited
+    read_any = true;
+    absl::StatusOr<std::vector<int>> some = ParseTids(*text);
+    if (!some.ok()) return some.status();
+    pids.insert(pids.end(), some->begin(), some->end());
+    if (pids.size() > kMaxThreads) {
+      return absl::OutOfRangeError(
+          absl::StrCat("pod ", pod.uid, ": more than ", kMaxThreads, " processes"));
+    }
+  }
+  if (!read_any) {
+    return absl::NotFoundError(
+        absl::StrCat("pod ", pod.uid, ": no cgroup.procs in its container cgroups"));
+  }
+  std::sort(pids.begin(), pids.end());
+  pids.erase(std::unique(pids.begin(), pids.end()), pids.end());
+  return pids;
 }
 
 absl::StatusOr<std::vector<int>> PodCgroups::Threads(const PodCgroup& pod) const {

@@ -52,6 +52,10 @@ struct PodSample {
   std::optional<double> psi_memory_full_avg10;
   std::optional<CpuSet> cpuset;                    // effective CPUs of the pod
   std::optional<int64_t> cpu_request_millicores;   // from cpu.shares / cpu.weight
+  // Issue 26: usage minus inactive file pages (the kubelet's working set) and
+  // the memory limit (absent: unlimited).
+  std::optional<uint64_t> memory_working_set_bytes;
+  std::optional<uint64_t> memory_limit_bytes;
   std::map<std::string, std::string> unavailable;  // metric -> reason
 };
 
@@ -75,6 +79,8 @@ struct Pressure {
   std::optional<double> full_avg10;
 };
 absl::StatusOr<Pressure> ParsePressure(std::string_view text);
+// memory.stat: the value of `key` ("inactive_file", "total_inactive_file").
+absl::StatusOr<uint64_t> ParseMemoryStatField(std::string_view text, std::string_view key);
 // Thread ids, one per line (cgroup.threads, tasks).
 absl::StatusOr<std::vector<int>> ParseTids(std::string_view text);
 
@@ -96,6 +102,9 @@ class PodCgroups {
 
   // Every thread of the pod (all its containers, the sandbox included).
   absl::StatusOr<std::vector<int>> Threads(const PodCgroup& pod) const;
+  // The processes of the pod's containers (cgroup.procs of the container
+  // leaves; issue 26 reads their oom_score_adj).
+  absl::StatusOr<std::vector<int>> Processes(const PodCgroup& pod) const;
 
   // The directory perf_event_open should use for the pod's cgroup, or an
   // error saying why there is none (v1 without a perf_event hierarchy).

@@ -110,6 +110,11 @@ TEST(PodCgroupsTest, V2SystemdContainerd) {
       "some avg10=0.50 avg60=0 avg300=0 total=1\nfull avg10=0.10 avg60=0 avg300=0 total=1\n");
   tree.Write(pod + "/cgroup.threads", "");
   tree.Write(container + "/cgroup.threads", "101\n102\n");
+  // Issue 26: working set = usage - inactive_file; limit from memory.max.
+  tree.Write(pod + "/memory.current", "10485760\n");
+  tree.Write(pod + "/memory.stat", "anon 6291456\nfile 4194304\ninactive_file 2097152\n");
+  tree.Write(pod + "/memory.max", "16777216\n");
+  tree.Write(container + "/cgroup.procs", "101\n");
   tree.MkDir(pod + "/crio-conmon-" + kCid + ".scope");
   std::unique_ptr<Filesystem> fs = NewRealFilesystem(tree.root());
   PodCgroups cgroups(*fs, V2Mounts());
@@ -133,8 +138,11 @@ TEST(PodCgroupsTest, V2SystemdContainerd) {
   EXPECT_THAT(*s->cpuset, ElementsAre(0, 1, 2, 3, 4, 5, 6, 7));
   ASSERT_TRUE(s->cpu_request_millicores);
   EXPECT_NEAR(*s->cpu_request_millicores, 2000, 30);
+  EXPECT_EQ(s->memory_working_set_bytes, 10485760u - 2097152u);
+  EXPECT_EQ(s->memory_limit_bytes, 16777216u);
   EXPECT_THAT(s->unavailable, ::testing::IsEmpty());
   EXPECT_THAT(*cgroups.Threads(p), ElementsAre(101, 102));
+  EXPECT_THAT(*cgroups.Processes(p), ElementsAre(101));
   EXPECT_EQ(*cgroups.PerfEventDir(p), pod);
 }
 

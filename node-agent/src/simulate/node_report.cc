@@ -95,6 +95,55 @@ void Distribute(uint64_t value, const std::vector<double>& weights, std::vector<
   if (!weights.empty() && given < value) (*sums)[heaviest] += value - given;
 }
 
+// The node's memory.available (issue 26) where the scenario does not give
+// it: capacity minus the pods' working sets, when any pod gives one.
+void DeriveNodeMemory(tv1::NodeReport* node) {
+  const bool asked = node->has_memory() && node->memory().available_bytes() == UINT64_MAX;
+  if (node->has_memory() && !asked) return;
+  uint64_t working_set = 0;
+  bool any = false;
+  for (const Pod& pod : node->pods()) {
+    if (!pod.has_memory_working_set_bytes()) continue;
+    any = true;
+    working_set += pod.memory_working_set_bytes();
+  }
+  if (!any && !asked) return;
+  tv1::NodeMemory* memory = node->mutable_memory();
+  if (!asked) {
+    uint64_t total = 0;
+    for (const tv1::NumaNode& numa : node->topology().numa_nodes()) total += numa.memory_bytes();
+    memory->set_capacity_bytes(total);
+    memory->set_source("scenario (available derived from the pods' working sets)");
+  }
+  memory->set_available_bytes(memory->capacity_bytes() > working_set
+                                  ? memory->capacity_bytes() - working_set
+                                  : 0);
+}
+
+// Applies window `window`'s values of the series to `node`'s pods.
+void ApplySeries(const NodeTimeline& timeline, uint64_t window, tv1::NodeReport* node) {
+  for (const PodSeries& series : timeline.pods) {
+    if (series.pod_index < 0 || series.pod_index >= node->pods_size()) continue;
+    Pod* pod = node->mutable_pods(series.pod_index);
+    for (const auto& [key, values] : series.metrics) {
+      const double v = values[window % values.size()];
+      const auto u = static_cast<uint64_t>(std::llround(v));
+      if (key == "ipc") pod->set_ipc(v);
+      if (key == "llcMissesPerKiloInstructions") pod->set_llc_misses_per_kilo_instructions(v);
+      if (key == "membwTotalBytesPerSecond") {
+        pod->set_membw_total_bytes_per_second(u);
+        if (pod->has_membw_local_bytes_per_second() && pod->membw_local_bytes_per_second() > u) {
+          pod->set_membw_local_bytes_per_second(u);
+        }
+      }
+      if (key == "membwLocalBytesPerSecond") pod->set_membw_local_bytes_per_second(u);
+      if (key == "llcOccupancyBytes") pod->set_llc_occupancy_bytes(u);
+      if (key == "memoryWorkingSetBytes") pod->set_memory_working_set_bytes(u);
+      if (key == "cpuUsageMillicores") pod->set_cpu_usage_millicores(static_cast<int64_t>(u));
+    }
+  }
+}
+
 }  // namespace
 
 void DeriveNodeMeasurements(tv1::NodeReport* node) {
@@ -212,6 +261,8 @@ void DeriveNodeMeasurements(tv1::NodeReport* node) {
     }
   }
 
+  DeriveNodeMemory(node);
+
   // Per-NUMA bandwidth: the sum of its L3 domains' MBM totals.
   for (tv1::NumaNode& numa : *topology->mutable_numa_nodes()) {
     std::optional<uint64_t> total;
@@ -239,14 +290,25 @@ std::string NewBootId() {
   return out;
 }
 
-SimulatedNode::SimulatedNode(tv1::NodeReport report_template, std::string boot_id)
-    : template_(std::move(report_template)) {
+SimulatedNode::SimulatedNode(tv1::NodeReport report_template, std::string boot_id,
+                             NodeTimeline timeline)
+    : template_(std::move(report_template)), timeline_(std::move(timeline)) {
   template_.set_agent_version(NEIGHBORLY_VERSION);
-  template_.set_boot_id(std::move(boot_id));
+  template_.set_boot_id(boot_id);
+  timeline_.underived.set_agent_version(NEIGHBORLY_VERSION);
+  timeline_.underived.set_boot_id(std::move(boot_id));
 }
 
 tv1::NodeReport SimulatedNode::NextReport(absl::Time window_start, absl::Duration window_duration) {
-  tv1::NodeReport report = template_;
+  tv1::NodeReport report;
+  if (timeline_.pods.empty()) {
+    report = template_;
+  } else {
+    // A node with series: this window's values, then the sums over them.
+    report = timeline_.underived;
+    ApplySeries(timeline_, sequence_, &report);
+    DeriveNodeMeasurements(&report);
+  }
   report.set_sequence(++sequence_);
   *report.mutable_window_start() =
       google::protobuf::util::TimeUtil::NanosecondsToTimestamp(absl::ToUnixNanos(window_start));

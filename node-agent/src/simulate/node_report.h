@@ -16,6 +16,7 @@
 
 #include "absl/time/time.h"
 #include "neighborly/telemetry/v1/telemetry.pb.h"
+#include "node-agent/src/simulate/scenario.h"
 
 namespace neighborly::agent {
 
@@ -36,7 +37,9 @@ std::string NewBootId();
 
 class SimulatedNode {
  public:
-  SimulatedNode(telemetry::v1::NodeReport report_template, std::string boot_id);
+  // `timeline` (issue 26): the node's per-window series, if it has any.
+  SimulatedNode(telemetry::v1::NodeReport report_template, std::string boot_id,
+                NodeTimeline timeline = {});
 
   const std::string& name() const { return template_.node_name(); }
 
@@ -46,6 +49,7 @@ class SimulatedNode {
 
  private:
   telemetry::v1::NodeReport template_;
+  NodeTimeline timeline_;
   uint64_t sequence_ = 0;
 };
 

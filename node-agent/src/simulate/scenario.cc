@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/cpu_list.h"
 #include "common/strings.h"
@@ -28,7 +29,10 @@ constexpr size_t kMaxNodeNameBytes = 253;  // a Kubernetes DNS subdomain
 // docs/simulation.md ("capabilities").
 const std::vector<std::string> kRootKeys = {"apiVersion", "kind", "nodes"};
 const std::vector<std::string> kNodeKeys = {"name", "kubelet",      "numaNodes",     "l3Domains",
-                                            "pods", "capabilities", "threadsPerCore"};
+                                            "pods", "capabilities", "threadsPerCore",
+                                            // issue 26
+                                            "memory"};
+const std::vector<std::string> kNodeMemoryKeys = {"capacityBytes", "availableBytes"};
 // All optional (issue 14 added the last five; older scenarios stay valid).
 const std::vector<std::string> kKubeletKeys = {"cpuManagerPolicy",
                                                "topologyManagerPolicy",
@@ -38,7 +42,10 @@ const std::vector<std::string> kKubeletKeys = {"cpuManagerPolicy",
                                                "cpuManagerPolicyOptions",
                                                "topologyManagerPolicyOptions",
                                                "reservedMemoryBytes",
-                                               "allocatableCpus"};
+                                               "allocatableCpus",
+                                               // issue 26
+                                               "evictionHard",
+                                               "evictionSoft"};
 const std::vector<std::string> kNumaKeys = {"id", "cpus", "memoryBytes", "peakMembwBytesPerSecond",
                                             "distances"};
 const std::vector<std::string> kL3Keys = {"id",
@@ -67,7 +74,21 @@ const std::vector<std::string> kPodKeys = {"uid",
                                            "psiCpuSomeAvg10",
                                            "psiMemorySomeAvg10",
                                            "psiMemoryFullAvg10",
-                                           "llcMissesPerSecond"};
+                                           "llcMissesPerSecond",
+                                           // issue 26
+                                           "memoryWorkingSetBytes",
+                                           "memoryLimitBytes",
+                                           "oomScoreAdj",
+                                           "priority",
+                                           "containerMemoryRequestBytes",
+                                           "series"};
+// Per-window values (issue 26): each list is cycled, window k taking element
+// k mod its length. Byte keys take quantities, the others numbers.
+const std::vector<std::string> kSeriesKeys = {
+    "ipc",         "llcMissesPerKiloInstructions", "membwTotalBytesPerSecond",
+    "membwLocalBytesPerSecond", "llcOccupancyBytes", "memoryWorkingSetBytes",
+    "cpuUsageMillicores"};
+constexpr size_t kMaxSeriesValues = 4096;
 
 struct CapabilityKey {
   std::string_view key;
@@ -115,6 +136,9 @@ class NodeParser {
  public:
   explicit NodeParser(std::set<std::string>* seen_uids) : seen_uids_(seen_uids) {}
 
+  // Per-window series of the node's pods (empty: none), set by Parse.
+  NodeTimeline& timeline() { return timeline_; }
+
   absl::StatusOr<tv1::NodeReport> Parse(const Value& item) {
     absl::StatusOr<Map> f = Map::Of(item, kNodeKeys);
     if (!f.ok()) return f.status();
@@ -128,9 +152,11 @@ class NodeParser {
     what_ = absl::StrCat("node \"", *name, "\"");
     for (auto step :
          {&NodeParser::ParseNuma, &NodeParser::ParseCores, &NodeParser::ParseL3,
-          &NodeParser::ParseKubelet, &NodeParser::ParseCapabilities, &NodeParser::ParsePods}) {
+          &NodeParser::ParseKubelet, &NodeParser::ParseCapabilities, &NodeParser::ParsePods,
+          &NodeParser::ParseNodeMemory}) {
       if (absl::Status s = (this->*step)(*f); !s.ok()) return s;
     }
+    if (!timeline_.pods.empty()) timeline_.underived = report_;
     DeriveNodeMeasurements(&report_);
     return std::move(report_);
   }
@@ -343,6 +369,14 @@ class NodeParser {
       if (!bytes.ok()) return bytes.status();
       (*kubelet->mutable_reserved_memory_bytes_by_numa())[*id] = static_cast<uint64_t>(*bytes);
     }
+    for (std::string_view key : {"evictionHard", "evictionSoft"}) {
+      absl::StatusOr<std::map<std::string, std::string>> thresholds = f.Get(key).StringMap();
+      if (!thresholds.ok()) return thresholds.status();
+      auto* out = key == "evictionHard" ? kubelet->mutable_eviction_hard()
+                                        : kubelet->mutable_eviction_soft();
+      out->insert(thresholds->begin(), thresholds->end());
+      if (!thresholds->empty()) kubelet->set_eviction_source("scenario");
+    }
     absl::StatusOr<std::optional<CpuSet>> allocatable = f.Cpus("allocatableCpus");
     if (!allocatable.ok()) return allocatable.status();
     if (allocatable->has_value()) {
@@ -399,6 +433,34 @@ class NodeParser {
       kubelet->set_reserved_cpus(FormatCpuList(reserved_));
     }
     return ParseKubeletManagers(*f);
+  }
+
+  // memory (issue 26, optional): the node's memory.available signal. Absent:
+  // capacity is the NUMA nodes' memory, and availability is derived from the
+  // pods' working sets when any gives one (DeriveNodeMeasurements).
+  absl::Status ParseNodeMemory(const Map& node) {
+    uint64_t total = 0;
+    for (const tv1::NumaNode& numa : report_.topology().numa_nodes()) total += numa.memory_bytes();
+    if (!node.Has("memory")) return absl::OkStatus();
+    absl::StatusOr<Map> f = Map::Of(node.Get("memory"), kNodeMemoryKeys);
+    if (!f.ok()) return f.status();
+    absl::StatusOr<std::optional<uint64_t>> capacity = f->Bytes("capacityBytes");
+    if (!capacity.ok()) return capacity.status();
+    absl::StatusOr<std::optional<uint64_t>> available = f->Bytes("availableBytes");
+    if (!available.ok()) return available.status();
+    tv1::NodeMemory* memory = report_.mutable_memory();
+    memory->set_capacity_bytes(capacity->value_or(total));
+    memory->set_source("scenario");
+    if (available->has_value()) {
+      if (**available > memory->capacity_bytes()) {
+        return f->ErrorFor("availableBytes", "is larger than the node's memory capacity");
+      }
+      memory->set_available_bytes(**available);
+    } else {
+      memory->set_source("scenario (available derived from the pods' working sets)");
+      memory->set_available_bytes(UINT64_MAX);  // derived later
+    }
+    return absl::OkStatus();
   }
 
   absl::Status ParseCapabilities(const Map& node) {
@@ -562,7 +624,90 @@ class NodeParser {
       pod->set_exclusive_cpus(text);
     }
 
+    if (absl::Status s = ParsePodMemory(*f, pod); !s.ok()) return s;
+    if (absl::Status s = ParseSeries(*f, report_.pods_size() - 1); !s.ok()) return s;
     return ParseMemoryByNuma(*f, pod);
+  }
+
+  // Issue 26: working set, limit, oom_score_adj, priority, container requests.
+  absl::Status ParsePodMemory(const Map& f, tv1::PodReport* pod) {
+    for (auto [key, set] :
+         std::initializer_list<std::pair<std::string_view, void (tv1::PodReport::*)(uint64_t)>>{
+             {"memoryWorkingSetBytes", &tv1::PodReport::set_memory_working_set_bytes},
+             {"memoryLimitBytes", &tv1::PodReport::set_memory_limit_bytes}}) {
+      absl::StatusOr<std::optional<uint64_t>> value = f.Bytes(key);
+      if (!value.ok()) return value.status();
+      if (value->has_value()) (pod->*set)(**value);
+    }
+    if (f.Has("oomScoreAdj")) {
+      // One value (every container) or a list of the values seen.
+      std::vector<Value> values;
+      if (f.Get("oomScoreAdj").node().IsSequence()) {
+        absl::StatusOr<std::vector<Value>> list = f.Get("oomScoreAdj").List();
+        if (!list.ok()) return list.status();
+        values = *std::move(list);
+      } else {
+        values.push_back(f.Get("oomScoreAdj"));
+      }
+      std::set<int32_t> seen;
+      for (const Value& v : values) {
+        absl::StatusOr<int64_t> adj = v.Int(-1000, 1000);
+        if (!adj.ok()) return adj.status();
+        seen.insert(static_cast<int32_t>(*adj));
+      }
+      for (int32_t adj : seen) pod->add_oom_score_adj(adj);
+    }
+    absl::StatusOr<std::optional<int64_t>> priority = f.Int("priority");
+    if (!priority.ok()) return priority.status();
+    if (priority->has_value()) {
+      if (**priority < INT32_MIN || **priority > INT32_MAX) {
+        return f.ErrorFor("priority", "is outside the 32-bit range of a PriorityClass value");
+      }
+      pod->set_priority(static_cast<int32_t>(**priority));
+    }
+    absl::StatusOr<Map> requests = Map::OfAnyKeys(f.Get("containerMemoryRequestBytes"));
+    if (!requests.ok()) return requests.status();
+    for (const Map::Entry& entry : requests->entries()) {
+      absl::StatusOr<int64_t> bytes = entry.value.Bytes(0);
+      if (!bytes.ok()) return bytes.status();
+      (*pod->mutable_container_memory_request_bytes())[entry.key] = static_cast<uint64_t>(*bytes);
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status ParseSeries(const Map& f, int pod_index) {
+    if (!f.Has("series")) return absl::OkStatus();
+    absl::StatusOr<Map> series = Map::Of(f.Get("series"), kSeriesKeys);
+    if (!series.ok()) return series.status();
+    PodSeries out;
+    out.pod_index = pod_index;
+    for (const Map::Entry& entry : series->entries()) {
+      absl::StatusOr<std::vector<Value>> list = entry.value.List();
+      if (!list.ok()) return list.status();
+      if (list->empty() || list->size() > kMaxSeriesValues) {
+        return series->ErrorFor(entry.key, absl::StrCat("must list 1 to ", kMaxSeriesValues,
+                                                        " values, got ", list->size()));
+      }
+      const bool bytes = absl::EndsWith(entry.key, "Bytes") ||
+                         absl::EndsWith(entry.key, "BytesPerSecond");
+      std::vector<double> values;
+      for (const Value& v : *list) {
+        if (bytes) {
+          absl::StatusOr<int64_t> b = v.Bytes(0);
+          if (!b.ok()) return b.status();
+          values.push_back(static_cast<double>(*b));
+        } else {
+          absl::StatusOr<double> d = v.Double(0, entry.key == "ipc" ? 64
+                                                 : entry.key == "cpuUsageMillicores" ? 1e9
+                                                                                     : 1000);
+          if (!d.ok()) return d.status();
+          values.push_back(*d);
+        }
+      }
+      out.metrics.emplace_back(entry.key, std::move(values));
+    }
+    timeline_.pods.push_back(std::move(out));
+    return absl::OkStatus();
   }
 
   absl::Status ParseMemoryByNuma(const Map& f, tv1::PodReport* pod) {
@@ -586,6 +731,7 @@ class NodeParser {
   }
 
   std::set<std::string>* seen_uids_;
+  NodeTimeline timeline_;
   std::string what_;
   tv1::NodeReport report_;
   std::set<uint32_t> numa_ids_;
@@ -630,8 +776,10 @@ absl::StatusOr<Scenario> ParseLoaded(const Value& root) {
   std::set<std::string> uids;
   std::set<std::string> names;
   for (const Value& item : *nodes) {
-    absl::StatusOr<tv1::NodeReport> node = NodeParser(&uids).Parse(item);
+    NodeParser parser(&uids);
+    absl::StatusOr<tv1::NodeReport> node = parser.Parse(item);
     if (!node.ok()) return node.status();
+    scenario.timelines.push_back(std::move(parser.timeline()));
     if (!names.insert(node->node_name()).second) {
       return item.Error(absl::StrCat("duplicate node name \"", node->node_name(), "\""));
     }

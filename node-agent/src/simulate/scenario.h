@@ -17,6 +17,7 @@
 
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -35,10 +36,27 @@ inline constexpr size_t kMaxPodsPerNode = 1024;
 // Reason given for a measurement the scenario leaves out.
 inline constexpr std::string_view kNotInScenario = "not in scenario";
 
+// Per-window values of one pod (scenario key `series`, issue 26): metric key
+// as the scenario spells it ("ipc", "membwTotalBytesPerSecond", ...) -> values,
+// window k taking value k mod size.
+struct PodSeries {
+  int pod_index = 0;  // in NodeReport.pods
+  std::vector<std::pair<std::string, std::vector<double>>> metrics;
+};
+
+// A node whose pods have series: the template before derivation (so per-domain
+// sums follow the series) and the series. Empty `pods`: a static node.
+struct NodeTimeline {
+  telemetry::v1::NodeReport underived;
+  std::vector<PodSeries> pods;
+};
+
 struct Scenario {
   // One report template per node, in file order: everything but agent_version,
   // boot_id, sequence, window_start and window_duration.
   std::vector<telemetry::v1::NodeReport> nodes;
+  // Index-aligned with `nodes`.
+  std::vector<NodeTimeline> timelines;
 };
 
 // `source_name` is the file name used in error messages.

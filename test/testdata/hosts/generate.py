@@ -191,6 +191,53 @@ def kubelet(root, fmt):
       '"size":4294967296}]}},"checksum":1}\n' % g)
 
 
+# Issue 26: what the memory view reads. Per pod: usage, inactive file pages and
+# limit (the kubelet's working set), the containers' processes and their
+# oom_score_adj (the BestEffort pod has one process an entrypoint lowered to 500,
+# a mismatch); the node's /proc/meminfo; the kubelet's eviction thresholds.
+MEMORY = {  # qos: (usage, inactive_file, limit or None, {pid: oom_score_adj})
+    "guaranteed": (3758096384, 268435456, 4294967296, {5001: -997}),
+    "burstable": (6710886400, 268435456, None, {5011: 994, 5012: 994}),
+    "besteffort": (419430400, 104857600, None, {5021: 1000, 5022: 500}),
+}
+
+
+def memory(root, kind, driver, runtime, kfmt):
+    for qos, (usage, inactive, limit, procs) in MEMORY.items():
+        rel = pod_rel(driver, qos, UIDS[qos])
+        leaf = container_leaf(driver, runtime, CID[qos])
+        pids = "".join(f"{p}\n" for p in procs)
+        if kind == "v2":
+            base = f"/sys/fs/cgroup/{rel}"
+            w(root, f"{base}/memory.current", f"{usage}\n")
+            w(root, f"{base}/memory.stat", f"anon {usage - inactive}\nfile {inactive}\n"
+              f"active_file 0\ninactive_file {inactive}\n")
+            w(root, f"{base}/memory.max", "max\n" if limit is None else f"{limit}\n")
+            w(root, f"{base}/{leaf}/cgroup.procs", pids)
+        else:
+            base = f"/sys/fs/cgroup/memory/{rel}"
+            w(root, f"{base}/memory.usage_in_bytes", f"{usage}\n")
+            w(root, f"{base}/memory.stat", f"cache {inactive}\nrss {usage - inactive}\n"
+              f"total_cache {inactive}\ntotal_rss {usage - inactive}\ntotal_inactive_file {inactive}\n")
+            w(root, f"{base}/memory.limit_in_bytes",
+              "9223372036854771712\n" if limit is None else f"{limit}\n")
+            w(root, f"/sys/fs/cgroup/cpu,cpuacct/{rel}/{leaf}/cgroup.procs", pids)
+        for pid, adj in procs.items():
+            w(root, f"/proc/{pid}/oom_score_adj", f"{adj}\n")
+    w(root, "/proc/meminfo", "MemTotal:       65536000 kB\nMemFree:        20480000 kB\n"
+      "MemAvailable:   40960000 kB\nBuffers:          102400 kB\nCached:         20480000 kB\n"
+      "Active(file):    8192000 kB\nInactive(file):  10240000 kB\n")
+    if kfmt == "none":
+        return
+    eviction = ("evictionHard:\n  memory.available: 500Mi\n  nodefs.available: 10%\n"
+                "evictionSoft:\n  memory.available: 1Gi\n")
+    for config in ("var/lib/kubelet/config.yaml", "etc/kubernetes/kubelet-config.yaml"):
+        full = os.path.join(root, config)
+        if os.path.exists(full):
+            with open(full, "a") as f:
+                f.write(eviction)
+
+
 def resctrl(root, domains, features, num_rmids, snc_nodes=0, foreign=False):
     base = "/sys/fs/resctrl"
     w(root, f"{base}/info/L3_MON/num_rmids", f"{num_rmids}\n")
@@ -224,6 +271,7 @@ def host(name, kind, driver, runtime, nodes, cpus_per_node, l3, kfmt, rdt, cache
     mounts(root, kind, rdt is not None)
     pods(root, kind, driver, runtime, nodes, f"0-{nodes * cpus_per_node - 1}")
     kubelet(root, kfmt)
+    memory(root, kind, driver, runtime, kfmt)
     w(root, "/proc/sys/kernel/hostname", f"{name}\n")
     w(root, "/proc/sys/kernel/random/boot_id", "0b5e55ed-0000-4000-8000-00000000b007\n")
     if rdt is not None:
