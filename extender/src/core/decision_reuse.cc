@@ -60,7 +60,7 @@ void DecisionReuse::Table::Keep(uint64_t ordinal, const NodeSnapshot& snapshot,
   slot.decision = decision;
 }
 
-DecisionReuse::Table& DecisionReuse::For(const PodRequest& req, bool followed) {
+DecisionReuse::Table& DecisionReuse::For(const PodRequest& req) {
   ++clock_;
   Table* oldest = &tables_[0];
   for (Table& t : tables_) {
@@ -76,7 +76,7 @@ DecisionReuse::Table& DecisionReuse::For(const PodRequest& req, bool followed) {
   oldest->shape_ = req;
   oldest->epoch_ = clock_;
   oldest->last_used_ = clock_;
-  oldest->keeping_ = followed;
+  oldest->keeping_ = false;
   return *oldest;
 }
 

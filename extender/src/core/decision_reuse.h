@@ -17,9 +17,7 @@
 // a request takes a free one, core/extender_core.cc); it keeps the last
 // kShapes shapes it evaluated, least recently used replaced, with one slot
 // per node ordinal: at most kShapes x nodes x ~350 bytes (7 MB for 5,000
-// nodes). A filter keeps what it evaluated for the request that follows it
-// (For's `followed`), so a pod of a shape never seen is evaluated once for
-// its /filter and /prioritize, not twice.
+// nodes).
 //
 //   DecisionReuse::Table& table = reuse.For(req);
 //   if (!table.Find(ordinal, snapshot, bookings, now, out)) {
@@ -91,22 +89,15 @@ class DecisionReuse {
     PodRequest shape_;
     uint64_t epoch_ = 0;  // changes whenever the table takes a new shape; 0: unused
     uint64_t last_used_ = 0;
-    // Decisions are kept from the shape's second request on, or from its
-    // first when another request of the same pod follows (For's `followed`):
-    // a stream of pods that are all different and asked about once each
-    // pays for the comparison only.
+    // Decisions are kept from the shape's second request on: a stream of
+    // pods that are all different pays for the comparison only.
     bool keeping_ = false;
     std::vector<Slot> slots_;  // by node ordinal
   };
 
   // The table of `req`'s shape (once per request): its own, or the least
-  // recently used one emptied for it. A new shape's table keeps decisions
-  // from its second request on, or from this one with `followed`: a request
-  // that the same pod's next one follows (kube-scheduler's /prioritize after
-  // its /filter, the plugin's Score after its Filter), which then reuses
-  // every candidate whose snapshot and bookings did not change in between
-  // instead of evaluating it again (issue 25, part 4).
-  Table& For(const PodRequest& req, bool followed = false);
+  // recently used one emptied for it.
+  Table& For(const PodRequest& req);
 
   // Slots held by this thread's tables (for tests).
   size_t slots() const;

@@ -2,7 +2,6 @@
 
 #include <gtest/gtest.h>
 
-#include <algorithm>
 #include <random>
 #include <string>
 #include <vector>
@@ -175,8 +174,7 @@ TEST(DecisionReuseTest, ShapesDifferInWhatEvaluationReads) {
 
 // A thread keeps at most kShapes tables, the least recently used replaced,
 // and a new shape keeps nothing on its first request (a stream of distinct
-// pods only pays for the comparison) unless that request is a filter, which
-// the same pod's prioritize follows.
+// pods only pays for the comparison).
 TEST(DecisionReuseTest, KeepsFromAShapesSecondRequestAndAtMostFourShapes) {
   FakeClock clock;
   clock.Set(absl::FromUnixSeconds(1'700'000'000));
@@ -189,66 +187,18 @@ TEST(DecisionReuseTest, KeepsFromAShapesSecondRequestAndAtMostFourShapes) {
   ASSERT_TRUE(core.Ingest(r).ok());
   const std::vector<std::string_view> names = {"node-001"};
   std::vector<NodeDecision> out;
-  // Score (the plugin's): no request of the same pod follows it.
-  core.Score(Pod(1, 7), names, false, out);  // first of its shape: evaluated, not kept
-  core.Score(Pod(2, 7), names, false, out);  // second: evaluated, kept
-  core.Score(Pod(3, 7), names, false, out);  // third: reused
+  core.Filter(Pod(1, 7), names, out);  // first of its shape: evaluated, not kept
+  core.Filter(Pod(2, 7), names, out);  // second: evaluated, kept
+  core.Filter(Pod(3, 7), names, out);  // third: reused
   EXPECT_EQ(core.reuse_stats().reused, 1u);
   EXPECT_EQ(core.reuse_stats().evaluated, 2u);
-  // Four other shapes push shape 7 out; it starts over, and as its first
-  // request is a filter, what it evaluated is kept for the next request.
-  for (int shape = 8; shape < 12; ++shape) core.Score(Pod(10 + shape, shape), names, false, out);
+  // Four other shapes push shape 7 out; it starts over.
+  for (int shape = 8; shape < 12; ++shape) core.Filter(Pod(10 + shape, shape), names, out);
   core.Filter(Pod(30, 7), names, out);
   EXPECT_EQ(core.reuse_stats().reused, 1u);
-  core.Score(Pod(30, 7), names, false, out);
+  core.Filter(Pod(31, 7), names, out);
+  core.Filter(Pod(32, 7), names, out);
   EXPECT_EQ(core.reuse_stats().reused, 2u);
-}
-
-// Part 4 of issue 25: the /prioritize of a pod whose shape was never seen
-// reuses every candidate its /filter just evaluated (nothing reported or was
-// booked in between), with the same decisions as evaluating again; a
-// candidate that reported in between is evaluated again.
-TEST(DecisionReuseTest, PrioritizeReusesTheFilterJustBeforeItForANewShape) {
-  FakeClock clock;
-  clock.Set(absl::FromUnixSeconds(1'700'000'000));
-  ModelConfig config;
-  ExtenderCore reusing(config, clock, {.max_nodes = 64, .reuse_decisions = true});
-  ExtenderCore evaluating(config, clock, {.max_nodes = 64, .reuse_decisions = false});
-  std::vector<std::string> names;
-  for (int n = 0; n < 12; ++n) {
-    const tv1::NodeReport r = Report(n, 5, 1, clock.Now() - absl::Seconds(1), 0);
-    ASSERT_TRUE(reusing.Ingest(r).ok());
-    ASSERT_TRUE(evaluating.Ingest(r).ok());
-    names.push_back(absl::StrFormat("node-%03d", n));
-  }
-  const std::vector<std::string_view> views(names.begin(), names.end());
-  std::vector<NodeDecision> a, b;
-  uint64_t reused = 0;
-  for (int k = 0; k < 6; ++k) {
-    // A shape of its own each time (Pod's membw hint differs by shape).
-    const IncomingPod pod = Pod(k, 20 + k);
-    reusing.Filter(pod, views, a);
-    evaluating.Filter(pod, views, b);
-    ASSERT_EQ(reusing.reuse_stats().reused, reused) << "a new shape's filter has nothing to reuse";
-    std::vector<std::string_view> passed;
-    for (size_t i = 0; i < a.size(); ++i) {
-      ASSERT_EQ(Describe(a[i]), Describe(b[i])) << "filter, pod " << k << " " << names[i];
-      if (a[i].feasible) passed.push_back(views[i]);
-    }
-    ASSERT_GE(passed.size(), 2u) << "pod " << k;
-    // One of the candidates reports between the two requests.
-    const tv1::NodeReport r = Report(k, 5, 2 + k, clock.Now() - absl::Seconds(1), 3);
-    ASSERT_TRUE(reusing.Ingest(r).ok());
-    ASSERT_TRUE(evaluating.Ingest(r).ok());
-    const bool reported = std::find(passed.begin(), passed.end(), names[k]) != passed.end();
-    reusing.Prioritize(pod, passed, a);
-    evaluating.Prioritize(pod, passed, b);
-    for (size_t i = 0; i < a.size(); ++i) {
-      ASSERT_EQ(Describe(a[i]), Describe(b[i])) << "prioritize, pod " << k << " " << passed[i];
-    }
-    reused += passed.size() - (reported ? 1 : 0);
-    EXPECT_EQ(reusing.reuse_stats().reused, reused) << "pod " << k;
-  }
 }
 
 // A kept decision is returned only for the snapshot and booking list it was

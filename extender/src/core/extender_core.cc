@@ -397,10 +397,8 @@ void ExtenderCore::Impl::Decide(std::string_view verb, const IncomingPod& pod,
   auto evaluate = [&](size_t begin, size_t end) {
     constexpr size_t kBatch = 16;
     // Decisions for pods of this shape (core/decision_reuse.h), when this
-    // request holds a set of them; a filter's are kept for the request of the
-    // same pod that follows it (/prioritize, the plugin's Score).
-    const bool followed = verb == "filter" || verb == "placement.filter";
-    DecisionReuse::Table* reuse = reusing != nullptr ? &reusing->For(req, followed) : nullptr;
+    // request holds a set of them.
+    DecisionReuse::Table* reuse = reusing != nullptr ? &reusing->For(req) : nullptr;
     uint64_t reused = 0, evaluated = 0;
     for (size_t base = begin; base < end; base += kBatch) {
       const size_t count = std::min(kBatch, end - base);
