@@ -2,15 +2,20 @@
 # SPDX-License-Identifier: Apache-2.0
 # make bench-scheduler: kube-scheduler's own throughput benchmark
 # (scheduler_perf of the release pinned in scheduler/go.mod) on its
-# SchedulingBasic workload at 500 and 5,000 nodes, without Neighborly, with
-# the chart's HTTP extender entry and with the Neighborly framework plugin, in
-# one run; prints the table docs/performance.md records ("What it costs the
-# real scheduler"; docs/scheduler-perf.md). About 22 minutes on a 2-core VM.
+# SchedulingBasic workload and on a mixed-shape one (SchedulingMixed) at 500
+# and 5,000 nodes, without Neighborly, with Neighborly running but not
+# consulted (the fair baseline), with the chart's HTTP extender entry and
+# with the Neighborly framework plugin, each round in an order of its own;
+# prints the tables docs/performance.md records ("What it costs the real
+# scheduler"; docs/scheduler-perf.md). About 2.5 minutes per workload and
+# mode on a 2-core VM: 5 rounds of all 16 take over 3 hours; select with
+# -test.bench (docs/scheduler-perf.md).
 # Usage: scripts/bench-scheduler.sh [BUILD_DIR [-- extra test flags]]
 #   BENCH_FILTER=smoke  five nodes per mode, for checking the harness (half a minute)
-#   BENCH_ROUNDS=N      run every mode N times, round by round (default 3); the
+#   BENCH_ROUNDS=N      run every mode N times, round by round (default 5); the
 #                       ratios compare modes within a round, the targets the
-#                       means over the rounds
+#                       means over the rounds, the spread is reported
+#   BENCH_SEED=N        the seed of the rounds' orders (default: the time; printed)
 #   BENCH_OUT=DIR       configs, logs, scheduler_perf's result files, results.md
 #                       (default build/bench-scheduler/<UTC time>)
 #   NEIGHBORLY_BENCH_CPUPROFILE=1  a CPU profile of the test process per workload
@@ -23,7 +28,7 @@ shift $(( $# > 0 ? 1 : 0 ))
 export GOTOOLCHAIN=local
 export GOFLAGS="${GOFLAGS:-} -buildvcs=false"
 filter="${BENCH_FILTER:-performance}"
-rounds="${BENCH_ROUNDS:-3}"
+rounds="${BENCH_ROUNDS:-5}"
 out="${BENCH_OUT:-${root}/build/bench-scheduler/$(date -u +%Y%m%dT%H%M%SZ)}"
 
 if ! command -v go >/dev/null 2>&1; then
@@ -58,7 +63,7 @@ cmd=("${root}/build/go/bin/scheduler-perf.test" -test.run='^$' -test.bench=Bench
 echo "bench-scheduler: ${cmd[*]}"
 start=${SECONDS}
 ARTIFACTS="${out}/logs" PATH="${root}/build/go/bin:${PATH}" NEIGHBORLY_BUILD_DIR="${build}" NEIGHBORLY_HELM="${helm}" \
-  NEIGHBORLY_BENCH_OUT="${out}" NEIGHBORLY_BENCH_ROUNDS="${rounds}" "${cmd[@]}" 2>&1 | tee "${out}/bench.log" | grep -v '^\s*[IWE][0-9]\{4\} '
+  NEIGHBORLY_BENCH_OUT="${out}" NEIGHBORLY_BENCH_ROUNDS="${rounds}" NEIGHBORLY_BENCH_SEED="${BENCH_SEED:-}" "${cmd[@]}" 2>&1 | tee "${out}/bench.log" | grep -v '^\s*[IWE][0-9]\{4\} '
 rc=${PIPESTATUS[0]}
 echo "bench-scheduler: ran in $((SECONDS - start)) s; results in ${out}/results.md, full log ${out}/bench.log"
 exit "${rc}"

@@ -50,7 +50,8 @@ nice -n 10 go build -ldflags "${ldflags}" -o "${root}/build/go/bin/neighborly-sc
 nice -n 10 go test -c -ldflags "${ldflags}" -o "${root}/build/go/bin/e2e.test" ./e2e
 echo "e2e: built in $((SECONDS - start)) s"
 
-echo "e2e: the framework plugin's, the test PKI's and the scheduler_perf harness's unit tests"
+echo "e2e: go vet, and the framework plugin's, the test PKI's and the scheduler_perf harness's unit tests"
+nice -n 10 go vet ./...
 # Every package of the module but ./e2e (built above, run below), named one by
 # one; a package with tests that this list misses fails here.
 go_packages=(./plugin/... ./internal/testpki ./internal/subprocess ./perf/...)
@@ -60,7 +61,9 @@ if [[ -n "${missed}" ]]; then
   echo "e2e: Go packages with tests that no target runs (add them to go_packages): ${missed}" >&2
   exit 1
 fi
-nice -n 10 go test -count=1 "${go_packages[@]}"
+# The harness's tests render the chart and run the agent: without these
+# they would skip.
+NEIGHBORLY_HELM="${helm}" NEIGHBORLY_BUILD_DIR="${build}" nice -n 10 go test -count=1 "${go_packages[@]}"
 
 start=${SECONDS}
 cd "${root}/scheduler/e2e"

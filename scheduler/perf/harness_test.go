@@ -29,19 +29,27 @@ import (
 type mode string
 
 const (
-	modeNone     mode = "no extender"
+	modeNone mode = "no extender"
+	// The fair baseline: the extender and the simulated fleet run as in the
+	// Neighborly modes (the same CPU taken from the scheduler's cores), but
+	// kube-scheduler is configured without them and never consults them.
+	modeBaseline mode = "fleet, not consulted"
 	modeExtender mode = "HTTP extender"
 	modePlugin   mode = "framework plugin"
 )
 
-var modes = []mode{modeNone, modeExtender, modePlugin}
+var modes = []mode{modeNone, modeBaseline, modeExtender, modePlugin}
+
+// consults tells whether kube-scheduler asks Neighborly in this mode.
+func (m mode) consults() bool { return m == modeExtender || m == modePlugin }
 
 // workloadName is what a workload's test name,
 // "BenchmarkPerfScheduling/round<N>/<test case>/<workload>", says.
 type workloadName struct {
 	round              int // 1..
 	testCase, workload string
-	mode               mode // told by the test case's name
+	family             string // the test case without its mode suffix: SchedulingBasic, SchedulingMixed
+	mode               mode   // told by the test case's name
 }
 
 var roundName = regexp.MustCompile(`^round([1-9][0-9]*)$`)
@@ -53,15 +61,19 @@ func parseWorkloadName(testName string) (workloadName, error) {
 	}
 	n := workloadName{testCase: parts[2], workload: parts[3]}
 	n.round, _ = strconv.Atoi(roundName.FindStringSubmatch(parts[1])[1])
+	family, suffix, found := strings.Cut(n.testCase, "_")
+	n.family = family
 	switch {
-	case strings.HasSuffix(n.testCase, "_NeighborlyExtender"):
-		n.mode = modeExtender
-	case strings.HasSuffix(n.testCase, "_NeighborlyPlugin"):
-		n.mode = modePlugin
-	case !strings.Contains(n.testCase, "_"):
+	case !found:
 		n.mode = modeNone
+	case suffix == "NeighborlyBaseline":
+		n.mode = modeBaseline
+	case suffix == "NeighborlyExtender":
+		n.mode = modeExtender
+	case suffix == "NeighborlyPlugin":
+		n.mode = modePlugin
 	default:
-		return workloadName{}, fmt.Errorf("test case %q: its name must end in _NeighborlyExtender, _NeighborlyPlugin or have no suffix", n.testCase)
+		return workloadName{}, fmt.Errorf("test case %q: its name must end in _NeighborlyBaseline, _NeighborlyExtender, _NeighborlyPlugin or have no suffix", n.testCase)
 	}
 	return n, nil
 }
@@ -76,6 +88,8 @@ type benchHarness struct {
 	pki       *testpki.PKI
 	profile   bool // a CPU profile of the test process per workload
 	rounds    int  // every test case this many times, round by round
+	seed      int64
+	orders    map[int][]string // per round, the test cases in the order they ran
 	workloads []*workloadRun
 	current   *workloadRun
 }
@@ -84,6 +98,7 @@ type benchHarness struct {
 // once it ended, their figures.
 type workloadRun struct {
 	testCase, workload string
+	family             string
 	mode               mode
 	dir                string
 	extender           *extender
@@ -92,6 +107,7 @@ type workloadRun struct {
 	stats              *neighborlyStats
 	skipped            string // why the workload did not run
 	round              int    // 1..NEIGHBORLY_BENCH_ROUNDS
+	position           int    // its test case's place in the round's order, 1..; 0: unknown
 }
 
 // packageDir is this package's directory, the working directory go test
@@ -117,10 +133,17 @@ func newHarness() (*benchHarness, error) {
 		outDir:   os.Getenv("NEIGHBORLY_BENCH_OUT"),
 		profile:  os.Getenv("NEIGHBORLY_BENCH_CPUPROFILE") == "1",
 		rounds:   1,
+		seed:     time.Now().UnixNano(),
+		orders:   map[int][]string{},
 	}
 	if v := os.Getenv("NEIGHBORLY_BENCH_ROUNDS"); v != "" {
-		if h.rounds, err = strconv.Atoi(v); err != nil || h.rounds < 1 || h.rounds > 9 {
-			return nil, fmt.Errorf("NEIGHBORLY_BENCH_ROUNDS=%q: want 1..9", v)
+		if h.rounds, err = strconv.Atoi(v); err != nil || h.rounds < 1 || h.rounds > 20 {
+			return nil, fmt.Errorf("NEIGHBORLY_BENCH_ROUNDS=%q: want 1..20", v)
+		}
+	}
+	if v := os.Getenv("NEIGHBORLY_BENCH_SEED"); v != "" {
+		if h.seed, err = strconv.ParseInt(v, 10, 64); err != nil {
+			return nil, fmt.Errorf("NEIGHBORLY_BENCH_SEED=%q: want an integer", v)
 		}
 	}
 	if h.helm == "" {
@@ -148,7 +171,7 @@ func newHarness() (*benchHarness, error) {
 	// scheduler_perf reads every path of its configuration relative to the
 	// working directory; the per-workload scheduler configurations are
 	// written there too.
-	for _, f := range []string{"performance-config.yaml", "templates/pod-default.yaml"} {
+	for _, f := range []string{"performance-config.yaml", "templates/pod-default.yaml", "templates/pod-mixed.yaml"} {
 		if err := copyFile(filepath.Join(pkgDir, f), filepath.Join(h.outDir, f)); err != nil {
 			return nil, err
 		}
@@ -159,7 +182,8 @@ func newHarness() (*benchHarness, error) {
 	if h.pki, err = testpki.New(filepath.Join(h.outDir, "pki")); err != nil {
 		return nil, fmt.Errorf("certificates: %w", err)
 	}
-	fmt.Printf("bench-scheduler: %s, %s; configs, logs and results in %s\n", h.extenderBin(), h.agentBin(), h.outDir)
+	fmt.Printf("bench-scheduler: %s, %s; configs, logs and results in %s; mode order seed %d (NEIGHBORLY_BENCH_SEED)\n",
+		h.extenderBin(), h.agentBin(), h.outDir, h.seed)
 	return h, nil
 }
 
@@ -180,10 +204,15 @@ func (h *benchHarness) preRun(tCtx ktesting.TContext, w *benchmark.Workload) (fu
 		return nil, err
 	}
 	m := name.mode
-	run := &workloadRun{testCase: name.testCase, workload: name.workload, mode: m, round: name.round,
+	run := &workloadRun{testCase: name.testCase, workload: name.workload, family: name.family, mode: m, round: name.round,
 		dir: filepath.Join(h.outDir, "logs", fmt.Sprintf("round%d_%s_%s", name.round, name.testCase, name.workload))}
 	if err := os.MkdirAll(run.dir, 0o755); err != nil {
 		return nil, err
+	}
+	for i, tc := range h.orders[name.round] {
+		if tc == name.testCase {
+			run.position = i + 1
+		}
 	}
 	h.workloads = append(h.workloads, run)
 	h.current = run
@@ -238,6 +267,9 @@ func (h *benchHarness) preRun(tCtx ktesting.TContext, w *benchmark.Workload) (fu
 		// The scheduler never closes its plugins; their gRPC connections
 		// would fail scheduler_perf's goroutine-leak check.
 		closePlugins()
+	}
+	if m == modeBaseline {
+		return cleanup, nil // scheduler_perf's default configuration: Neighborly runs but is not asked
 	}
 	if err := h.writeSchedulerConfig(run); err != nil {
 		cleanup()

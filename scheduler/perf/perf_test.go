@@ -62,16 +62,23 @@ func TestMain(m *testing.M) {
 
 // BenchmarkPerfScheduling runs performance-config.yaml
 // NEIGHBORLY_BENCH_ROUNDS times, round by round (so that each round compares
-// the modes under the same background load), each round writing its own
-// result file. Select workloads with -perf-scheduling-label-filter (default
+// the modes under the same background load), each round with its test cases
+// in an order of its own (roundConfig) and writing its own result file.
+// Select workloads with -perf-scheduling-label-filter (default
 // "performance": 500 and 5,000 nodes; "smoke": 5 nodes, seconds).
 func BenchmarkPerfScheduling(b *testing.B) {
 	if harness == nil {
 		b.Skip("the harness was not set up")
 	}
 	for round := 1; round <= harness.rounds; round++ {
+		config, order, err := harness.roundConfig(round)
+		if err != nil {
+			b.Fatal(err)
+		}
+		harness.orders[round] = order
+		fmt.Printf("bench-scheduler: round %d runs %v\n", round, order)
 		b.Run(fmt.Sprintf("round%d", round), func(b *testing.B) {
-			benchmark.RunBenchmarkPerfScheduling(b, "performance-config.yaml", "neighborly", outOfTreeRegistry(),
+			benchmark.RunBenchmarkPerfScheduling(b, config, "neighborly", outOfTreeRegistry(),
 				benchmark.WithPreRunFn(harness.preRun), benchmark.WithNodeUpdateFn(harness.nodesCreated))
 		})
 	}

@@ -238,29 +238,62 @@ func (h *benchHarness) report(out io.Writer) error {
 		return err
 	}
 	table := renderTables(h.workloads, rounds)
+	var order strings.Builder
+	fmt.Fprintf(&order, "\nOrder of the test cases (NEIGHBORLY_BENCH_SEED=%d):\n\n", h.seed)
+	for round := 1; round <= h.rounds; round++ {
+		if o, ok := h.orders[round]; ok {
+			fmt.Fprintf(&order, "- round %d: %s\n", round, strings.Join(o, ", "))
+		}
+	}
+	table += order.String()
 	fmt.Fprintf(out, "\nscheduler_perf results (%s):\n\n%s", strings.Join(files, ", "), table)
 	return os.WriteFile(filepath.Join(h.outDir, "results.md"), []byte(table), 0o644)
 }
 
 // renderTables prints the throughput and latency table (one row per workload,
-// mode and round, with the ratio to the no-extender row of the same workload
-// and round), the extender's own figures, and the targets at 5,000 nodes
-// (the ratio of the mean averages over the rounds). rounds[n] holds round n's
-// data items.
+// mode and round, with the ratios to the fair baseline and to no extender of
+// the same workload and round), the extender's own figures, the spread over
+// the rounds, and the targets at 5,000 nodes (the ratio of the mean averages
+// over the rounds, against the fair baseline). rounds[n] holds round n's data
+// items.
 func renderTables(runs []*workloadRun, rounds map[int][]dataItem) string {
 	var b strings.Builder
+	type group struct{ family, workload string }
 	type key struct {
-		workload string
-		mode     mode
+		group
+		mode mode
 	}
 	byKey := map[key][]*workloadRun{}
-	var workloads []string
+	var groups []group
+	seen := map[group]bool{}
 	for _, r := range runs {
-		k := key{r.workload, r.mode}
-		if len(byKey[key{r.workload, modeNone}])+len(byKey[key{r.workload, modeExtender}])+len(byKey[key{r.workload, modePlugin}]) == 0 {
-			workloads = append(workloads, r.workload)
+		g := group{r.family, r.workload}
+		if g.family == "" { // runs of an older harness (tests)
+			g.family, _, _ = strings.Cut(r.testCase, "_")
 		}
+		if !seen[g] {
+			seen[g] = true
+			groups = append(groups, g)
+		}
+		k := key{g, r.mode}
 		byKey[k] = append(byKey[k], r)
+	}
+	// Families by name, workloads by size (the order of the runs is random).
+	sort.SliceStable(groups, func(i, j int) bool {
+		if groups[i].family != groups[j].family {
+			return groups[i].family < groups[j].family
+		}
+		return leadingInt(groups[i].workload) < leadingInt(groups[j].workload)
+	})
+	for _, rs := range byKey {
+		sort.SliceStable(rs, func(i, j int) bool { return rs[i].round < rs[j].round })
+	}
+	groupOf := func(r *workloadRun) group {
+		g := group{r.family, r.workload}
+		if g.family == "" {
+			g.family, _, _ = strings.Cut(r.testCase, "_")
+		}
+		return g
 	}
 	get := func(r *workloadRun, metric string, labels map[string]string) *dataItem {
 		if r == nil {
@@ -270,7 +303,7 @@ func renderTables(runs []*workloadRun, rounds map[int][]dataItem) string {
 	}
 	// sameRound is the run of mode m of r's workload in r's round.
 	sameRound := func(r *workloadRun, m mode) *workloadRun {
-		for _, o := range byKey[key{r.workload, m}] {
+		for _, o := range byKey[key{groupOf(r), m}] {
 			if o.round == r.round {
 				return o
 			}
@@ -278,6 +311,28 @@ func renderTables(runs []*workloadRun, rounds map[int][]dataItem) string {
 		return nil
 	}
 	throughput := func(r *workloadRun) *dataItem { return get(r, "SchedulingThroughput", nil) }
+	average := func(r *workloadRun) (float64, bool) {
+		tp := throughput(r)
+		if tp == nil {
+			return 0, false
+		}
+		return tp.Data["Average"], true
+	}
+	// ratio is r's average pods/s as a share of mode m's in the same round.
+	ratio := func(r *workloadRun, m mode) (float64, bool) {
+		got, ok := average(r)
+		base, okBase := average(sameRound(r, m))
+		if !ok || !okBase || base <= 0 {
+			return 0, false
+		}
+		return got / base, true
+	}
+	percent := func(v float64, ok bool) string {
+		if !ok {
+			return "-"
+		}
+		return fmt.Sprintf("%.0f %%", 100*v)
+	}
 	ms := func(it *dataItem, key string) string {
 		if it == nil {
 			return "-"
@@ -285,11 +340,11 @@ func renderTables(runs []*workloadRun, rounds map[int][]dataItem) string {
 		return fmt.Sprintf("%.1f", it.Data[key])
 	}
 	// meanAverage is the mean over the rounds of a mode's average pods/s.
-	meanAverage := func(w string, m mode) (float64, int) {
+	meanAverage := func(g group, m mode) (float64, int) {
 		sum, n := 0.0, 0
-		for _, r := range byKey[key{w, m}] {
-			if tp := throughput(r); tp != nil {
-				sum += tp.Data["Average"]
+		for _, r := range byKey[key{g, m}] {
+			if v, ok := average(r); ok {
+				sum += v
 				n++
 			}
 		}
@@ -299,20 +354,20 @@ func renderTables(runs []*workloadRun, rounds map[int][]dataItem) string {
 		return sum / float64(n), n
 	}
 
-	b.WriteString("| workload | mode | round | pods/s avg | p50 | p90 | p99 | avg vs no extender | algorithm mean / p99 ms | plugin RPC Filter / Score / Reserve mean ms | attempt (scheduled) p50 / p99 ms | pod SLI p50 / p99 ms |\n")
-	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|\n")
-	for _, w := range workloads {
+	b.WriteString("| family | workload | mode | round | position in round | pods/s avg | p50 | p90 | p99 | avg vs fair baseline | avg vs no extender | algorithm mean / p99 ms | plugin RPC Filter / Score / Reserve mean ms | attempt (scheduled) p50 / p99 ms | pod SLI p50 / p99 ms |\n")
+	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+	for _, g := range groups {
 		for _, m := range modes {
-			for _, r := range byKey[key{w, m}] {
+			for _, r := range byKey[key{g, m}] {
+				position := "-"
+				if r.position > 0 {
+					position = strconv.Itoa(r.position)
+				}
 				if r.skipped != "" {
-					fmt.Fprintf(&b, "| %s | %s | %d | not run: %s | | | | | | | | |\n", w, m, r.round, r.skipped)
+					fmt.Fprintf(&b, "| %s | %s | %s | %d | %s | not run: %s | | | | | | | | | |\n", g.family, g.workload, m, r.round, position, r.skipped)
 					continue
 				}
 				tp := throughput(r)
-				ratio := "-"
-				if base := throughput(sameRound(r, modeNone)); tp != nil && base != nil && base.Data["Average"] > 0 {
-					ratio = fmt.Sprintf("%.0f %%", 100*tp.Data["Average"]/base.Data["Average"])
-				}
 				attempt := get(r, "scheduler_scheduling_attempt_duration_seconds", map[string]string{"result": "scheduled"})
 				sli := get(r, "scheduler_pod_scheduling_sli_duration_seconds", nil)
 				algorithm := get(r, "scheduler_scheduling_algorithm_duration_seconds", nil)
@@ -326,24 +381,26 @@ func renderTables(runs []*workloadRun, rounds map[int][]dataItem) string {
 						rpc += ms(get(r, "neighborly_plugin_rpc_duration_seconds", map[string]string{"method": method}), "Average")
 					}
 				}
-				fmt.Fprintf(&b, "| %s | %s | %d | %s | %s | %s | %s | %s | %s / %s | %s | %s / %s | %s / %s |\n", w, m, r.round,
-					ms(tp, "Average"), ms(tp, "Perc50"), ms(tp, "Perc90"), ms(tp, "Perc99"), ratio,
+				fmt.Fprintf(&b, "| %s | %s | %s | %d | %s | %s | %s | %s | %s | %s | %s | %s / %s | %s | %s / %s | %s / %s |\n",
+					g.family, g.workload, m, r.round, position,
+					ms(tp, "Average"), ms(tp, "Perc50"), ms(tp, "Perc90"), ms(tp, "Perc99"),
+					percent(ratio(r, modeBaseline)), percent(ratio(r, modeNone)),
 					ms(algorithm, "Average"), ms(algorithm, "Perc99"), rpc,
 					ms(attempt, "Perc50"), ms(attempt, "Perc99"), ms(sli, "Perc50"), ms(sli, "Perc99"))
 			}
 		}
 	}
 
-	b.WriteString("\nNeighborly's side (whole workload: init and measured pods; HTTP extender: /filter and /prioritize, plugin: the placement service's Filter, Score, Reserve):\n\n")
-	b.WriteString("| workload | mode | round | nodes streamed | filter / score calls answered | reserve calls | other answers | server-side filter mean / p99 ms | score mean / p99 ms | verdicts without telemetry (HTTP) | telemetry at the end: fresh / aging / stale | reports accepted | extender CPU s | fleet CPU s |\n")
-	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
-	for _, w := range workloads {
-		for _, m := range []mode{modeExtender, modePlugin} {
+	b.WriteString("\nNeighborly's side (whole workload: init and measured pods; HTTP extender: /filter and /prioritize, plugin: the placement service's Filter, Score, Reserve; fair baseline: asked nothing):\n\n")
+	b.WriteString("| family | workload | mode | round | nodes streamed | filter / score calls answered | reserve calls | other answers | server-side filter mean / p99 ms | score mean / p99 ms | verdicts without telemetry (HTTP) | telemetry at the end: fresh / aging / stale | reports accepted | extender CPU s | fleet CPU s |\n")
+	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+	for _, g := range groups {
+		for _, m := range []mode{modeBaseline, modeExtender, modePlugin} {
 			filter, score, reserve, ok := "filter", "prioritize", "", "200"
 			if m == modePlugin {
 				filter, score, reserve, ok = "placement Filter", "placement Score", "placement Reserve", "OK"
 			}
-			for _, r := range byKey[key{w, m}] {
+			for _, r := range byKey[key{g, m}] {
 				if r.stats == nil {
 					continue
 				}
@@ -366,8 +423,8 @@ func renderTables(runs []*workloadRun, rounds map[int][]dataItem) string {
 				if m == modeExtender {
 					withoutTelemetry = fmt.Sprintf("%.0f", s.DecisionsWithoutTelemetry)
 				}
-				fmt.Fprintf(&b, "| %s | %s | %d | %d | %.0f / %.0f | %s | %.0f | %.3f / %.3f | %.3f / %.3f | %s | %s | %.0f | %.1f | %.1f |\n",
-					w, m, r.round, s.FleetNodes, s.Requests[filter+"/"+ok], s.Requests[score+"/"+ok], reserves, other,
+				fmt.Fprintf(&b, "| %s | %s | %s | %d | %d | %.0f / %.0f | %s | %.0f | %.3f / %.3f | %.3f / %.3f | %s | %s | %.0f | %.1f | %.1f |\n",
+					g.family, g.workload, m, r.round, s.FleetNodes, s.Requests[filter+"/"+ok], s.Requests[score+"/"+ok], reserves, other,
 					1e3*s.Durations[filter].mean(), 1e3*s.Durations[filter].quantile(0.99),
 					1e3*s.Durations[score].mean(), 1e3*s.Durations[score].quantile(0.99),
 					withoutTelemetry, telemetry, s.ReportsAccepted, s.ExtenderCPUSeconds, s.FleetCPUSeconds)
@@ -375,28 +432,120 @@ func renderTables(runs []*workloadRun, rounds map[int][]dataItem) string {
 		}
 	}
 
-	b.WriteString("\nTargets (average pods/s at 5,000 nodes as a share of no extender; the mean of each mode's rounds):\n\n")
-	for _, t := range []struct {
-		m      mode
-		target float64
-	}{{modePlugin, 90}, {modeExtender, 75}} {
-		got, n := meanAverage("5000Nodes", t.m)
-		base, nBase := meanAverage("5000Nodes", modeNone)
-		if n == 0 || nBase == 0 || base == 0 {
-			why := ""
-			if rs := byKey[key{"5000Nodes", t.m}]; len(rs) > 0 && rs[0].skipped != "" {
-				why = " (" + rs[0].skipped + ")"
+	b.WriteString("\nSpread over the rounds (pods/s: mean and min-max of the rounds' averages; the per-round ratios compare modes within a round; ratio of means: the mean of the mode's rounds over the fair baseline's):\n\n")
+	b.WriteString("| family | workload | mode | rounds | pods/s mean | pods/s min-max | vs fair baseline per round: mean | min-max | std dev | ratio of means vs fair baseline | vs no extender per round: min-max |\n")
+	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|\n")
+	for _, g := range groups {
+		for _, m := range modes {
+			var avgs, fair, none []float64
+			for _, r := range byKey[key{g, m}] {
+				if v, ok := average(r); ok {
+					avgs = append(avgs, v)
+				}
+				if v, ok := ratio(r, modeBaseline); ok {
+					fair = append(fair, v)
+				}
+				if v, ok := ratio(r, modeNone); ok {
+					none = append(none, v)
+				}
 			}
-			fmt.Fprintf(&b, "- %s >= %.0f %%: not measured in this run%s\n", t.m, t.target, why)
+			if len(avgs) == 0 {
+				continue
+			}
+			mean, lo, hi, _ := spread(avgs)
+			fairMean, fairLo, fairHi, fairSD := spread(fair)
+			_, noneLo, noneHi, _ := spread(none)
+			got, _ := meanAverage(g, m)
+			base, nBase := meanAverage(g, modeBaseline)
+			of := "-"
+			if nBase > 0 && base > 0 {
+				of = fmt.Sprintf("%.0f %%", 100*got/base)
+			}
+			pct := func(v float64, n int) string {
+				if n == 0 {
+					return "-"
+				}
+				return fmt.Sprintf("%.0f %%", 100*v)
+			}
+			rangePct := func(lo, hi float64, n int) string {
+				if n == 0 {
+					return "-"
+				}
+				return fmt.Sprintf("%.0f-%.0f %%", 100*lo, 100*hi)
+			}
+			sd := "-"
+			if len(fair) > 1 {
+				sd = fmt.Sprintf("%.0f points", 100*fairSD)
+			}
+			fmt.Fprintf(&b, "| %s | %s | %s | %d | %.1f | %.1f-%.1f | %s | %s | %s | %s | %s |\n",
+				g.family, g.workload, m, len(avgs), mean, lo, hi,
+				pct(fairMean, len(fair)), rangePct(fairLo, fairHi, len(fair)), sd, of, rangePct(noneLo, noneHi, len(none)))
+		}
+	}
+
+	b.WriteString("\nTargets (average pods/s at 5,000 nodes as a share of the fair baseline's, each the mean of its rounds):\n\n")
+	for _, g := range groups {
+		if g.workload != "5000Nodes" {
 			continue
 		}
-		ratio := 100 * got / base
-		verdict := "met"
-		if ratio < t.target {
-			verdict = fmt.Sprintf("MISSED by %.0f points", t.target-ratio)
+		for _, t := range []struct {
+			m      mode
+			target float64
+		}{{modePlugin, 95}, {modeExtender, 75}} {
+			got, n := meanAverage(g, t.m)
+			base, nBase := meanAverage(g, modeBaseline)
+			if n == 0 || nBase == 0 || base == 0 {
+				why := ""
+				if rs := byKey[key{g, t.m}]; len(rs) > 0 && rs[0].skipped != "" {
+					why = " (" + rs[0].skipped + ")"
+				} else if nBase == 0 {
+					why = " (no fair baseline in this run)"
+				}
+				fmt.Fprintf(&b, "- %s, %s >= %.0f %%: not measured in this run%s\n", g.family, t.m, t.target, why)
+				continue
+			}
+			r := 100 * got / base
+			verdict := "met"
+			if r < t.target {
+				verdict = fmt.Sprintf("MISSED by %.0f points", t.target-r)
+			}
+			fmt.Fprintf(&b, "- %s, %s >= %.0f %%: %.0f %% (%.1f vs %.1f pods/s, %d and %d rounds), %s\n",
+				g.family, t.m, t.target, r, got, base, n, nBase, verdict)
 		}
-		fmt.Fprintf(&b, "- %s >= %.0f %%: %.0f %% (%.1f vs %.1f pods/s, %d and %d rounds), %s\n",
-			t.m, t.target, ratio, got, base, n, nBase, verdict)
 	}
 	return b.String()
+}
+
+// spread is the mean, least, greatest and (sample) standard deviation of
+// values; zeros for none.
+func spread(values []float64) (mean, lo, hi, sd float64) {
+	if len(values) == 0 {
+		return 0, 0, 0, 0
+	}
+	lo, hi = values[0], values[0]
+	for _, v := range values {
+		mean += v
+		lo = math.Min(lo, v)
+		hi = math.Max(hi, v)
+	}
+	mean /= float64(len(values))
+	if len(values) > 1 {
+		for _, v := range values {
+			sd += (v - mean) * (v - mean)
+		}
+		sd = math.Sqrt(sd / float64(len(values)-1))
+	}
+	return mean, lo, hi, sd
+}
+
+// leadingInt is the number a workload's name starts with ("5000Nodes": 5000).
+func leadingInt(s string) int {
+	n := 0
+	for _, c := range s {
+		if c < '0' || c > '9' {
+			break
+		}
+		n = 10*n + int(c-'0')
+	}
+	return n
 }

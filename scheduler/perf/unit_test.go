@@ -1,22 +1,27 @@
 package perf
 
 import (
+	"bytes"
 	"encoding/json"
 	"math"
+	"math/rand"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"text/template"
 
+	v1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
 )
 
 func TestParseWorkloadName(t *testing.T) {
 	for name, want := range map[string]workloadName{
-		"BenchmarkPerfScheduling/round1/SchedulingBasic/500Nodes":                     {1, "SchedulingBasic", "500Nodes", modeNone},
-		"BenchmarkPerfScheduling/round2/SchedulingBasic_NeighborlyExtender/5000Nodes": {2, "SchedulingBasic_NeighborlyExtender", "5000Nodes", modeExtender},
-		"BenchmarkPerfScheduling/round12/SchedulingBasic_NeighborlyPlugin/5Nodes":     {12, "SchedulingBasic_NeighborlyPlugin", "5Nodes", modePlugin},
+		"BenchmarkPerfScheduling/round1/SchedulingBasic/500Nodes":                     {1, "SchedulingBasic", "500Nodes", "SchedulingBasic", modeNone},
+		"BenchmarkPerfScheduling/round2/SchedulingBasic_NeighborlyExtender/5000Nodes": {2, "SchedulingBasic_NeighborlyExtender", "5000Nodes", "SchedulingBasic", modeExtender},
+		"BenchmarkPerfScheduling/round12/SchedulingBasic_NeighborlyPlugin/5Nodes":     {12, "SchedulingBasic_NeighborlyPlugin", "5Nodes", "SchedulingBasic", modePlugin},
+		"BenchmarkPerfScheduling/round3/SchedulingMixed_NeighborlyBaseline/5000Nodes": {3, "SchedulingMixed_NeighborlyBaseline", "5000Nodes", "SchedulingMixed", modeBaseline},
 	} {
 		if got, err := parseWorkloadName(name); err != nil || got != want {
 			t.Errorf("parseWorkloadName(%q) = %+v, %v; want %+v", name, got, err, want)
@@ -270,13 +275,13 @@ func TestRenderTablesRatiosAndTargets(t *testing.T) {
 	}
 	out := renderTables(runs, map[int][]dataItem{1: items})
 	for _, want := range []string{
-		"| 5000Nodes | no extender | 1 | 200.0 | 200.0 | 200.0 | 200.0 | 100 % |",
-		"| 5000Nodes | HTTP extender | 1 | 140.0 | 140.0 | 140.0 | 140.0 | 70 % | - / - | - | 7.2 / 7.2 |",
-		"| 5000Nodes | HTTP extender | 1 | 5000 | 10 / 10 | - | 0 |",
+		"| SchedulingBasic | 5000Nodes | no extender | 1 | - | 200.0 | 200.0 | 200.0 | 200.0 | - | 100 % |",
+		"| SchedulingBasic | 5000Nodes | HTTP extender | 1 | - | 140.0 | 140.0 | 140.0 | 140.0 | - | 70 % | - / - | - | 7.2 / 7.2 |",
+		"| SchedulingBasic | 5000Nodes | HTTP extender | 1 | 5000 | 10 / 10 | - | 0 |",
 		"| 0 | - | 0 |",
-		"- HTTP extender >= 75 %: 70 % (140.0 vs 200.0 pods/s, 1 and 1 rounds), MISSED by 5 points",
-		"| 5000Nodes | framework plugin | 1 | not run: no placement port |",
-		"- framework plugin >= 90 %: not measured in this run (no placement port)",
+		"- SchedulingBasic, HTTP extender >= 75 %: not measured in this run (no fair baseline in this run)",
+		"| SchedulingBasic | 5000Nodes | framework plugin | 1 | - | not run: no placement port |",
+		"- SchedulingBasic, framework plugin >= 95 %: not measured in this run (no placement port)",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("missing %q in:\n%s", want, out)
@@ -284,32 +289,198 @@ func TestRenderTablesRatiosAndTargets(t *testing.T) {
 	}
 }
 
-// With two rounds each row is compared with the same round's no-extender
-// row, and the targets with the mean of the rounds.
-func TestRenderTablesTwoRounds(t *testing.T) {
+// With several rounds each row is compared with the same round's fair
+// baseline and no-extender rows, the spread is that of the rounds, and the
+// targets use the mean of the rounds against the fair baseline; the two
+// families are told apart.
+func TestRenderTablesRoundsAgainstTheFairBaseline(t *testing.T) {
 	var runs []*workloadRun
-	for round := 1; round <= 2; round++ {
-		runs = append(runs,
-			&workloadRun{testCase: "SchedulingBasic", workload: "5000Nodes", mode: modeNone, round: round},
-			&workloadRun{testCase: "SchedulingBasic_NeighborlyExtender", workload: "5000Nodes", mode: modeExtender, round: round})
+	for round := 1; round <= 3; round++ {
+		for _, family := range []string{"SchedulingBasic", "SchedulingMixed"} {
+			runs = append(runs,
+				&workloadRun{testCase: family + "_NeighborlyExtender", family: family, workload: "5000Nodes", mode: modeExtender, round: round, position: 1},
+				&workloadRun{testCase: family, family: family, workload: "5000Nodes", mode: modeNone, round: round, position: 2},
+				&workloadRun{testCase: family + "_NeighborlyBaseline", family: family, workload: "5000Nodes", mode: modeBaseline, round: round, position: 3})
+		}
 	}
 	tp := func(tc string, avg float64) dataItem {
 		return dataItem{Labels: map[string]string{"Metric": "SchedulingThroughput", "Name": "BenchmarkPerfScheduling/" + tc + "/5000Nodes/"},
 			Data: map[string]float64{"Average": avg}}
 	}
 	rounds := map[int][]dataItem{
-		1: {tp("SchedulingBasic", 200), tp("SchedulingBasic_NeighborlyExtender", 160)},
-		2: {tp("SchedulingBasic", 100), tp("SchedulingBasic_NeighborlyExtender", 90)},
+		1: {tp("SchedulingBasic", 250), tp("SchedulingBasic_NeighborlyBaseline", 200), tp("SchedulingBasic_NeighborlyExtender", 160),
+			tp("SchedulingMixed", 100), tp("SchedulingMixed_NeighborlyBaseline", 100), tp("SchedulingMixed_NeighborlyExtender", 50)},
+		2: {tp("SchedulingBasic", 120), tp("SchedulingBasic_NeighborlyBaseline", 100), tp("SchedulingBasic_NeighborlyExtender", 90),
+			tp("SchedulingMixed", 100), tp("SchedulingMixed_NeighborlyBaseline", 100), tp("SchedulingMixed_NeighborlyExtender", 60)},
+		3: {tp("SchedulingBasic", 210), tp("SchedulingBasic_NeighborlyBaseline", 150), tp("SchedulingBasic_NeighborlyExtender", 105),
+			tp("SchedulingMixed", 100), tp("SchedulingMixed_NeighborlyBaseline", 100), tp("SchedulingMixed_NeighborlyExtender", 70)},
 	}
 	out := renderTables(runs, rounds)
 	for _, want := range []string{
-		"| 5000Nodes | HTTP extender | 1 | 160.0 |",
-		"| 5000Nodes | HTTP extender | 2 | 90.0 |",
-		" | 80 % |", " | 90 % |",
-		"- HTTP extender >= 75 %: 83 % (125.0 vs 150.0 pods/s, 2 and 2 rounds), met",
+		"| SchedulingBasic | 5000Nodes | HTTP extender | 1 | 1 | 160.0 | 0.0 | 0.0 | 0.0 | 80 % | 64 % |",
+		"| SchedulingBasic | 5000Nodes | HTTP extender | 2 | 1 | 90.0 |",
+		"| SchedulingBasic | 5000Nodes | fleet, not consulted | 3 | 3 | 150.0 |",
+		// Per-round ratios 80, 90, 70 %: mean 80, sample std dev 10 points;
+		// ratio of the means 355/450.
+		"| SchedulingBasic | 5000Nodes | HTTP extender | 3 | 118.3 | 90.0-160.0 | 80 % | 70-90 % | 10 points | 79 % | 50-75 % |",
+		"| SchedulingMixed | 5000Nodes | HTTP extender | 3 | 60.0 | 50.0-70.0 | 60 % | 50-70 % | 10 points | 60 % | 50-70 % |",
+		"- SchedulingBasic, HTTP extender >= 75 %: 79 % (118.3 vs 150.0 pods/s, 3 and 3 rounds), met",
+		"- SchedulingMixed, HTTP extender >= 75 %: 60 % (60.0 vs 100.0 pods/s, 3 and 3 rounds), MISSED by 15 points",
+		"- SchedulingBasic, framework plugin >= 95 %: not measured in this run",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("missing %q in:\n%s", want, out)
+		}
+	}
+}
+
+// Each round's configuration holds every test case of performance-config.yaml
+// (anchors resolved) in an order drawn from the seed and the round: the same
+// for the same seed, and not one fixed order across rounds.
+func TestRoundConfigsShuffleTheTestCases(t *testing.T) {
+	src, err := os.ReadFile("performance-config.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var original []map[string]any
+	if err := yaml.Unmarshal(src, &original); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{}
+	for _, c := range original {
+		data, _ := json.Marshal(c)
+		want[c["name"].(string)] = string(data)
+	}
+	for _, family := range []string{"SchedulingBasic", "SchedulingMixed"} {
+		for _, suffix := range []string{"", "_NeighborlyBaseline", "_NeighborlyExtender", "_NeighborlyPlugin"} {
+			if _, ok := want[family+suffix]; !ok {
+				t.Errorf("performance-config.yaml has no test case %s%s", family, suffix)
+			}
+		}
+	}
+	h := &benchHarness{outDir: t.TempDir(), seed: 42}
+	if err := copyFile("performance-config.yaml", filepath.Join(h.outDir, "performance-config.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	orders := map[string]bool{}
+	firsts := map[string]bool{}
+	for round := 1; round <= 12; round++ {
+		name, order, err := h.roundConfig(round)
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, err := os.ReadFile(filepath.Join(h.outDir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var cases []map[string]any
+		if err := yaml.Unmarshal(data, &cases); err != nil {
+			t.Fatal(err)
+		}
+		if len(cases) != len(want) || len(order) != len(want) {
+			t.Fatalf("round %d: %d test cases (order %v), want %d", round, len(cases), order, len(want))
+		}
+		for i, c := range cases {
+			got, _ := json.Marshal(c)
+			if name := c["name"].(string); want[name] != string(got) || order[i] != name {
+				t.Errorf("round %d: test case %d (%s, order says %s) changed:\n%s\nwant\n%s", round, i, name, order[i], got, want[name])
+			}
+		}
+		orders[strings.Join(order, ",")] = true
+		firsts[order[0]] = true
+		again, _, _ := shuffledConfig(src, rand.New(rand.NewSource(h.seed+int64(round))))
+		if string(again) != string(data) {
+			t.Errorf("round %d: the same seed gave another order", round)
+		}
+	}
+	if len(orders) < 10 || len(firsts) < 3 {
+		t.Errorf("12 rounds ran %d distinct orders with %d distinct first test cases", len(orders), len(firsts))
+	}
+	if _, _, err := shuffledConfig([]byte("- {workloads: []}\n"), rand.New(rand.NewSource(1))); err == nil {
+		t.Error("a test case without a name was accepted")
+	}
+	if _, _, err := shuffledConfig([]byte("name: [\n"), rand.New(rand.NewSource(1))); err == nil {
+		t.Error("broken YAML was accepted")
+	}
+}
+
+// The mixed workload's template, rendered as scheduler_perf renders it
+// (text/template with its Mod and AddInt), gives valid pods of the intended
+// shapes in the intended shares, interleaved.
+func TestMixedPodTemplate(t *testing.T) {
+	text, err := os.ReadFile("templates/pod-mixed.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	toInt := func(v any) int {
+		switch n := v.(type) {
+		case int:
+			return n
+		case float64:
+			return int(n)
+		}
+		t.Fatalf("not a number: %v", v)
+		return 0
+	}
+	funcs := template.FuncMap{
+		"Mod": func(a, b any) int { return toInt(a) % toInt(b) },
+		"AddInt": func(numbers ...any) int {
+			sum := 0
+			for _, n := range numbers {
+				sum += toInt(n)
+			}
+			return sum
+		},
+	}
+	tmpl, err := template.New("pod").Funcs(funcs).Parse(string(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	shapes := map[string]int{}
+	firstTwenty := map[string]bool{}
+	memories := map[string]bool{}
+	const pods = 200
+	for i := 0; i < pods; i++ {
+		var buf bytes.Buffer
+		if err := tmpl.Execute(&buf, map[string]any{"Index": i, "Count": pods}); err != nil {
+			t.Fatal(err)
+		}
+		var pod v1.Pod
+		if err := yaml.UnmarshalStrict(buf.Bytes(), &pod); err != nil {
+			t.Fatalf("pod %d: %v\n%s", i, err, buf.String())
+		}
+		c := pod.Spec.Containers[0].Resources
+		if c.Requests.Cpu().Cmp(*c.Limits.Cpu()) != 0 || c.Requests.Memory().Cmp(*c.Limits.Memory()) != 0 {
+			t.Errorf("pod %d: requests %v differ from limits %v", i, c.Requests, c.Limits)
+		}
+		shape := "standard"
+		switch {
+		case pod.Annotations["neighborly.io/max-slowdown"] != "":
+			shape = "refused everywhere"
+		case pod.Annotations["neighborly.io/class"] == "latency-critical":
+			shape = "latency-critical"
+		case pod.Labels["workload-type"] == "batch":
+			shape = "batch"
+		case c.Requests.Cpu().MilliValue() == 1000:
+			shape = "pinned"
+		case c.Requests.Memory().String() != "500Mi":
+			shape = "unique"
+			if memories[c.Requests.Memory().String()] {
+				t.Errorf("pod %d: memory %v repeats", i, c.Requests.Memory())
+			}
+			memories[c.Requests.Memory().String()] = true
+		}
+		shapes[shape]++
+		if i < 20 {
+			firstTwenty[shape] = true
+		}
+	}
+	if len(firstTwenty) != 6 {
+		t.Errorf("the first 20 pods have %d of the 6 shapes: %v", len(firstTwenty), firstTwenty)
+	}
+	for shape, percent := range map[string]int{"standard": 45, "latency-critical": 15, "batch": 15, "pinned": 10, "refused everywhere": 5, "unique": 10} {
+		if got := shapes[shape] * 100 / pods; got != percent {
+			t.Errorf("%s: %d %% of the pods, want %d %% (%v)", shape, got, percent, shapes)
 		}
 	}
 }

@@ -3,6 +3,7 @@ package plugin
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	"google.golang.org/grpc"
@@ -44,6 +45,10 @@ type Plugin struct {
 	logLimiter *logLimiter
 	// Every replica behind Args.PeersAddress, for Reserve and Unreserve; nil without.
 	peers *peers
+	// Close runs once: kube-scheduler's framework closes plugins that are
+	// io.Closers when it stops, and a test (scheduler/perf) may too.
+	closeOnce sync.Once
+	closeErr  error
 }
 
 var (
@@ -87,12 +92,16 @@ func newPluginWithLookup(a Args, lookup func(context.Context, string) ([]string,
 	return p, nil
 }
 
-// Close releases the connections (tests; the scheduler keeps them for its life).
+// Close releases the connections (the framework calls it when the scheduler
+// stops; tests too). A second call does nothing and returns the first's error.
 func (p *Plugin) Close() error {
-	if p.peers != nil {
-		p.peers.close()
-	}
-	return p.conn.Close()
+	p.closeOnce.Do(func() {
+		if p.peers != nil {
+			p.peers.close()
+		}
+		p.closeErr = p.conn.Close()
+	})
+	return p.closeErr
 }
 
 func (p *Plugin) Name() string { return Name }

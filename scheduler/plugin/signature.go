@@ -1,0 +1,79 @@
+package plugin
+
+import (
+	"context"
+	"sort"
+
+	v1 "k8s.io/api/core/v1"
+	fwk "k8s.io/kube-scheduler/framework"
+)
+
+// signatureKey names the plugin's fragment of a pod's signature (KEP-5598's
+// opportunistic batching): what Neighborly's model reads from the pod.
+const signatureKey = "neighborly.io/v1.Pod.PlacementShape()"
+
+var _ fwk.SignPlugin = (*Plugin)(nil)
+
+// podShape is the part of a pod that Neighborly's verdict depends on: what
+// podMessage sends to the extender but for the pod's UID and name (two
+// replicas of a workload differ only there) and the containers' names. The
+// class comes from the annotations, the label rules from the labels, the
+// controller rule and the workload's profile from the owner and namespace,
+// the footprint hints from the annotations, NUMA admission from the QoS and
+// the containers' requests and limits.
+type podShape struct {
+	Namespace      string            `json:"namespace"`
+	Labels         map[string]string `json:"labels,omitempty"`
+	Annotations    map[string]string `json:"annotations,omitempty"`
+	QOSClass       string            `json:"qos,omitempty"`
+	Owners         []ownerShape      `json:"owners,omitempty"`
+	Containers     []containerShape  `json:"containers"`
+	InitContainers []containerShape  `json:"initContainers,omitempty"`
+}
+
+type ownerShape struct {
+	Kind       string `json:"kind"`
+	Name       string `json:"name"`
+	Controller bool   `json:"controller,omitempty"`
+}
+
+type containerShape struct {
+	CPURequestMillicores *int64 `json:"cpuRequest,omitempty"`
+	CPULimitMillicores   *int64 `json:"cpuLimit,omitempty"`
+	MemoryRequestBytes   *int64 `json:"memoryRequest,omitempty"`
+	MemoryLimitBytes     *int64 `json:"memoryLimit,omitempty"`
+}
+
+// SignPod lets kube-scheduler batch consecutive pods of the same shape: two
+// pods with the same fragment get the same answers from the extender for
+// the same cluster state. The extender's state changes between two pods only
+// on the node the first was reserved on (which batching does not reuse) and
+// by telemetry, whose changes within a batch's 500 ms the batch does not see.
+func (p *Plugin) SignPod(_ context.Context, pod *v1.Pod) ([]fwk.SignFragment, *fwk.Status) {
+	m := podMessage(pod)
+	shape := podShape{
+		Namespace:   m.Namespace,
+		Labels:      m.Labels,
+		Annotations: m.Annotations,
+		QOSClass:    m.QosClass,
+	}
+	for _, o := range m.OwnerReferences {
+		shape.Owners = append(shape.Owners, ownerShape{Kind: o.Kind, Name: o.Name, Controller: o.Controller})
+	}
+	// The order of owner references carries no meaning; containers' order
+	// does (init containers run in order, NUMA admission follows it).
+	sort.Slice(shape.Owners, func(i, j int) bool {
+		a, b := shape.Owners[i], shape.Owners[j]
+		if a.Kind != b.Kind {
+			return a.Kind < b.Kind
+		}
+		return a.Name < b.Name
+	})
+	for _, c := range m.Containers {
+		shape.Containers = append(shape.Containers, containerShape{c.CpuRequestMillicores, c.CpuLimitMillicores, c.MemoryRequestBytes, c.MemoryLimitBytes})
+	}
+	for _, c := range m.InitContainers {
+		shape.InitContainers = append(shape.InitContainers, containerShape{c.CpuRequestMillicores, c.CpuLimitMillicores, c.MemoryRequestBytes, c.MemoryLimitBytes})
+	}
+	return []fwk.SignFragment{{Key: signatureKey, Value: shape}}, nil
+}
