@@ -40,8 +40,11 @@ struct PrescanLimits {
   // cores, distances, unavailable metrics, unmonitored pods, policy options.
   size_t max_elements = 4096;
   // The parsed report may take at most memory_factor x wire bytes + slack.
-  // A real report's estimate is 1.5-3x its wire size (docs/security.md).
-  double memory_factor = 8;
+  // A real report's estimate is 1.5-3x its wire size (docs/security.md); a
+  // sparse one (few measurements per pod) up to about 9x since issue 26's pod
+  // fields (working set, limit, oom_score_adj, priority, container requests)
+  // take room in every parsed pod record, present or not.
+  double memory_factor = 10;
   size_t memory_slack_bytes = size_t{1} << 20;
 };
 

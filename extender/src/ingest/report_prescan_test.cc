@@ -59,7 +59,8 @@ TEST(ReportPrescanTest, ReadsTheNodeAndEstimatesWhatTheParseHolds) {
   // real ones).
   EXPECT_GE(static_cast<double>(scan->estimated_bytes), 0.5 * held);
   EXPECT_LE(static_cast<double>(scan->estimated_bytes), 3 * held);
-  EXPECT_LT(static_cast<double>(scan->estimated_bytes), 8.0 * static_cast<double>(wire.size()));
+  // Sparse pods: 8.8x since issue 26's PodReport fields (ReportLimits::memory_factor).
+  EXPECT_LT(static_cast<double>(scan->estimated_bytes), 10.0 * static_cast<double>(wire.size()));
 }
 
 TEST(ReportPrescanTest, EmptyPodRecordsAreCountedNotParsed) {
