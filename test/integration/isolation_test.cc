@@ -15,6 +15,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
+#include "test/support/command.h"
 #include "test/support/extender_process.h"
 #include "test/support/subprocess.h"
 #include "test/support/wait_for.h"
@@ -24,21 +25,12 @@ namespace {
 
 using nlohmann::json;
 using testing::BinaryPath;
+using testing::RunCommand;
 using ::testing::HasSubstr;
 using testing::Subprocess;
 
 const char kScenario[] = NEIGHBORLY_SOURCE_DIR "/deploy/examples/content-platform-incident.yaml";
 
-// stdout of a command (neighborlyctl), with its exit status.
-std::pair<int, std::string> RunCommand(const std::string& command) {
-  std::string out;
-  FILE* pipe = popen(command.c_str(), "r");
-  if (pipe == nullptr) return {-1, ""};
-  std::array<char, 4096> buffer;
-  size_t n;
-  while ((n = fread(buffer.data(), 1, buffer.size(), pipe)) > 0) out.append(buffer.data(), n);
-  return {pclose(pipe), out};
-}
 
 class IsolationTest : public ::testing::Test {
  protected:

@@ -32,6 +32,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
+#include "test/support/command.h"
 #include "test/support/extender_process.h"
 #include "test/support/subprocess.h"
 #include "test/support/wait_for.h"
@@ -67,15 +68,6 @@ std::optional<std::string> FindInPath(const std::string& program) {
   return std::nullopt;
 }
 
-// Runs a shell command; its exit status and stdout+stderr.
-std::pair<int, std::string> RunShell(const std::string& command) {
-  std::string out;
-  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
-  if (pipe == nullptr) return {-1, "popen failed"};
-  char buffer[512];
-  while (fgets(buffer, sizeof buffer, pipe) != nullptr) out += buffer;
-  return {pclose(pipe), out};
-}
 
 json LoadIncoming(std::string_view name_prefix) {
   std::ifstream in(kIncoming);
@@ -135,9 +127,10 @@ class ReplicasTest : public ::testing::Test {
     // namespace that maps them to root in it.
     if (geteuid() != 0) unshare_.push_back("--map-root-user");
     const auto [code, out] =
-        RunShell(absl::StrCat(absl::StrJoin(unshare_, " "),
-                              " sh -c 'mount --bind \"$0\" /etc/hosts && getent ahostsv4 ", kName,
-                              "' ", hosts_));
+        testing::RunCommand(absl::StrCat(absl::StrJoin(unshare_, " "),
+                                         " sh -c 'mount --bind \"$0\" /etc/hosts && getent "
+                                         "ahostsv4 ",
+                                         kName, "' ", hosts_, " 2>&1"));
     for (int i = 1; i <= 3; ++i) {
       if (code != 0 || out.find(Ip(i)) == std::string::npos) {
         GTEST_SKIP() << "this host cannot give a process its own /etc/hosts (unshare --mount and "

@@ -3,20 +3,13 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "extender/src/api/json_reply.h"
 
 namespace neighborly::extender {
 namespace {
 
-template <typename T>
-nlohmann::json Optional(const std::optional<T>& v) {
-  return v.has_value() ? nlohmann::json(*v) : nlohmann::json(nullptr);
-}
-
-void Reply(httplib::Response& res, int status, const nlohmann::json& body) {
-  res.status = status;
-  res.set_content(body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace),
-                  "application/json");
-}
+using api_json::Optional;
+using api_json::Reply;
 
 }  // namespace
 

@@ -7,8 +7,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
 #include "common/prometheus_text.h"
-#include "extender/src/api/isolation_api.h"
 #include "common/strings.h"
+#include "extender/src/api/isolation_api.h"
+#include "extender/src/api/json_reply.h"
 #include "spdlog/spdlog.h"
 
 namespace neighborly::extender {
@@ -17,27 +18,11 @@ namespace {
 constexpr size_t kDefaultDecisionLimit = 20;
 constexpr size_t kMaxDecisionLimit = 1000;
 
-template <typename T>
-nlohmann::json Optional(const std::optional<T>& v) {
-  return v.has_value() ? nlohmann::json(*v) : nlohmann::json(nullptr);
-}
-
-nlohmann::json Finite(double v) {
-  return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr);
-}
-
-std::string Dump(const nlohmann::json& j) {
-  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-}
-
-void Reply(httplib::Response& res, int status, const nlohmann::json& body) {
-  res.status = status;
-  res.set_content(Dump(body), "application/json");
-}
-
-void ReplyError(httplib::Response& res, int status, std::string_view message) {
-  Reply(res, status, nlohmann::json{{"Error", std::string(message)}});
-}
+using api_json::Dump;
+using api_json::Finite;
+using api_json::Optional;
+using api_json::Reply;
+using api_json::ReplyError;
 
 nlohmann::json PodJson(const PodSummary& p) {
   return {{"uid", p.uid},

@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/strings.h"
+#include "extender/src/model/node_profile.h"
 
 namespace neighborly::extender {
 namespace {
@@ -19,25 +20,12 @@ struct Found {
   tv1::PodReport pod;
 };
 
-QosClass QosOf(tv1::QosClass q) {
-  switch (q) {
-    case tv1::QOS_CLASS_GUARANTEED:
-      return QosClass::kGuaranteed;
-    case tv1::QOS_CLASS_BURSTABLE:
-      return QosClass::kBurstable;
-    case tv1::QOS_CLASS_BEST_EFFORT:
-      return QosClass::kBestEffort;
-    default:
-      return QosClass::kUnknown;
-  }
-}
-
 // The pod as the scheduler would ask about its next replica.
 IncomingPod AsIncoming(const tv1::PodReport& p) {
   IncomingPod pod;
   pod.namespace_name = p.namespace_();
   pod.name = p.name();
-  pod.qos = QosOf(p.qos_class());
+  pod.qos = QosClassOf(p.qos_class());
   pod.labels.insert(p.labels().begin(), p.labels().end());
   pod.annotations.insert(p.annotations().begin(), p.annotations().end());
   pod.cpu_request_millicores = p.cpu_request_millicores();

@@ -34,19 +34,6 @@ std::string CapabilityText(const tv1::Capability& c) {
   return c.reason().empty() ? "unavailable" : c.reason();
 }
 
-std::string QosText(tv1::QosClass q) {
-  switch (q) {
-    case tv1::QOS_CLASS_GUARANTEED:
-      return "Guaranteed";
-    case tv1::QOS_CLASS_BURSTABLE:
-      return "Burstable";
-    case tv1::QOS_CLASS_BEST_EFFORT:
-      return "BestEffort";
-    default:
-      return "Unknown";
-  }
-}
-
 bool SameKnowledge(const RememberedPod& a, const RememberedPod& b) {
   return a.contention_class == b.contention_class && a.source == b.source &&
          a.hints.llc_bytes == b.hints.llc_bytes &&
@@ -884,7 +871,7 @@ NodeSummary ExtenderCore::Impl::Summarize(const ClusterState::Entry& entry,
     ps.uid = pod.uid();
     ps.namespace_name = pod.namespace_();
     ps.name = pod.name();
-    ps.qos_class = QosText(pod.qos_class());
+    ps.qos_class = QosClassName(QosClassOf(pod.qos_class()));
     ps.contention_class = std::string(ContentionClassName(resident.contention_class));
     ps.class_source = std::string(ClassSourceName(resident.source));
     ps.aggressor = resident.aggressor;

@@ -167,53 +167,35 @@ class Accumulator {
     return out;
   }
 
-  void TakeFullNumaNodes() {
+  // Every group of `level` (by `ids`' order) whose CPUs are all free, while
+  // the request still needs at least all of it: takeFullSecondLevel and kin.
+  template <typename SizeOf>
+  void TakeFull(Field level, const std::vector<int32_t>& ids, SizeOf size_of) {
     std::vector<int32_t> free;
-    for (int32_t numa : SortedNumaNodes()) {
-      if (FreeIn(&KubeletCpu::numa, numa) == TotalIn(&KubeletCpu::numa, numa)) free.push_back(numa);
+    for (int32_t id : ids) {
+      if (FreeIn(level, id) == size_of(id)) free.push_back(id);
     }
-    for (int32_t numa : free) {
-      CpuIds cpus = AllIn(&KubeletCpu::numa, numa);
+    for (int32_t id : free) {
+      CpuIds cpus = AllIn(level, id);
       if (!NeedsAtLeast(static_cast<int32_t>(cpus.size()))) continue;
       Take(cpus);
     }
   }
+  void TakeFullNumaNodes() {
+    TakeFull(&KubeletCpu::numa, SortedNumaNodes(),
+             [&](int32_t numa) { return TotalIn(&KubeletCpu::numa, numa); });
+  }
   void TakeFullSockets() {
-    std::vector<int32_t> free;
-    for (int32_t socket : SortedSockets()) {
-      if (FreeIn(&KubeletCpu::socket, socket) == topo_.CpusPerSocket()) free.push_back(socket);
-    }
-    for (int32_t socket : free) {
-      CpuIds cpus = AllIn(&KubeletCpu::socket, socket);
-      if (!NeedsAtLeast(static_cast<int32_t>(cpus.size()))) continue;
-      Take(cpus);
-    }
+    TakeFull(&KubeletCpu::socket, SortedSockets(), [&](int32_t) { return topo_.CpusPerSocket(); });
   }
   void TakeFullFirstLevel() { numa_first_ ? TakeFullNumaNodes() : TakeFullSockets(); }
   void TakeFullSecondLevel() { numa_first_ ? TakeFullSockets() : TakeFullNumaNodes(); }
-
   void TakeFullCores() {
-    std::vector<int32_t> free;
-    for (int32_t core : SortedCores()) {
-      if (FreeIn(&KubeletCpu::core, core) == topo_.CpusPerCore()) free.push_back(core);
-    }
-    for (int32_t core : free) {
-      CpuIds cpus = AllIn(&KubeletCpu::core, core);
-      if (!NeedsAtLeast(static_cast<int32_t>(cpus.size()))) continue;
-      Take(cpus);
-    }
+    TakeFull(&KubeletCpu::core, SortedCores(), [&](int32_t) { return topo_.CpusPerCore(); });
   }
-
   void TakeFullUncore() {
-    std::vector<int32_t> free;
-    for (int32_t uncore : SortedUncoreCaches()) {
-      if (FreeIn(&KubeletCpu::uncore, uncore) == topo_.CpusPerUncore()) free.push_back(uncore);
-    }
-    for (int32_t uncore : free) {
-      CpuIds cpus = AllIn(&KubeletCpu::uncore, uncore);
-      if (!NeedsAtLeast(static_cast<int32_t>(cpus.size()))) continue;
-      Take(cpus);
-    }
+    TakeFull(&KubeletCpu::uncore, SortedUncoreCaches(),
+             [&](int32_t) { return topo_.CpusPerUncore(); });
   }
 
   // takePartialUncore: the first cores (by id) of the cache that still have

@@ -10,25 +10,13 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "common/quantity.h"
+#include "extender/src/model/node_profile.h"
 #include "common/strings.h"
 
 namespace neighborly::extender {
 namespace {
 
 namespace tv1 = ::neighborly::telemetry::v1;
-
-std::string QosName(tv1::QosClass qos) {
-  switch (qos) {
-    case tv1::QOS_CLASS_GUARANTEED:
-      return "Guaranteed";
-    case tv1::QOS_CLASS_BURSTABLE:
-      return "Burstable";
-    case tv1::QOS_CLASS_BEST_EFFORT:
-      return "BestEffort";
-    default:
-      return "Unknown";
-  }
-}
 
 std::string Gib(int64_t bytes) {
   return absl::StrFormat("%.2f GiB", static_cast<double>(bytes) / (1024.0 * 1024 * 1024));
@@ -185,7 +173,7 @@ NodeMemoryView BuildNodeMemoryView(const tv1::NodeReport& report) {
     v.uid = pod.uid();
     v.namespace_name = pod.namespace_();
     v.name = pod.name();
-    v.qos_class = QosName(pod.qos_class());
+    v.qos_class = QosClassName(QosClassOf(pod.qos_class()));
     if (pod.has_priority()) v.priority = pod.priority();
     if (pod.has_memory_working_set_bytes()) v.working_set_bytes = pod.memory_working_set_bytes();
     if (pod.has_memory_request_bytes()) v.request_bytes = pod.memory_request_bytes();

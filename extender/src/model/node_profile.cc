@@ -175,6 +175,19 @@ ResidentPod ClassifyResident(const tv1::PodReport& pod, const ModelConfig& confi
   return out;
 }
 
+QosClass QosClassOf(tv1::QosClass qos) {
+  switch (qos) {
+    case tv1::QOS_CLASS_GUARANTEED:
+      return QosClass::kGuaranteed;
+    case tv1::QOS_CLASS_BURSTABLE:
+      return QosClass::kBurstable;
+    case tv1::QOS_CLASS_BEST_EFFORT:
+      return QosClass::kBestEffort;
+    default:
+      return QosClass::kUnknown;
+  }
+}
+
 std::string IsolationReason(ContentionClass incoming, std::string_view example, int count) {
   return absl::StrCat("isolation: ", Av(ContentionClassName(incoming)), " pod would run beside ",
                       Av(example),

@@ -195,6 +195,9 @@ NodeProfile BuildNodeProfile(const telemetry::v1::NodeReport& report, const Mode
 // is `example` ("batch pod ns/x"), of `count`.
 std::string IsolationReason(ContentionClass incoming, std::string_view example, int count);
 
+// A report's QoS class as the model's (QOS_CLASS_UNSPECIFIED: kUnknown).
+QosClass QosClassOf(telemetry::v1::QosClass qos);
+
 // Resolves a running pod's class: annotation > label rules > measured aggressor
 // > remembered > standard. `membw_share` and `l3_share` are the pod's measured
 // shares of its home NUMA node's peak and its home L3 domain (nullopt: unmeasured).
