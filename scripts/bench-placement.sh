@@ -7,7 +7,7 @@
 # moved ground-truth parameters (--perturb), each also with the ground truth
 # itself as the extender (--oracle, the yardstick). Prints the tables
 # docs/performance.md records ("Placement quality"); then roomier fleets with
-# where each mode's victims come from (--diagnose). About 45 s on the 2-core
+# where each mode's victims come from (--diagnose). About 80 s on the 2-core
 # VM (3 fleets x 7 ground truths x 3 modes, then 3 x 3).
 # Usage: scripts/bench-placement.sh [BUILD_DIR [placement_bench flags]]
 #   e.g. scripts/bench-placement.sh build/default --fleets 5 --seed 10
