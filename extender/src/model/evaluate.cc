@@ -359,14 +359,21 @@ void PredictPlacement(const PodRequest& pod, const NodeProfile& p, const InFligh
     xa[i] = CacheLoss(t.coldness, da[t.l3_index], ka[t.l3_index], l3.size_bytes);
     extra[t.numa_index] += ic.reuse_per_second * t.share * t.llc_bytes * (xa[i] - xb[i]);
   }
+  std::array<double, kMaxNumaNodes> ua;
   for (size_t n = 0; n < numa_count; ++n) {
     const NumaProfile& numa = p.numa[n];
     const double peak = numa.peak_membw > 0 ? numa.peak_membw : 1;
-    const double ua = ub[n] + extra[n] / peak;
-    const double w = pinned ? (static_cast<int>(n) == pinned_numa ? 1.0 : 0.0) : numa.shared_weight;
-    if (w > 0) out.utilisation = std::max(out.utilisation, ua);
+    ua[n] = ub[n] + extra[n] / peak;
+  }
+  // NUMA nodes inside one socket see some of its load (NPS4, SNC).
+  CoupleSocketUtilisation(p, ic.socket_membw_coupling, ub);
+  CoupleSocketUtilisation(p, ic.socket_membw_coupling, ua);
+  for (size_t n = 0; n < numa_count; ++n) {
+    const double w =
+        pinned ? (static_cast<int>(n) == pinned_numa ? 1.0 : 0.0) : p.numa[n].shared_weight;
+    if (w > 0) out.utilisation = std::max(out.utilisation, ua[n]);
     lb[n] = LoadedLatency(ub[n], ic);
-    la[n] = LoadedLatency(ua, ic);
+    la[n] = LoadedLatency(ua[n], ic);
   }
   // The incoming pod, over the domains it runs on.
   double slowdown = 0;

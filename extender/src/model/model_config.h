@@ -79,6 +79,11 @@ struct InterferenceConfig {
   double latency_scale = 0.3;
   double max_utilisation = 0.95;
   double max_latency_factor = 4.0;
+  // NUMA nodes that share a socket (AMD NPS2/NPS4, Intel SNC): the share of
+  // the socket's utilisation a node's loaded latency also sees
+  // (CoupleSocketUtilisation in node_profile.h). 0: sub-socket NUMA nodes are
+  // as independent as sockets.
+  double socket_membw_coupling = 0.3;
   // Class priors for a workload not yet fitted: cache sensitivity (slowdown
   // at the whole working set lost, minus 1) and memory-bound share.
   double latency_critical_cache_sensitivity = 0.6;

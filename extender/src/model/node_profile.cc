@@ -59,12 +59,12 @@ void PredictResidents(const google::protobuf::RepeatedPtrField<tv1::PodReport>& 
   }
   // A domain's measured occupancy is not demand: a cache never empties, so a
   // quiet node's L3 reads nearly full. Demand is its pods' working sets.
-  std::array<double, kMaxNumaNodes> latency;
+  std::array<double, kMaxNumaNodes> latency{};
   for (size_t n = 0; n < p.numa.size(); ++n) {
-    latency[n] = LoadedLatency(p.numa[n].peak_membw > 0 ? p.numa[n].membw / p.numa[n].peak_membw
-                                                        : 0,
-                               ic);
+    latency[n] = p.numa[n].peak_membw > 0 ? p.numa[n].membw / p.numa[n].peak_membw : 0;
   }
+  CoupleSocketUtilisation(p, ic.socket_membw_coupling, latency);
+  for (size_t n = 0; n < p.numa.size(); ++n) latency[n] = LoadedLatency(latency[n], ic);
   std::vector<size_t> order;
   for (size_t i = 0; i < demands.size(); ++i) {
     const Demand& dm = demands[i];
@@ -194,6 +194,33 @@ std::string IsolationReason(ContentionClass incoming, std::string_view example, 
                       count > 1 ? absl::StrCat(" and ", count - 1, " more") : std::string());
 }
 
+namespace {
+
+// Each NUMA node's socket, from its cores' physical_package_id (issue 27):
+// a node without core information is a socket of its own.
+template <typename IndexOf>
+void AssignSockets(const tv1::Topology& topology, const IndexOf& numa_index, NodeProfile& p) {
+  std::vector<int64_t> package(p.numa.size(), -1);
+  for (const tv1::CpuCore& core : topology.cores()) {
+    const int n = numa_index(core.numa_node());
+    if (n < 0) continue;
+    int64_t& mine = package[static_cast<size_t>(n)];
+    if (mine < 0) mine = core.socket();
+  }
+  std::vector<int64_t> seen;
+  for (size_t n = 0; n < p.numa.size(); ++n) {
+    // Unknown: a key of its own, below every package id.
+    const int64_t key = package[n] >= 0 ? package[n] : -1 - static_cast<int64_t>(n);
+    const auto it = std::find(seen.begin(), seen.end(), key);
+    if (it != seen.end()) p.numa_shares_socket = true;
+    const size_t index = it != seen.end() ? static_cast<size_t>(it - seen.begin()) : seen.size();
+    if (it == seen.end()) seen.push_back(key);
+    p.numa[n].socket = static_cast<uint8_t>(std::min<size_t>(index, 255));
+  }
+}
+
+}  // namespace
+
 NodeProfile BuildNodeProfile(const tv1::NodeReport& report, const ModelConfig& config,
                              const RememberedLookup& remembered, absl::Time received_at,
                              std::span<const ResidentKnowledge> knowledge) {
@@ -235,6 +262,7 @@ NodeProfile BuildNodeProfile(const tv1::NodeReport& report, const ModelConfig& c
     }
     return -1;
   };
+  AssignSockets(report.topology(), numa_index, p);
 
   // L3 domains, grouped by NUMA node so that each NUMA node owns a contiguous range.
   struct L3In {
@@ -349,6 +377,15 @@ NodeProfile BuildNodeProfile(const tv1::NodeReport& report, const ModelConfig& c
   p.pods.resize(pods_in.size());
   std::vector<Demand> demands(pods_in.size());
   std::vector<std::vector<double>> l3_weights(pods_in.size());
+  // What each NUMA node's measured load did to memory latency this window:
+  // the fit's natural experiment (interference_fit.h).
+  std::array<double, kMaxNumaNodes> measured_u{};
+  for (size_t n = 0; n < numa_count; ++n) {
+    if (p.numa[n].membw_measured && p.numa[n].peak_membw > 0) {
+      measured_u[n] = p.numa[n].membw / p.numa[n].peak_membw;
+    }
+  }
+  CoupleSocketUtilisation(p, config.interference.socket_membw_coupling, measured_u);
   for (int i = 0; i < pods_in.size(); ++i) {
     const tv1::PodReport& pod = pods_in[i];
     Placement w{std::vector<double>(numa_count, 0), std::vector<double>(p.l3.size(), 0)};
@@ -553,8 +590,7 @@ NodeProfile BuildNodeProfile(const tv1::NodeReport& report, const ModelConfig& c
       o.cache_loss = std::clamp(1.0 - llc / *fit->llc_demand_bytes, 0.0, 1.0);
     }
     if (numa_count > 0 && p.numa[home_numa].membw_measured && p.numa[home_numa].peak_membw > 0) {
-      o.latency_factor =
-          LoadedLatency(p.numa[home_numa].membw / p.numa[home_numa].peak_membw, config.interference);
+      o.latency_factor = LoadedLatency(measured_u[home_numa], config.interference);
     }
     resident.measured = o.llc_bytes || o.membw_bytes_per_second || o.ipc || o.mpki;
 

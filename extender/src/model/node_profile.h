@@ -10,8 +10,11 @@
 #ifndef NEIGHBORLY_EXTENDER_SRC_MODEL_NODE_PROFILE_H_
 #define NEIGHBORLY_EXTENDER_SRC_MODEL_NODE_PROFILE_H_
 
+#include <algorithm>
+#include <array>
 #include <cstdint>
 #include <functional>
+#include <iterator>
 #include <span>
 #include <string>
 #include <string_view>
@@ -50,6 +53,9 @@ struct NumaProfile {
   // isolation (issue 14) fits in this struct's padding.
   uint8_t pinned_latency_critical = 0;
   uint8_t pinned_batch = 0;  // includes measured aggressors, not tiny batch pods
+  // Its socket, as an index shared by the NUMA nodes of one package (issue 27:
+  // AMD NPS2/NPS4 and Intel SNC put several NUMA nodes in one socket).
+  uint8_t socket = 0;
 };
 
 struct L3Profile {
@@ -137,6 +143,9 @@ struct NodeProfile {
   // topologyManagerPolicy single-numa-node or restricted: the kubelet admits a
   // pinned pod only where one NUMA node can hold it.
   bool single_numa_admission = false;
+  // Some socket holds more than one NUMA node (NPS2/NPS4, SNC): their
+  // bandwidth is coupled (CoupleSocketUtilisation).
+  bool numa_shares_socket = false;
   // Isolation holds the last reported residents until here, though the
   // telemetry is stale (docs/scoring.md, "Staleness").
   absl::Time residents_until;
@@ -179,6 +188,32 @@ struct NodeProfile {
   std::string latency_critical_example;  // "latency-critical pod ns/name", for reasons
   std::string batch_example;             // "batch pod ns/name" or "aggressor pod ns/name (...)"
 };
+
+// Memory bandwidth utilisation per NUMA node, `u[n]` parallel to p.numa, made
+// to include the node's socket: NUMA nodes inside one socket (NPS2/NPS4, SNC)
+// share its data fabric and the spill of allocations between them, so a node
+// is at least as loaded as (1 - c) of its own utilisation plus c of its
+// socket's (c = interference.socket_membw_coupling; docs/scoring.md, section
+// 0). Separate sockets are not coupled; a node alone in its socket is
+// unchanged.
+template <typename Utilisations>
+void CoupleSocketUtilisation(const NodeProfile& p, double coupling, Utilisations& u) {
+  if (!p.numa_shares_socket || coupling <= 0) return;
+  constexpr size_t kSockets = 16;
+  std::array<double, kSockets> load{}, peak{};
+  const size_t count = std::min<size_t>(p.numa.size(), std::size(u));
+  for (size_t n = 0; n < count; ++n) {
+    const size_t s = std::min<size_t>(p.numa[n].socket, kSockets - 1);
+    const double pk = p.numa[n].peak_membw > 0 ? p.numa[n].peak_membw : 1;
+    load[s] += u[n] * pk;
+    peak[s] += pk;
+  }
+  for (size_t n = 0; n < count; ++n) {
+    const size_t s = std::min<size_t>(p.numa[n].socket, kSockets - 1);
+    const double socket_u = peak[s] > 0 ? load[s] / peak[s] : 0;
+    u[n] = std::max(u[n], (1 - coupling) * u[n] + coupling * socket_u);
+  }
+}
 
 // Remembered knowledge of a pod UID; nullptr when unknown.
 using RememberedLookup = std::function<const RememberedPod*(std::string_view uid)>;
