@@ -528,6 +528,9 @@ void ExtenderCore::Impl::Decide(std::string_view verb, const IncomingPod& pod,
     DecisionReuse::Table* harm_reuse =
         reusing_least_harm != nullptr ? &reusing_least_harm->For(req) : nullptr;
     uint64_t harm_reused = 0, harm_evaluated = 0;
+    // One decision written for every node looked at (its reason's storage
+    // reused), copied into `trials` only when it passes.
+    NodeDecision look;
     // First the nodes refused for interference (or isolation, headroom), then,
     // only if none of those passes, the ones a guessed booking refused.
     for (const bool guessed : {false, true}) {
@@ -537,31 +540,33 @@ void ExtenderCore::Impl::Decide(std::string_view verb, const IncomingPod& pod,
         const NodeSnapshot* snapshot = entry != nullptr ? entry->snapshot.load() : nullptr;
         if (snapshot == nullptr) continue;
         const BookingList* booked = entry->bookings.load();
-        NodeDecision trial;
         if (harm_reuse != nullptr &&
             harm_reuse->Find(entry->ordinal, snapshot->generation,
-                             booked != nullptr ? booked->generation : 0, now, trial)) {
+                             booked != nullptr ? booked->generation : 0, now, look)) {
           ++harm_reused;
         } else {
           EvaluateNodeLeastHarmWith(
               req, &snapshot->profile,
               booked ? std::span<const Booking>(*booked) : std::span<const Booking>(), now,
-              least_harm_config, trial, booked ? &booked->fold : nullptr);
+              least_harm_config, look, booked ? &booked->fold : nullptr);
           if (harm_reuse != nullptr) {
             ++harm_evaluated;
-            harm_reuse->Keep(entry->ordinal, *snapshot, booked, now, trial);
+            harm_reuse->Keep(entry->ordinal, *snapshot, booked, now, look);
           }
         }
-        if (!trial.feasible) continue;
-        least = std::min(least, trial.cost);
-        trials.emplace_back(i, std::move(trial));
+        if (!look.feasible) continue;
+        least = std::min(least, look.cost);
+        trials.emplace_back(i, look);
       }
       if (!trials.empty()) break;
     }
     size_t passed = 0;
     for (auto& [i, trial] : trials) {
       if (trial.cost > least + config.least_harm_margin) continue;
-      out[i] = std::move(trial);
+      // Copied, not moved: the refused decision's reason keeps its storage,
+      // which the next request's decision for this candidate reuses (a move
+      // left an empty string, and ~450 allocations a request, issue 25).
+      out[i] = trial;
       ++passed;
     }
     if (passed > 0) least_harm_requests.fetch_add(1, std::memory_order_relaxed);
