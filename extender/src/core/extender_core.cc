@@ -124,7 +124,9 @@ struct ExtenderCore::Impl {
   // keeps the least-harm fallback's second looks (EvaluateNodeLeastHarm),
   // which are as pure as the first and were evaluated afresh on every
   // candidate of every request that the soft filters refused everywhere
-  // (issue 25, part 6: a latency-critical pod refused on most nodes).
+  // (issue 25, part 6: a latency-critical pod refused on most nodes); its
+  // tables fill only for shapes that reach the fallback, at most as many
+  // slots again as the first looks'.
   struct Reusable {
     std::mutex mu;
     DecisionReuse decisions;
@@ -565,7 +567,7 @@ void ExtenderCore::Impl::Decide(std::string_view verb, const IncomingPod& pod,
       if (trial.cost > least + config.least_harm_margin) continue;
       // Copied, not moved: the refused decision's reason keeps its storage,
       // which the next request's decision for this candidate reuses (a move
-      // left an empty string, and ~450 allocations a request, issue 25).
+      // left it none, to be allocated again).
       out[i] = trial;
       ++passed;
     }
