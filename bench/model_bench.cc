@@ -8,6 +8,8 @@
 //       --benchmark_report_aggregates_only=true
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
+#include <chrono>
 #include <map>
 #include <string_view>
 #include <utility>
@@ -196,33 +198,49 @@ BENCHMARK(BM_CorePrioritize)
 // pods (500 nodes at 1 Hz), outside the timing, so that the snapshots the
 // requests read are as fresh in memory as in the soak. One iteration is one
 // pod: its filter and its prioritize.
+//
+// `lc_refused`: soak_load's --case lc-refused instead (issue 25, part 6): 500
+// nodes of 20 pods of mixed classes (soak_fleet.h, LcRefusedReport) and
+// only latency-critical pods, refused on nine nodes in ten, at 350 pods/s.
 struct SoakMix {
   static constexpr int kNodes = 500;
-  static constexpr double kPodsPerSecond = 375;
   // `reuse`: decisions reused between pods of the same shape (the default);
   // `distinct`: every pod a shape of its own (a hint no other pod has), the
   // case where nothing can be reused.
-  SoakMix(bool reuse, bool distinct_pods) : distinct(distinct_pods) {
+  SoakMix(bool reuse, bool distinct_pods, bool lc_refused_fleet = false)
+      : distinct(distinct_pods),
+        lc_refused(lc_refused_fleet),
+        pods_per_second(lc_refused_fleet ? 350 : 375) {
     core = std::make_unique<extender::ExtenderCore>(
         ModelConfig{}, clock, extender::ExtenderCore::Options{.reuse_decisions = reuse});
     clock.Set(start);
-    for (int i = 0; i < kNodes; ++i) reports.push_back(SoakReport(i, 50));
+    for (int i = 0; i < kNodes; ++i) {
+      reports.push_back(lc_refused ? LcRefusedReport(i, 20) : SoakReport(i, 50));
+    }
     for (int i = 0; i < kNodes; ++i) Report();
     names = Names(kNodes);
     views.assign(names.begin(), names.end());
     // 40 s of pods first: the bookings reach their steady state (30 s TTL).
-    for (int warm = 0; warm < 40 * kPodsPerSecond; ++warm) Pod();
+    for (int warm = 0; warm < 40 * pods_per_second; ++warm) {
+      if (lc_refused) ReportsDue();  // the fleet streams throughout, as in soak_load
+      Pod();
+    }
   }
   // The next node's next report.
   void Report() {
-    telemetry::v1::NodeReport& r = reports[next_report % kNodes];
+    const int node = static_cast<int>(next_report % kNodes);
+    telemetry::v1::NodeReport& r = reports[static_cast<size_t>(node)];
     const uint64_t tick = next_report / kNodes;
     ++next_report;
     r.set_sequence(r.sequence() + 1);
     r.mutable_window_start()->set_seconds(absl::ToUnixSeconds(clock.Now()) - 1);
     const uint64_t wobble = (tick * 2654435761u + r.sequence()) % 8;
-    extender::testing::SetMeasured(r, 0, (8 + wobble) << 20, (5 + wobble) * 1'000'000'000);
-    extender::testing::SetMeasured(r, 1, (4 + wobble) << 20, (3 + wobble) * 1'000'000'000);
+    if (lc_refused) {
+      SetLcRefusedMeasured(r, node, wobble);
+    } else {
+      extender::testing::SetMeasured(r, 0, (8 + wobble) << 20, (5 + wobble) * 1'000'000'000);
+      extender::testing::SetMeasured(r, 1, (4 + wobble) << 20, (3 + wobble) * 1'000'000'000);
+    }
     if (absl::Status s = core->Ingest(r); !s.ok()) {
       std::fprintf(stderr, "soak report rejected: %s\n", std::string(s.message()).c_str());
       std::abort();
@@ -234,8 +252,11 @@ struct SoakMix {
     pod.uid = absl::StrFormat("soak-pod-%012d", k);
     pod.namespace_name = "soak";
     pod.name = absl::StrCat("soak-", k);
-    if (k % 3 == 0) pod.annotations = {{"neighborly.io/class", "latency-critical"}};
-    if (k % 3 == 1) pod.labels = {{"workload-type", "batch"}};
+    if (lc_refused || k % 3 == 0) {
+      pod.annotations = {{"neighborly.io/class", "latency-critical"}};
+    } else if (k % 3 == 1) {
+      pod.labels = {{"workload-type", "batch"}};
+    }
     if (distinct) pod.annotations["neighborly.io/llc-bytes"] = absl::StrCat(1 + k % 100'000, "Ki");
     pod.qos = extender::QosClass::kGuaranteed;
     pod.cpu_request_millicores = 1000;
@@ -245,7 +266,7 @@ struct SoakMix {
     core->Filter(pod, views, out);
     core->Prioritize(pod, views, out);
     ++k;
-    clock.Set(start + absl::Seconds(static_cast<double>(k) / kPodsPerSecond));
+    clock.Set(start + absl::Seconds(static_cast<double>(k) / pods_per_second));
   }
   // Reports due by now (500 nodes at 1 Hz).
   void ReportsDue() {
@@ -260,6 +281,8 @@ struct SoakMix {
   uint64_t next_report = 0;
   uint64_t k = 0;
   const bool distinct;
+  const bool lc_refused;
+  const double pods_per_second;
   std::vector<std::string> names;
   std::vector<std::string_view> views;
   std::vector<NodeDecision> out;
@@ -286,6 +309,47 @@ BENCHMARK(BM_CoreSoakMix)
     ->ArgsProduct({{0, 1}, {0, 1}})
     ->ArgNames({"reuse", "distinct"})
     ->Unit(benchmark::kMicrosecond);
+
+// The tail of soak_load --case lc-refused without HTTP (issue 25, part 6):
+// each pod's filter + prioritize timed alone, the percentiles over the run
+// printed as counters (p50_us, p99_us, p999_us, max_us), with the candidates
+// evaluated (reuse misses) and reused per pod.
+void BM_CoreLcRefused(benchmark::State& state) {
+  static SoakMix* mix = new SoakMix(/*reuse=*/true, /*distinct=*/false, /*lc_refused=*/true);
+  std::vector<double> us;
+  const extender::ExtenderCore::ReuseStats before = mix->core->reuse_stats();
+  for (auto _ : state) {
+    state.PauseTiming();
+    mix->ReportsDue();
+    const auto t0 = std::chrono::steady_clock::now();
+    state.ResumeTiming();
+    mix->Pod();
+    state.PauseTiming();
+    us.push_back(
+        std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
+    state.ResumeTiming();
+    benchmark::DoNotOptimize(mix->out.data());
+  }
+  const extender::ExtenderCore::ReuseStats after = mix->core->reuse_stats();
+  std::sort(us.begin(), us.end());
+  auto q = [&](double p) {
+    return us.empty() ? 0.0 : us[std::min(us.size() - 1, static_cast<size_t>(p * us.size()))];
+  };
+  state.counters["p50_us"] = q(0.5);
+  state.counters["p99_us"] = q(0.99);
+  state.counters["p999_us"] = q(0.999);
+  state.counters["max_us"] = us.empty() ? 0.0 : us.back();
+  const double pods = static_cast<double>(std::max<size_t>(us.size(), 1));
+  state.counters["evaluated_per_pod"] = static_cast<double>(after.evaluated - before.evaluated) / pods;
+  state.counters["reused_per_pod"] = static_cast<double>(after.reused - before.reused) / pods;
+  state.counters["least_harm_evaluated_per_pod"] =
+      static_cast<double>(after.least_harm_evaluated - before.least_harm_evaluated) / pods;
+  state.counters["least_harm_reused_per_pod"] =
+      static_cast<double>(after.least_harm_reused - before.least_harm_reused) / pods;
+  state.SetItemsProcessed(state.iterations() * 2 * SoakMix::kNodes);
+  state.SetLabel("latency-critical pods refused on 9 nodes in 10, filter + prioritize, 500 names");
+}
+BENCHMARK(BM_CoreLcRefused)->Unit(benchmark::kMicrosecond)->Iterations(7000);
 
 }  // namespace
 }  // namespace neighborly::bench

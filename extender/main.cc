@@ -89,6 +89,13 @@ void AppendStateMetrics(const ExtenderCore& core, PrometheusWriter& page) {
                static_cast<double>(reuse.evaluated));
   page.Counter("neighborly_extender_decisions_total", kDecisionsHelp, {{"how", "reused"}},
                static_cast<double>(reuse.reused));
+  constexpr std::string_view kLeastHarmDecisionsHelp =
+      "Second looks of the least-harm fallback at candidates the soft filters refused: "
+      "evaluated, or reused as decisions are (http.reuseDecisions).";
+  page.Counter("neighborly_extender_least_harm_decisions_total", kLeastHarmDecisionsHelp,
+               {{"how", "evaluated"}}, static_cast<double>(reuse.least_harm_evaluated));
+  page.Counter("neighborly_extender_least_harm_decisions_total", kLeastHarmDecisionsHelp,
+               {{"how", "reused"}}, static_cast<double>(reuse.least_harm_reused));
   page.Counter("neighborly_extender_least_harm_total",
                "Filter and prioritize requests in which predicted interference refused every "
                "candidate and the least-harm fallback passed the least harmful ones "

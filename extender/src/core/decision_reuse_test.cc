@@ -143,6 +143,88 @@ TEST(DecisionReuseTest, DecidesExactlyAsEvaluatingEveryTime) {
   EXPECT_EQ(evaluating.reuse_stats().reused, 0u);
 }
 
+// A node whose batch pods stream hard (issue 25, part 6): a latency-critical
+// pod is refused on it for the slowdown predicted, softly.
+tv1::NodeReport BusyReport(int node, uint64_t sequence, absl::Time window_start, uint64_t wobble) {
+  tv1::NodeReport r = testing::TwoSocketNode(absl::StrFormat("node-%03d", node), sequence);
+  r.mutable_window_start()->set_seconds(absl::ToUnixSeconds(window_start));
+  for (int p = 0; p < 6; ++p) {
+    testing::PodSpec pod;
+    pod.uid = absl::StrFormat("busy-%03d-%02d", node, p);
+    pod.namespace_name = "team";
+    pod.name = absl::StrFormat("job-%03d-%02d", node, p);
+    pod.cpu_request_millicores = 500;
+    pod.memory_request_bytes = uint64_t{1} << 30;
+    pod.llc_bytes = uint64_t{4 + (p + wobble) % 3} << 20;
+    pod.membw_bytes_per_second = (6 + (node + p + wobble) % 4) * 1'000'000'000;
+    if (p % 2 == 0) {
+      pod.labels = {{"workload-type", "batch"}};
+      pod.mpki = 20;
+    }
+    testing::AddPod(r, pod);
+  }
+  testing::SetMeasured(r, 0, (20 + wobble % 4) << 20, (38 + wobble % 6) * 1'000'000'000);
+  testing::SetMeasured(r, 1, (18 + wobble % 4) << 20, (36 + wobble % 6) * 1'000'000'000);
+  return r;
+}
+
+// The least-harm fallback's second looks are reused as first looks are
+// (issue 25, part 6): with a latency-critical pod that every busy node
+// refuses, a core reusing decisions answers every request exactly as one
+// that evaluates everything every time, while nodes report, pods are booked
+// and bookings expire; and most second looks were reused.
+TEST(DecisionReuseTest, LeastHarmFallbackDecidesExactlyAsEvaluatingEveryTime) {
+  constexpr int kNodes = 30;
+  FakeClock clock;
+  clock.Set(absl::FromUnixSeconds(1'700'000'000));
+  ModelConfig config;
+  config.booking_ttl = absl::Seconds(3);
+  ExtenderCore reusing(config, clock, {.max_nodes = 64, .reuse_decisions = true});
+  ExtenderCore evaluating(config, clock, {.max_nodes = 64, .reuse_decisions = false});
+  std::vector<std::string> names;
+  for (int n = 0; n < kNodes; ++n) names.push_back(absl::StrFormat("node-%03d", n));
+  const std::vector<std::string_view> views(names.begin(), names.end());
+  std::vector<uint64_t> sequence(kNodes, 0);
+  auto report = [&](int n, uint64_t wobble) {
+    const tv1::NodeReport r = BusyReport(n, ++sequence[n], clock.Now() - absl::Seconds(1), wobble);
+    ASSERT_TRUE(reusing.Ingest(r).ok());
+    ASSERT_TRUE(evaluating.Ingest(r).ok());
+  };
+  for (int n = 0; n < kNodes; ++n) report(n, 0);
+  std::mt19937 random(25);
+  std::vector<NodeDecision> a, b;
+  for (uint64_t k = 0; k < 600; ++k) {
+    clock.Set(clock.Now() + absl::Milliseconds(static_cast<int>(random() % 60)));
+    if (random() % 3 == 0) report(static_cast<int>(random() % kNodes), random() % 8);
+    // Every node reports now and then, so that telemetry stays fresh.
+    if (k % 40 == 39) {
+      for (int n = 0; n < kNodes; ++n) report(n, random() % 8);
+    }
+    const IncomingPod pod = Pod(k, /*shape=*/random() % 8 == 0 ? 2 : 0);
+    const bool prioritize = k % 2 == 1;
+    if (prioritize) {
+      reusing.Prioritize(pod, views, a);
+      evaluating.Prioritize(pod, views, b);
+    } else {
+      reusing.Filter(pod, views, a);
+      evaluating.Filter(pod, views, b);
+    }
+    ASSERT_EQ(a.size(), b.size());
+    for (size_t i = 0; i < a.size(); ++i) {
+      ASSERT_EQ(Describe(a[i]), Describe(b[i]))
+          << "pod " << k << " node " << names[i] << (prioritize ? " prioritize" : " filter");
+    }
+  }
+  ASSERT_EQ(reusing.bookings(), evaluating.bookings());
+  EXPECT_EQ(reusing.least_harm_requests(), evaluating.least_harm_requests());
+  // The fallback ran in most requests, and its second looks were mostly reused.
+  EXPECT_GT(reusing.least_harm_requests(), 300u);
+  const ExtenderCore::ReuseStats stats = reusing.reuse_stats();
+  EXPECT_GT(stats.least_harm_reused, 4 * stats.least_harm_evaluated) << stats.least_harm_evaluated;
+  EXPECT_GT(stats.least_harm_evaluated, 0u);
+  EXPECT_EQ(evaluating.reuse_stats().least_harm_reused, 0u);
+}
+
 TEST(DecisionReuseTest, ShapesDifferInWhatEvaluationReads) {
   PodRequest a;
   a.contention_class = ContentionClass::kBatch;

@@ -71,6 +71,7 @@ bool MayTeach(std::string_view reporter, std::string_view owner, bool booked_els
 struct ExtenderCore::Impl {
   Impl(ModelConfig c, const Clock& clk, const Options& options)
       : config(std::move(c)),
+        least_harm_config(LeastHarmConfig(config)),
         clock(clk),
         state(options.max_nodes),
         registry(options.max_remembered_pods, options.max_remembered_pods_per_node),
@@ -100,6 +101,8 @@ struct ExtenderCore::Impl {
                         bool with_pods) const;
 
   const ModelConfig config;
+  // The least-harm fallback's configuration (soft filters off), made once.
+  const ModelConfig least_harm_config;
   const Clock& clock;
   ClusterState state;
   PodRegistry registry;
@@ -117,10 +120,17 @@ struct ExtenderCore::Impl {
   std::atomic<uint64_t> foreign_claims{0};
   // Reusable decisions (core/decision_reuse.h): a request on one thread
   // takes a free set; kube-scheduler asks one request at a time, so two
-  // serve it and a second client (a placement plugin) beside it.
+  // serve it and a second client (a placement plugin) beside it. A set also
+  // keeps the least-harm fallback's second looks (EvaluateNodeLeastHarm),
+  // which are as pure as the first and were evaluated afresh on every
+  // candidate of every request that the soft filters refused everywhere
+  // (issue 25, part 6: a latency-critical pod refused on most nodes); its
+  // tables fill only for shapes that reach the fallback, at most as many
+  // slots again as the first looks'.
   struct Reusable {
     std::mutex mu;
     DecisionReuse decisions;
+    DecisionReuse least_harm;
   };
   std::array<Reusable, 2> reusable;
   // Pinned pods booked by /prioritize's guess (issue 22): kube-scheduler may
@@ -150,6 +160,9 @@ struct ExtenderCore::Impl {
   std::atomic<uint64_t> decisions_reused{0};
   std::atomic<uint64_t> least_harm_requests{0};
   std::atomic<uint64_t> decisions_evaluated{0};
+  // The least-harm fallback's second looks, reused / evaluated.
+  std::atomic<uint64_t> least_harm_reused{0};
+  std::atomic<uint64_t> least_harm_evaluated{0};
   std::atomic<uint64_t> accepted{0};
   std::atomic<uint64_t> rejected{0};
   // Nodes with telemetry when the loaded state file was saved (readiness).
@@ -368,6 +381,7 @@ void ExtenderCore::Impl::Decide(std::string_view verb, const IncomingPod& pod,
   // A request on one thread takes a free set of reusable decisions, if any
   // (a large request's chunks run on several threads and evaluate afresh).
   DecisionReuse* reusing = nullptr;
+  DecisionReuse* reusing_least_harm = nullptr;  // the same set's second looks
   std::unique_lock<std::mutex> reuse_lock;
   if (reuse_decisions && !parallel) {
     for (Reusable& r : reusable) {
@@ -375,6 +389,7 @@ void ExtenderCore::Impl::Decide(std::string_view verb, const IncomingPod& pod,
       if (!lock.owns_lock()) continue;
       reuse_lock = std::move(lock);
       reusing = &r.decisions;
+      reusing_least_harm = &r.least_harm;
       break;
     }
   }
@@ -492,8 +507,6 @@ void ExtenderCore::Impl::Decide(std::string_view verb, const IncomingPod& pod,
     evaluate(0, nodes.size());
   }
 
-  if (reuse_lock.owns_lock()) reuse_lock.unlock();
-
   if (req.exclusive_cpus && config.numa_admission && config.interference.enabled &&
       config.interference.pinned_guesses_elsewhere) {
     RefuseWherePinnedGuessFits(req, pod.uid, nodes, view, now, out);
@@ -512,6 +525,14 @@ void ExtenderCore::Impl::Decide(std::string_view verb, const IncomingPod& pod,
       std::none_of(out.begin(), out.end(), [](const NodeDecision& d) { return d.feasible; })) {
     std::vector<std::pair<size_t, NodeDecision>> trials;
     double least = std::numeric_limits<double>::infinity();
+    // The second looks of this shape kept by the request's set, if it holds
+    // one (a large request evaluated in parallel holds none).
+    DecisionReuse::Table* harm_reuse =
+        reusing_least_harm != nullptr ? &reusing_least_harm->For(req) : nullptr;
+    uint64_t harm_reused = 0, harm_evaluated = 0;
+    // One decision written for every node looked at (its reason's storage
+    // reused), copied into `trials` only when it passes.
+    NodeDecision look;
     // First the nodes refused for interference (or isolation, headroom), then,
     // only if none of those passes, the ones a guessed booking refused.
     for (const bool guessed : {false, true}) {
@@ -521,25 +542,42 @@ void ExtenderCore::Impl::Decide(std::string_view verb, const IncomingPod& pod,
         const NodeSnapshot* snapshot = entry != nullptr ? entry->snapshot.load() : nullptr;
         if (snapshot == nullptr) continue;
         const BookingList* booked = entry->bookings.load();
-        NodeDecision trial;
-        EvaluateNodeLeastHarm(
-            req, &snapshot->profile,
-            booked ? std::span<const Booking>(*booked) : std::span<const Booking>(), now, config,
-            trial, booked ? &booked->fold : nullptr);
-        if (!trial.feasible) continue;
-        least = std::min(least, trial.cost);
-        trials.emplace_back(i, std::move(trial));
+        if (harm_reuse != nullptr &&
+            harm_reuse->Find(entry->ordinal, snapshot->generation,
+                             booked != nullptr ? booked->generation : 0, now, look)) {
+          ++harm_reused;
+        } else {
+          EvaluateNodeLeastHarmWith(
+              req, &snapshot->profile,
+              booked ? std::span<const Booking>(*booked) : std::span<const Booking>(), now,
+              least_harm_config, look, booked ? &booked->fold : nullptr);
+          if (harm_reuse != nullptr) {
+            ++harm_evaluated;
+            harm_reuse->Keep(entry->ordinal, *snapshot, booked, now, look);
+          }
+        }
+        if (!look.feasible) continue;
+        least = std::min(least, look.cost);
+        trials.emplace_back(i, look);
       }
       if (!trials.empty()) break;
     }
     size_t passed = 0;
     for (auto& [i, trial] : trials) {
       if (trial.cost > least + config.least_harm_margin) continue;
-      out[i] = std::move(trial);
+      // Copied, not moved: the refused decision's reason keeps its storage,
+      // which the next request's decision for this candidate reuses (a move
+      // left it none, to be allocated again).
+      out[i] = trial;
       ++passed;
     }
     if (passed > 0) least_harm_requests.fetch_add(1, std::memory_order_relaxed);
+    if (harm_reused > 0) least_harm_reused.fetch_add(harm_reused, std::memory_order_relaxed);
+    if (harm_evaluated > 0) {
+      least_harm_evaluated.fetch_add(harm_evaluated, std::memory_order_relaxed);
+    }
   }
+  if (reuse_lock.owns_lock()) reuse_lock.unlock();
 
   std::string booked_node;
   // kube-scheduler binds a pod that only one node passes without asking
@@ -676,7 +714,8 @@ bool ExtenderCore::Impl::Reserve(const IncomingPod& pod, std::string_view node, 
       // least-harm fallback, another profile's choice): book where the
       // kubelet will put it, which a soft refusal leaves unpredicted.
       if (IsSoftRejection(decision)) {
-        EvaluateNodeLeastHarm(prepared.req, &snapshot->profile, others, now, config, decision);
+        EvaluateNodeLeastHarmWith(prepared.req, &snapshot->profile, others, now,
+                                  least_harm_config, decision);
       }
       Booking booking = MakeBooking(pod.uid, prepared.req, decision, now + config.booking_ttl);
       booking.exact = true;
@@ -773,8 +812,8 @@ void ExtenderCore::Impl::RefuseWherePinnedGuessFits(const PodRequest& req, std::
     }
     // Where the kubelet would pin the guessed pod here, had it come here.
     NodeDecision there;
-    EvaluateNodeLeastHarm(guess->req, &snapshot->profile, bookings, now, config, there,
-                          booked ? &booked->fold : nullptr);
+    EvaluateNodeLeastHarmWith(guess->req, &snapshot->profile, bookings, now, least_harm_config,
+                              there, booked ? &booked->fold : nullptr);
     if (!there.feasible || there.exclusive_cpus <= 0) continue;  // it could not be here
     with_guess.assign(bookings.begin(), bookings.end());
     Booking phantom = MakeBooking(guess->uid, guess->req, there, guess->expires_at);
@@ -1052,7 +1091,9 @@ uint64_t ExtenderCore::least_harm_requests() const {
 
 ExtenderCore::ReuseStats ExtenderCore::reuse_stats() const {
   return {impl_->decisions_reused.load(std::memory_order_relaxed),
-          impl_->decisions_evaluated.load(std::memory_order_relaxed)};
+          impl_->decisions_evaluated.load(std::memory_order_relaxed),
+          impl_->least_harm_reused.load(std::memory_order_relaxed),
+          impl_->least_harm_evaluated.load(std::memory_order_relaxed)};
 }
 
 }  // namespace neighborly::extender

@@ -237,6 +237,10 @@ class ExtenderCore : public Decider {
   struct ReuseStats {
     uint64_t reused = 0;
     uint64_t evaluated = 0;
+    // The least-harm fallback's second looks at candidates the soft filters
+    // refused, kept per shape as the first looks are.
+    uint64_t least_harm_reused = 0;
+    uint64_t least_harm_evaluated = 0;
   };
   ReuseStats reuse_stats() const;
   // Requests in which the least-harm fallback passed nodes that interference

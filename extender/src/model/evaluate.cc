@@ -906,9 +906,7 @@ void EvaluateNode(const PodRequest& pod, const NodeProfile* profile,
   EvaluateLoaded(pod, p, in_flight, config, out);
 }
 
-void EvaluateNodeLeastHarm(const PodRequest& pod, const NodeProfile* profile,
-                           std::span<const Booking> bookings, absl::Time now,
-                           const ModelConfig& config, NodeDecision& out, const BookingFold* fold) {
+ModelConfig LeastHarmConfig(const ModelConfig& config) {
   ModelConfig relaxed = config;
   relaxed.isolate_latency_critical = false;
   relaxed.isolate_batch = false;
@@ -916,8 +914,21 @@ void EvaluateNodeLeastHarm(const PodRequest& pod, const NodeProfile* profile,
   relaxed.interference.max_slowdown = std::numeric_limits<double>::infinity();
   relaxed.interference.min_added_slowdown = std::numeric_limits<double>::infinity();
   relaxed.interference.guessed_bookings_refuse = false;
-  EvaluateNode(pod, profile, bookings, now, relaxed, out, fold);
+  return relaxed;
+}
+
+void EvaluateNodeLeastHarmWith(const PodRequest& pod, const NodeProfile* profile,
+                               std::span<const Booking> bookings, absl::Time now,
+                               const ModelConfig& least_harm_config, NodeDecision& out,
+                               const BookingFold* fold) {
+  EvaluateNode(pod, profile, bookings, now, least_harm_config, out, fold);
   out.least_harm = out.feasible;
+}
+
+void EvaluateNodeLeastHarm(const PodRequest& pod, const NodeProfile* profile,
+                           std::span<const Booking> bookings, absl::Time now,
+                           const ModelConfig& config, NodeDecision& out, const BookingFold* fold) {
+  EvaluateNodeLeastHarmWith(pod, profile, bookings, now, LeastHarmConfig(config), out, fold);
 }
 
 bool IsSoftRejection(const NodeDecision& d) {

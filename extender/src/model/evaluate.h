@@ -69,12 +69,21 @@ void EvaluateNode(const PodRequest& pod, const NodeProfile* profile,
 
 // EvaluateNode with isolation and bandwidth headroom switched off (NUMA
 // admission stays): the least-harm fallback's second look at a node those
-// filters refused. Sets `out.least_harm` when the node passes. Rare path: it
-// copies the config.
+// filters refused. Sets `out.least_harm` when the node passes. It copies the
+// config; a caller that looks at many nodes takes LeastHarmConfig once and
+// calls EvaluateNodeLeastHarmWith (issue 25: the copy's allocations were a
+// fifth of a request whose every candidate the fallback looked at again).
 void EvaluateNodeLeastHarm(const PodRequest& pod, const NodeProfile* profile,
                            std::span<const Booking> bookings, absl::Time now,
                            const ModelConfig& config, NodeDecision& out,
                            const BookingFold* fold = nullptr);
+// The configuration of that second look: `config` with its soft filters off.
+ModelConfig LeastHarmConfig(const ModelConfig& config);
+// EvaluateNodeLeastHarm with `least_harm_config` = LeastHarmConfig(config).
+void EvaluateNodeLeastHarmWith(const PodRequest& pod, const NodeProfile* profile,
+                               std::span<const Booking> bookings, absl::Time now,
+                               const ModelConfig& least_harm_config, NodeDecision& out,
+                               const BookingFold* fold = nullptr);
 
 // True for a rejection the least-harm fallback may override (isolation or
 // bandwidth headroom, not NUMA admission).
