@@ -2,9 +2,11 @@ package rebalancer
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -217,12 +219,27 @@ func (r *Rebalancer) act(ctx context.Context, p Proposal, now time.Time) Outcome
 		}
 		return finish(ResultEvicted, "the API server accepted the eviction", slog.LevelInfo, "evicted")
 	case apierrors.IsTooManyRequests(err):
-		return finish(ResultRefused, err.Error(), slog.LevelInfo, "eviction refused")
+		return finish(ResultRefused, withCauses(err), slog.LevelInfo, "eviction refused")
 	case apierrors.IsNotFound(err), apierrors.IsConflict(err):
 		return finish(ResultStale, err.Error(), slog.LevelInfo, "not evicting")
 	default:
 		return finish(ResultFailed, err.Error(), slog.LevelWarn, "eviction failed")
 	}
+}
+
+// withCauses appends the API server's causes (the budget's own message: "The
+// disruption budget X needs 1 healthy pods and has 1 currently").
+func withCauses(err error) string {
+	msg := err.Error()
+	var status apierrors.APIStatus
+	if errors.As(err, &status) && status.Status().Details != nil {
+		for _, c := range status.Status().Details.Causes {
+			if c.Message != "" && !strings.Contains(msg, c.Message) {
+				msg += ": " + c.Message
+			}
+		}
+	}
+	return msg
 }
 
 // Metrics are the rebalancer's Prometheus series.

@@ -183,11 +183,14 @@ func TestRefusedByDisruptionBudget(t *testing.T) {
 	o := live
 	o.MinPolls, o.MinDuration = 1, 0
 	h := newHarness(t, o, runningPod("ingest", "uid-1", "node-1"))
-	h.evictErr = apierrors.NewTooManyRequests("Cannot evict pod as it would violate the pod's disruption budget.", 0)
+	refusal := apierrors.NewTooManyRequests("Cannot evict pod as it would violate the pod's disruption budget.", 0)
+	refusal.ErrStatus.Details.Causes = append(refusal.ErrStatus.Details.Causes, metav1.StatusCause{
+		Type: policyv1.DisruptionBudgetCause, Message: "The disruption budget ingest needs 1 healthy pods and has 1 currently"})
+	h.evictErr = refusal
 	h.advice.proposals = []Proposal{proposal("ingest", "uid-1", "node-1", "node-3")}
 	for i := 0; i < 2; i++ {
 		out := h.poll(t, time.Second)
-		if len(out) != 1 || out[0].Result != ResultRefused || !strings.Contains(out[0].Detail, "disruption budget") {
+		if len(out) != 1 || out[0].Result != ResultRefused || !strings.Contains(out[0].Detail, "budget ingest needs 1 healthy pods") {
 			t.Fatalf("poll %d: %+v, want refused naming the budget", i, out)
 		}
 	}
