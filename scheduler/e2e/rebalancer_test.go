@@ -232,7 +232,7 @@ func waitForProposal(t *testing.T, baseURL string, certs *pki, token string) {
 	t.Fatalf("no rebalance proposal for %s/%s within 90 s; last answer: %s", movedNamespace, movedName, last)
 }
 
-var metricsAddress = regexp.MustCompile(`neighborly-rebalancer started .* metrics=(\S+)`)
+var metricsAddress = regexp.MustCompile(`msg="neighborly-rebalancer started" .* metrics=(\S+)`)
 
 func scrapeRebalancer(t *testing.T, r *process) string {
 	t.Helper()
