@@ -10,9 +10,3 @@ if(TARGET neighborly_ingest)
   target_link_libraries(ingest_bench PRIVATE neighborly_ingest neighborly_core
     benchmark::benchmark absl::str_format neighborly_malloc neighborly_warnings)
 endif()
-# The attribution and rebalancing advice at 5,000 nodes (issue 26).
-if(TARGET neighborly_api)
-  add_executable(interference_bench ${CMAKE_CURRENT_LIST_DIR}/interference_bench.cc)
-  target_link_libraries(interference_bench PRIVATE neighborly_api neighborly_core
-    benchmark::benchmark absl::str_format neighborly_warnings)
-endif()
