@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: Apache-2.0
 # The neighborly-scheduler image: kube-scheduler of the release pinned in
 # scheduler/go.mod with the Neighborly framework plugin (the chart's
-# scheduler.plugin.image, `scheduler.integration: plugin`).
+# scheduler.plugin.image, `scheduler.integration: plugin`), and
+# neighborly-rebalancer (the chart's `rebalancer.enabled`, docs/operations.md).
 #
 # From binaries built on the host (what `make scheduler-image` does,
 # scripts/image.sh scheduler): build/image/scheduler/neighborly-scheduler (stripped;
@@ -23,5 +24,6 @@ LABEL org.opencontainers.image.title="neighborly-scheduler" \
       org.opencontainers.image.source="https://github.com/neighborly/neighborly" \
       org.opencontainers.image.base.name="debian:12"
 COPY build/image/scheduler/neighborly-scheduler /usr/local/bin/neighborly-scheduler
+COPY build/image/scheduler/neighborly-rebalancer /usr/local/bin/neighborly-rebalancer
 USER 65532:65532
 ENTRYPOINT ["neighborly-scheduler"]

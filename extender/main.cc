@@ -323,9 +323,24 @@ int Run(int argc, char** argv) {
   }
   CoreOperatorSource source(core, [&ingest] { return ingest.stats(); });
   // Who is hurting whom (issue 26, docs/operations.md), from the newest windows.
-  InterferenceTracker interference;
-  source.set_interference(&interference, &core);
-  const InterferenceObserver interference_observer(core, interference);
+  // Thresholds: the config's attribution.* and rebalance.* keys.
+  InterferenceTracker interference(InterferenceOptions{
+      .history_windows = static_cast<size_t>(config->attribution_history_windows),
+      .recent_windows = static_cast<size_t>(config->attribution_recent_windows),
+      .victim_windows = static_cast<size_t>(config->attribution_victim_windows),
+      .sigma = config->attribution_sigma,
+      .min_relative_spread = config->attribution_min_relative_spread,
+      .min_correlation_windows = static_cast<size_t>(config->attribution_min_correlation_windows),
+      .min_correlation = config->attribution_min_correlation,
+      .min_score = config->attribution_min_score,
+      .min_baseline_samples = static_cast<size_t>(config->attribution_min_baseline_samples),
+      .repeat_offender_count = static_cast<size_t>(config->attribution_repeat_antagonist_count)});
+  source.set_interference(
+      &interference, &core,
+      {.min_persisting_windows = static_cast<size_t>(config->rebalance_min_persisting_windows),
+       .max_moves = static_cast<size_t>(config->rebalance_max_moves)});
+  const InterferenceObserver interference_observer(core, interference,
+                                                   config->attribution_observe_interval);
   std::atomic<bool> stopping{false};
   // /metrics is the operator API's page plus the ingest refusals by reason,
   // the state counters, build info and process_*. Registered on both ports.

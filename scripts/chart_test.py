@@ -995,10 +995,12 @@ def example_workloads():
 import chart_test_operator  # noqa: E402  (the operator-side checks; they use the helpers above)
 import chart_test_plugin  # noqa: E402  (the framework-plugin mode's checks)
 import chart_test_jwks  # noqa: E402  (extender.identity.jwksSync)
+import chart_test_rebalancer  # noqa: E402  (rebalancer.enabled)
 
 chart_test_operator.register(sys.modules[__name__])
 chart_test_plugin.register(sys.modules[__name__])
 chart_test_jwks.register(sys.modules[__name__])
+chart_test_rebalancer.register(sys.modules[__name__])
 
 
 def main():

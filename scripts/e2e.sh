@@ -47,6 +47,7 @@ start=${SECONDS}
 echo "e2e: building kube-scheduler ${k8s} and the e2e test (Go build cache: $(go env GOCACHE))"
 nice -n 10 go build -ldflags "${ldflags}" -o "${root}/build/go/bin/kube-scheduler" ./cmd/kube-scheduler
 nice -n 10 go build -ldflags "${ldflags}" -o "${root}/build/go/bin/neighborly-scheduler" ./cmd/neighborly-scheduler
+nice -n 10 go build -o "${root}/build/go/bin/neighborly-rebalancer" ./cmd/neighborly-rebalancer
 nice -n 10 go test -c -ldflags "${ldflags}" -o "${root}/build/go/bin/e2e.test" ./e2e
 echo "e2e: built in $((SECONDS - start)) s"
 
@@ -54,9 +55,9 @@ echo "e2e: go vet, and the framework plugin's, the test PKI's and the scheduler_
 nice -n 10 go vet ./...
 # Every package of the module but ./e2e (built above, run below), named one by
 # one; a package with tests that this list misses fails here.
-go_packages=(./plugin/... ./internal/testpki ./internal/subprocess ./perf/...)
+go_packages=(./plugin/... ./internal/testpki ./internal/subprocess ./internal/rebalancer ./perf/...)
 missed="$(go list -f '{{if or .TestGoFiles .XTestGoFiles}}{{.Dir}}{{end}}' ./... |
-  grep -v -e '/e2e$' -e '/plugin' -e '/internal/testpki$' -e '/internal/subprocess$' -e '/perf' || true)"
+  grep -v -e '/e2e$' -e '/plugin' -e '/internal/testpki$' -e '/internal/subprocess$' -e '/internal/rebalancer$' -e '/perf' || true)"
 if [[ -n "${missed}" ]]; then
   echo "e2e: Go packages with tests that no target runs (add them to go_packages): ${missed}" >&2
   exit 1
@@ -70,6 +71,7 @@ cd "${root}/scheduler/e2e"
 NEIGHBORLY_BUILD_DIR="${build}" NEIGHBORLY_HELM="${helm}" \
   KUBE_SCHEDULER="${root}/build/go/bin/kube-scheduler" \
   NEIGHBORLY_SCHEDULER="${root}/build/go/bin/neighborly-scheduler" \
+  NEIGHBORLY_REBALANCER="${root}/build/go/bin/neighborly-rebalancer" \
   "${root}/build/go/bin/e2e.test" -test.v -test.count=1 -test.timeout=20m "$@"
 echo "e2e: tests ran in $((SECONDS - start)) s"
 

@@ -121,6 +121,9 @@ build_scheduler_image() {
   (cd scheduler && GOTOOLCHAIN=local GOFLAGS=-buildvcs=false nice -n 10 go build \
     -ldflags "-s -w -X k8s.io/component-base/version.gitVersion=${k8s} -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=${minor}" \
     -o "${root}/${dest}/neighborly-scheduler" ./cmd/neighborly-scheduler)
+  # The chart's rebalancer (rebalancer.enabled) runs from the same image.
+  (cd scheduler && GOTOOLCHAIN=local GOFLAGS=-buildvcs=false nice -n 10 go build -ldflags "-s -w" \
+    -o "${root}/${dest}/neighborly-rebalancer" ./cmd/neighborly-rebalancer)
   podman --runtime runc --cgroup-manager=cgroupfs build --isolation chroot \
     -f deploy/scheduler.Dockerfile \
     --build-arg BASE_IMAGE="${base}" --build-arg VERSION="${version}" \

@@ -24,7 +24,9 @@ func TestChartInstallsIntoRealAPIServer(t *testing.T) {
 	}{
 		{"neighborly", "neighborly", nil, []string{"neighborly-extender", "neighborly-scheduler"}},
 		{"neighborly-extender-only", "neighborly-extender-only", []string{"mode=extender-only"}, []string{"neighborly-extender-only-extender"}},
-		{"neighborly-plugin", "neighborly-plugin", []string{"scheduler.integration=plugin"}, []string{"neighborly-plugin-extender", "neighborly-plugin-scheduler"}},
+		// With the rebalancer (issue 26): its Deployment, account and RBAC.
+		{"neighborly-plugin", "neighborly-plugin", []string{"scheduler.integration=plugin", "rebalancer.enabled=true"},
+			[]string{"neighborly-plugin-extender", "neighborly-plugin-scheduler", "neighborly-plugin-rebalancer"}},
 		// Node identity with the in-cluster JWKS sync: its Job, CronJob and RBAC
 		// (a binding to the built-in issuer-discovery ClusterRole) must be accepted.
 		{"neighborly-jwks", "neighborly-jwks", []string{"extender.identity.issuer=https://kubernetes.default.svc.cluster.local",

@@ -29,7 +29,7 @@ import (
 // to the repository root, overridable from the environment (the Makefile sets
 // them).
 type paths struct {
-	root, extender, agent, kubeScheduler, neighborlyScheduler, helm, scenario, incoming string
+	root, extender, agent, kubeScheduler, neighborlyScheduler, rebalancer, helm, scenario, incoming string
 }
 
 func getPaths(t *testing.T) paths {
@@ -51,6 +51,7 @@ func getPaths(t *testing.T) paths {
 		agent:               filepath.Join(build, "node-agent/neighborly-agent"),
 		kubeScheduler:       env("KUBE_SCHEDULER", filepath.Join(root, "build/go/bin/kube-scheduler")),
 		neighborlyScheduler: env("NEIGHBORLY_SCHEDULER", filepath.Join(root, "build/go/bin/neighborly-scheduler")),
+		rebalancer:          env("NEIGHBORLY_REBALANCER", filepath.Join(root, "build/go/bin/neighborly-rebalancer")),
 		helm:                os.Getenv("NEIGHBORLY_HELM"),
 		scenario:            filepath.Join(root, "deploy/examples/content-platform.yaml"),
 		incoming:            filepath.Join(root, "deploy/examples/content-platform-incoming.json"),
@@ -216,6 +217,7 @@ func startSchedulerBinary(t *testing.T, name, bin, config string) *process {
 type scenarioNode struct {
 	Name string `json:"name"`
 	Pods []struct {
+		UID                  string            `json:"uid"`
 		Namespace            string            `json:"namespace"`
 		Name                 string            `json:"name"`
 		QosClass             string            `json:"qosClass"`
@@ -228,7 +230,12 @@ type scenarioNode struct {
 
 func readScenario(t *testing.T, p paths) []scenarioNode {
 	t.Helper()
-	data, err := os.ReadFile(p.scenario)
+	return readScenarioFile(t, p.scenario)
+}
+
+func readScenarioFile(t *testing.T, path string) []scenarioNode {
+	t.Helper()
+	data, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -236,10 +243,10 @@ func readScenario(t *testing.T, p paths) []scenarioNode {
 		Nodes []scenarioNode `json:"nodes"`
 	}
 	if err := yaml.Unmarshal(data, &scenario); err != nil {
-		t.Fatalf("%s: %v", p.scenario, err)
+		t.Fatalf("%s: %v", path, err)
 	}
 	if len(scenario.Nodes) == 0 {
-		t.Fatalf("%s has no nodes", p.scenario)
+		t.Fatalf("%s has no nodes", path)
 	}
 	return scenario.Nodes
 }

@@ -25,6 +25,9 @@ ok "non-root (65532), OCI labels"
 version="$("${run[@]}" "${image}" --version 2>&1)" || fail "--version: ${version}"
 [[ "${version}" == *"${want_k8s}"* ]] || fail "--version says '${version}', want ${want_k8s}"
 ok "starts in the image: ${version}"
+rebalancer="$("${run[@]}" --entrypoint neighborly-rebalancer "${image}" --version 2>&1)" || fail "neighborly-rebalancer --version: ${rebalancer}"
+[[ "${rebalancer}" == "neighborly-rebalancer "* ]] || fail "neighborly-rebalancer --version says '${rebalancer}'"
+ok "the rebalancer starts in the image: ${rebalancer}"
 
 dir="$(mktemp -d)"
 trap 'rm -rf "${dir}"' EXIT

@@ -647,8 +647,9 @@ absl::StatusOr<std::string> RenderRebalance(std::string_view body) {
       }
     }
   }
-  absl::StrAppend(&out, "Advice only: Neighborly evicts nothing (docs/operations.md, "
-                        "\"Rebalancing\").\n");
+  absl::StrAppend(&out,
+                  "Advice only: the extender evicts nothing; neighborly-rebalancer acts on it "
+                  "where enabled (docs/operations.md, \"Rebalancing\").\n");
   return out;
 }
 

@@ -47,12 +47,16 @@ class CoreOperatorSource final : public OperatorSource {
   // The tracker fed by the extender's interference observer (main.cc); none:
   // /v1/interference reports no windows observed.
   // `scorer` (the same core, writable) scores the rebalancing advice's targets.
-  void set_interference(const InterferenceTracker* tracker, ExtenderCore* scorer = nullptr) {
+  // `rebalance`: the advice's hysteresis and size (config keys rebalance.*).
+  void set_interference(const InterferenceTracker* tracker, ExtenderCore* scorer = nullptr,
+                        RebalanceOptions rebalance = {}) {
     interference_ = tracker;
     scorer_ = scorer;
+    rebalance_ = rebalance;
   }
   std::vector<MoveProposal> Rebalance() const override {
-    return scorer_ != nullptr ? ProposeMoves(*scorer_, Interference()) : std::vector<MoveProposal>{};
+    return scorer_ != nullptr ? ProposeMoves(*scorer_, Interference(), rebalance_)
+                              : std::vector<MoveProposal>{};
   }
   InterferenceView Interference() const override {
     return interference_ != nullptr ? interference_->View() : InterferenceView{};
@@ -70,6 +74,7 @@ class CoreOperatorSource final : public OperatorSource {
   const ExtenderCore& core_;
   const InterferenceTracker* interference_ = nullptr;
   ExtenderCore* scorer_ = nullptr;
+  RebalanceOptions rebalance_;
   std::function<IngestStats()> ingest_;
 };
 

@@ -1,7 +1,8 @@
 // Rebalancing advice (issue 26, docs/operations.md "Rebalancing"): for each
 // interference victim that persists, which pod to move and where, judged by
-// the placement model. Advice only: Neighborly evicts nothing (the optional
-// rebalancer that would act on it is not built yet; docs/security.md).
+// the placement model. Advice only: the extender evicts nothing; the optional
+// neighborly-rebalancer (scheduler/cmd/neighborly-rebalancer) acts on it
+// through the Eviction API (docs/security.md, "The rebalancer").
 //
 // Rules: a victim qualifies after `min_persisting_windows` consecutive
 // windows as a victim (hysteresis) and with a named suspect. The pod moved is

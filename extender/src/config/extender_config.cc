@@ -275,6 +275,31 @@ absl::StatusOr<ExtenderConfig> ParseExtenderConfig(std::string_view text,
        [&](const yaml::Value& v) {
          return p.Map(v, {{"perNodeSeries", p.Bool(config.metrics_per_node_series)}});
        }},
+      {"attribution",
+       [&](const yaml::Value& v) {
+         return p.Map(
+             v,
+             {{"historyWindows", p.Integer(config.attribution_history_windows, 6, 10'000)},
+              {"recentWindows", p.Integer(config.attribution_recent_windows, 1, 1000)},
+              {"victimWindows", p.Integer(config.attribution_victim_windows, 1, 1000)},
+              {"sigma", p.Double(config.attribution_sigma, 0, 100)},
+              {"minRelativeSpread", p.Double(config.attribution_min_relative_spread, 0, 10)},
+              {"minCorrelationWindows",
+               p.Integer(config.attribution_min_correlation_windows, 3, 10'000)},
+              {"minCorrelation", p.Double(config.attribution_min_correlation, 0, 1)},
+              {"minScore", p.Double(config.attribution_min_score, 0, 1)},
+              {"minBaselineSamples", p.Integer(config.attribution_min_baseline_samples, 1, 1'000'000)},
+              {"repeatAntagonistCount",
+               p.Integer(config.attribution_repeat_antagonist_count, 1, 1'000'000)},
+              {"observeInterval",
+               p.Duration(config.attribution_observe_interval, absl::Milliseconds(10))}});
+       }},
+      {"rebalance",
+       [&](const yaml::Value& v) {
+         return p.Map(v, {{"minPersistingWindows",
+                           p.Integer(config.rebalance_min_persisting_windows, 1, 1'000'000)},
+                          {"maxMoves", p.Integer(config.rebalance_max_moves, 1, 1000)}});
+       }},
       {"log",
        [&](const yaml::Value& v) {
          return p.Map(v, {{"level", p.String(config.log_level)}});
@@ -409,6 +434,20 @@ absl::Status ValidateExtenderConfig(const ExtenderConfig& config) {
   if (placement_tls && config.placement_insecure_plaintext) {
     return absl::InvalidArgumentError(
         "placement.insecurePlaintext contradicts placement.tls (choose one)");
+  }
+  if (config.attribution_victim_windows > config.attribution_recent_windows) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "attribution.victimWindows (", config.attribution_victim_windows,
+        ") must not exceed attribution.recentWindows (", config.attribution_recent_windows,
+        "): a victim is above its baseline in victimWindows of the last recentWindows"));
+  }
+  if (config.attribution_recent_windows > config.attribution_history_windows ||
+      config.attribution_min_correlation_windows > config.attribution_history_windows) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "attribution.recentWindows (", config.attribution_recent_windows,
+        ") and attribution.minCorrelationWindows (", config.attribution_min_correlation_windows,
+        ") must not exceed attribution.historyWindows (", config.attribution_history_windows,
+        "), the windows kept per node"));
   }
   static constexpr std::string_view kLevels[] = {"trace", "debug", "info", "warn", "error", "off"};
   bool level_ok = false;

@@ -124,6 +124,23 @@ struct ExtenderConfig {
   // (about 11 series per node, on every replica); off: only the
   // neighborly_fleet_* aggregates (docs/metrics.md).
   bool metrics_per_node_series = true;
+  // attribution: who is hurting whom (issue 26; docs/operations.md "Who is
+  // hurting whom"); main.cc maps these onto InterferenceOptions, whose
+  // defaults they repeat.
+  int64_t attribution_history_windows = 30;
+  int64_t attribution_recent_windows = 5;
+  int64_t attribution_victim_windows = 3;
+  double attribution_sigma = 2.0;
+  double attribution_min_relative_spread = 0.05;
+  int64_t attribution_min_correlation_windows = 6;
+  double attribution_min_correlation = 0.5;
+  double attribution_min_score = 0.3;
+  int64_t attribution_min_baseline_samples = 5;
+  int64_t attribution_repeat_antagonist_count = 3;
+  absl::Duration attribution_observe_interval = absl::Milliseconds(500);
+  // rebalance: the advice of GET /v1/rebalance (RebalanceOptions).
+  int64_t rebalance_min_persisting_windows = 10;
+  int64_t rebalance_max_moves = 5;
   // log
   std::string log_level = "info";
   // model: the contention model's parameters (docs/scoring.md).

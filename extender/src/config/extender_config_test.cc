@@ -514,5 +514,66 @@ TEST(CommandLineTest, OperatorAddressFlagOverridesTheFile) {
   EXPECT_EQ(c->operator_address, "127.0.0.1:0");
 }
 
+// Issue 26: the attribution's and the rebalancing advice's thresholds.
+TEST(ExtenderConfigTest, AttributionAndRebalanceThresholds) {
+  absl::StatusOr<ExtenderConfig> defaults = ParseExtenderConfig("", "x.yaml");
+  ASSERT_TRUE(defaults.ok());
+  EXPECT_EQ(defaults->attribution_history_windows, 30);
+  EXPECT_EQ(defaults->attribution_victim_windows, 3);
+  EXPECT_DOUBLE_EQ(defaults->attribution_sigma, 2.0);
+  EXPECT_EQ(defaults->attribution_observe_interval, absl::Milliseconds(500));
+  EXPECT_EQ(defaults->rebalance_min_persisting_windows, 10);
+  EXPECT_EQ(defaults->rebalance_max_moves, 5);
+
+  absl::StatusOr<ExtenderConfig> c = ParseExtenderConfig(R"(
+attribution:
+  historyWindows: 60
+  recentWindows: 8
+  victimWindows: 6
+  sigma: 3
+  minRelativeSpread: 0.1
+  minCorrelationWindows: 12
+  minCorrelation: 0.6
+  minScore: 0.4
+  minBaselineSamples: 10
+  repeatAntagonistCount: 5
+  observeInterval: 2s
+rebalance:
+  minPersistingWindows: 30
+  maxMoves: 2
+)",
+                                                         "x.yaml");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->attribution_history_windows, 60);
+  EXPECT_EQ(c->attribution_recent_windows, 8);
+  EXPECT_EQ(c->attribution_victim_windows, 6);
+  EXPECT_DOUBLE_EQ(c->attribution_sigma, 3);
+  EXPECT_DOUBLE_EQ(c->attribution_min_relative_spread, 0.1);
+  EXPECT_EQ(c->attribution_min_correlation_windows, 12);
+  EXPECT_DOUBLE_EQ(c->attribution_min_correlation, 0.6);
+  EXPECT_DOUBLE_EQ(c->attribution_min_score, 0.4);
+  EXPECT_EQ(c->attribution_min_baseline_samples, 10);
+  EXPECT_EQ(c->attribution_repeat_antagonist_count, 5);
+  EXPECT_EQ(c->attribution_observe_interval, absl::Seconds(2));
+  EXPECT_EQ(c->rebalance_min_persisting_windows, 30);
+  EXPECT_EQ(c->rebalance_max_moves, 2);
+  EXPECT_TRUE(ValidateExtenderConfig(*c).ok());
+
+  EXPECT_THAT(ErrorOf("attribution:\n  minCorrelation: 1.5\n"),
+              HasSubstr("attribution.minCorrelation"));
+  EXPECT_THAT(ErrorOf("rebalance:\n  maxMoves: 0\n"), HasSubstr("rebalance.maxMoves"));
+  EXPECT_THAT(ErrorOf("attribution:\n  sigmaa: 2\n"), HasSubstr("unknown key \"attribution.sigmaa\""));
+  absl::StatusOr<ExtenderConfig> crossed =
+      ParseExtenderConfig("attribution:\n  recentWindows: 4\n  victimWindows: 5\n", "x.yaml");
+  ASSERT_TRUE(crossed.ok());
+  EXPECT_THAT(ValidateExtenderConfig(*crossed).message(),
+              HasSubstr("attribution.victimWindows (5) must not exceed attribution.recentWindows (4)"));
+  crossed = ParseExtenderConfig("attribution:\n  historyWindows: 8\n  minCorrelationWindows: 9\n",
+                                "x.yaml");
+  ASSERT_TRUE(crossed.ok());
+  EXPECT_THAT(ValidateExtenderConfig(*crossed).message(),
+              HasSubstr("must not exceed attribution.historyWindows (8)"));
+}
+
 }  // namespace
 }  // namespace neighborly::extender
