@@ -161,6 +161,14 @@ int Run(int argc, char** argv) {
   telemetry_options.policy.pacing.enabled = config->grpc_adaptive_interval;
   telemetry_options.policy.pacing.max_lag = config->grpc_adaptive_max_lag;
   telemetry_options.policy.pacing.max_interval = config->grpc_adaptive_max_interval;
+  if (config->allocation_enabled) {
+    telemetry::v1::ClassAllocation* batch =
+        telemetry_options.policy.allocation_policy.emplace().add_classes();
+    batch->set_workload_class("batch");
+    batch->set_l3_ways_fraction(config->allocation_batch_l3_ways_fraction);
+    batch->set_mba_percent(static_cast<uint32_t>(config->allocation_batch_mba_percent));
+    batch->set_mba_mbps(static_cast<uint32_t>(config->allocation_batch_mba_mbps));
+  }
   if (config->grpc_insecure_plaintext) {
     spdlog::warn(
         "grpc.insecurePlaintext: telemetry is accepted without TLS; anyone who can reach {} can "

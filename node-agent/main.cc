@@ -83,6 +83,12 @@ streams one NodeReport per window to the Neighborly extender(s). With
   --metrics-address HOST:PORT  Prometheus /metrics and /healthz (default
                             0.0.0.0:9101; empty to disable)
   --rdt-backend resctrl|pqos|none  how to read Intel RDT (default resctrl)
+  --resctrl-allocation      cap batch pods' L3 ways (CAT) and memory bandwidth
+                            (MBA) where they share an L3 domain or NUMA node
+                            with latency-critical pods, as the extender's
+                            policy says (off by default; needs --rdt-backend
+                            resctrl or none). Groups left by an earlier agent
+                            are removed either way
   --cri-socket PATH         container runtime socket under --host-root; repeat
                             or comma-separate to try several (default:
                             /run/containerd/containerd.sock, then CRI-O's)
@@ -132,6 +138,7 @@ struct Flags {
   std::string simulate;
   std::string metrics_address = "0.0.0.0:9101";
   std::string rdt_backend = "resctrl";
+  bool resctrl_allocation = false;
   std::vector<std::string> cri_sockets;
   std::optional<std::vector<std::string>> pod_label_keys;
   std::string log_level = "info";
@@ -281,6 +288,7 @@ absl::StatusOr<Flags> ParseFlags(int argc, char** argv) {
                     : name == "version"            ? &flags.version
                     : name == "insecure-plaintext" ? &flags.insecure_plaintext
                     : name == "calibrate"          ? &flags.calibrate
+                    : name == "resctrl-allocation" ? &flags.resctrl_allocation
                                                    : nullptr;
     if (boolean != nullptr) {
       if (value && *value != "true" && *value != "false") {
@@ -334,6 +342,11 @@ absl::StatusOr<Flags> ParseFlags(int argc, char** argv) {
     return flags;
   }
   if (!flags.output.empty() && !flags.once) return Usage("--output needs --once");
+  if (flags.resctrl_allocation && flags.rdt_backend == "pqos") {
+    return Usage(
+        "--resctrl-allocation moves pods between resctrl groups, which the pqos backend does not "
+        "follow: use --rdt-backend resctrl (or none)");
+  }
   if (flags.once && !flags.extenders.empty()) {
     return Usage("--once prints one report and exits; it does not stream, so drop --extender");
   }
@@ -583,7 +596,8 @@ int RunHost(const Flags& flags) {
                            .rdt_backend = flags.rdt_backend,
                            .cri_sockets = flags.cri_sockets,
                            .pod_label_keys = {"workload-type", "app"},
-                           .peak_membw = flags.peak_membw};
+                           .peak_membw = flags.peak_membw,
+                           .resctrl_allocation = flags.resctrl_allocation};
   if (flags.pod_label_keys) options.pod_label_keys = *flags.pod_label_keys;
   if (flags.calibrate) return RunCalibrate(options);
   // perf takes one descriptor per event, CPU and pod.
@@ -628,6 +642,8 @@ int RunHost(const Flags& flags) {
   while (!signals.stop().HasBeenNotified()) {
     const absl::Duration window =
         publishers.empty() ? flags.interval : publishers.front()->Interval(flags.interval);
+    (*agent)->SetAllocationPolicy(publishers.empty() ? std::nullopt
+                                                     : publishers.front()->AllocationPolicy());
     absl::StatusOr<tv1::NodeReport> report = (*agent)->MeasureWindow(window);
     if (!report.ok()) {
       agent_metrics.RecordFailure();

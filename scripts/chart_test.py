@@ -488,6 +488,29 @@ def agent_options():
     expect(not objs.has("ServiceAccount", name("agent")), "agent.enabled=false still renders its account")
 
 
+@check
+def allocation_off_by_default_and_wired():
+    objs = render()
+    c = container(objs.get("DaemonSet", name("agent")), "agent")
+    expect("--resctrl-allocation" not in c["args"], f"allocation on by default: {c['args']}")
+    config = yaml.safe_load(objs.get("ConfigMap", name("extender"))["data"]["extender.yaml"])
+    expect("allocation" not in config, f"extender config has allocation by default: {config}")
+    objs = render("allocation.enabled=true", "json:allocation.batch.l3WaysFraction=0.25",
+                  "allocation.batch.mbaPercent=30")
+    c = container(objs.get("DaemonSet", name("agent")), "agent")
+    expect("--resctrl-allocation" in c["args"], f"allocation.enabled=true: agent args {c['args']}")
+    nordt = container(objs.get("DaemonSet", name("agent-nordt")), "agent")
+    expect("--resctrl-allocation" not in nordt["args"], "the agent without resctrl allocates")
+    config = yaml.safe_load(objs.get("ConfigMap", name("extender"))["data"]["extender.yaml"])
+    eq(config.get("allocation"),
+       {"enabled": True, "batch": {"l3WaysFraction": 0.25, "mbaPercent": 30, "mbaMBps": 0}},
+       "extender allocation config")
+    for bad in ("json:allocation.batch.l3WaysFraction=1.5", "allocation.batch.mbaPercent=101"):
+        out = helm("template", RELEASE, CHART, "--set-json" if bad.startswith("json:") else "--set",
+                   bad.removeprefix("json:"))
+        expect(out.returncode != 0, f"schema accepted {bad}")
+
+
 # ---------------------------------------------------------------------------
 # Extender
 

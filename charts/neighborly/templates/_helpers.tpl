@@ -178,6 +178,10 @@ prometheus.io/scheme: {{ default "http" .scheme }}
 {{- $metrics := default dict $config.metrics -}}
 {{- $_ := set $metrics "perNodeSeries" .Values.metrics.perNodeSeries -}}
 {{- $_ := set $config "metrics" $metrics -}}
+{{- if .Values.allocation.enabled -}}
+{{- $batch := dict "l3WaysFraction" .Values.allocation.batch.l3WaysFraction "mbaPercent" (int .Values.allocation.batch.mbaPercent) "mbaMBps" (int64 .Values.allocation.batch.mbaMBps) -}}
+{{- $_ := set $config "allocation" (merge (dict "enabled" true "batch" $batch) (default dict $config.allocation)) -}}
+{{- end -}}
 {{- toYaml $config -}}
 {{- end -}}
 

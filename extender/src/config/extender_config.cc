@@ -300,6 +300,19 @@ absl::StatusOr<ExtenderConfig> ParseExtenderConfig(std::string_view text,
                            p.Integer(config.rebalance_min_persisting_windows, 1, 1'000'000)},
                           {"maxMoves", p.Integer(config.rebalance_max_moves, 1, 1000)}});
        }},
+      {"allocation",
+       [&](const yaml::Value& v) {
+         return p.Map(
+             v, {{"enabled", p.Bool(config.allocation_enabled)},
+                 {"batch", [&](const yaml::Value& b) {
+                    return p.Map(
+                        b, {{"l3WaysFraction", p.Double(config.allocation_batch_l3_ways_fraction,
+                                                        0, 1)},
+                            {"mbaPercent", p.Integer(config.allocation_batch_mba_percent, 0, 100)},
+                            {"mbaMBps",
+                             p.Integer(config.allocation_batch_mba_mbps, 0, 4'294'967'295)}});
+                  }}});
+       }},
       {"log",
        [&](const yaml::Value& v) {
          return p.Map(v, {{"level", p.String(config.log_level)}});

@@ -141,6 +141,17 @@ struct ExtenderConfig {
   // rebalance: the advice of GET /v1/rebalance (RebalanceOptions).
   int64_t rebalance_min_persisting_windows = 10;
   int64_t rebalance_max_moves = 5;
+  // allocation: the cache/bandwidth caps every ack carries to the agents
+  // (telemetry AllocationPolicy), which apply them only with
+  // --resctrl-allocation and where the node has CAT/MBA. Off by default.
+  bool allocation_enabled = false;
+  // allocation.batch: batch pods beside latency-critical ones get this share
+  // of the L3 ways (0: no cache cap) and this MBA cap, in percent (Intel, AMD,
+  // MPAM; 0: none) or MB/s where a node runs the MBA Software Controller
+  // (mba_MBps; 0: none there).
+  double allocation_batch_l3_ways_fraction = 0.5;
+  int64_t allocation_batch_mba_percent = 50;
+  int64_t allocation_batch_mba_mbps = 0;
   // log
   std::string log_level = "info";
   // model: the contention model's parameters (docs/scoring.md).

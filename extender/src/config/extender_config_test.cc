@@ -577,3 +577,32 @@ rebalance:
 
 }  // namespace
 }  // namespace neighborly::extender
+
+
+namespace neighborly::extender {
+namespace {
+
+// Issue 27: the allocation policy for the agents, off by default.
+TEST(ExtenderConfigTest, AllocationIsOffByDefaultAndValidated) {
+  absl::StatusOr<ExtenderConfig> defaults = ParseExtenderConfig("", "extender.yaml");
+  ASSERT_TRUE(defaults.ok()) << defaults.status();
+  EXPECT_FALSE(defaults->allocation_enabled);
+  absl::StatusOr<ExtenderConfig> on = ParseExtenderConfig(
+      "allocation:\n  enabled: true\n  batch:\n    l3WaysFraction: 0.25\n    mbaPercent: 30\n"
+      "    mbaMBps: 4000\n",
+      "extender.yaml");
+  ASSERT_TRUE(on.ok()) << on.status();
+  EXPECT_TRUE(on->allocation_enabled);
+  EXPECT_DOUBLE_EQ(on->allocation_batch_l3_ways_fraction, 0.25);
+  EXPECT_EQ(on->allocation_batch_mba_percent, 30);
+  EXPECT_EQ(on->allocation_batch_mba_mbps, 4000);
+  EXPECT_THAT(ErrorOf("allocation:\n  batch:\n    l3WaysFraction: 2\n"),
+              HasSubstr("extender.yaml:3: allocation.batch.l3WaysFraction: 2 is outside 0..1"));
+  EXPECT_THAT(ErrorOf("allocation:\n  batch:\n    mbaPercent: 150\n"),
+              HasSubstr("allocation.batch.mbaPercent: 150 is outside 0..100"));
+  EXPECT_THAT(ErrorOf("allocation:\n  latencyCritical: {}\n"),
+              HasSubstr("unknown key \"allocation.latencyCritical\""));
+}
+
+}  // namespace
+}  // namespace neighborly::extender

@@ -191,6 +191,21 @@ absl::Status ValidatePod(const tv1::PodReport& pod, const std::string& field,
                         limits);
     }
   }
+  // Issue 27: the cap the agent holds the pod under.
+  if (pod.has_resctrl_cap()) {
+    const tv1::ResctrlCap& cap = pod.resctrl_cap();
+    NB_RETURN_IF_ERROR(CheckLength(Path(field, ".resctrl_cap.group"), cap.group(), 253));
+    NB_RETURN_IF_ERROR(CheckDouble(Path(field, ".resctrl_cap.l3_fraction"), cap.has_l3_fraction(),
+                                   cap.l3_fraction(), 1.0));
+    NB_RETURN_IF_ERROR(CheckDouble(Path(field, ".resctrl_cap.mba_fraction"),
+                                   cap.has_mba_fraction(), cap.mba_fraction(), 1.0));
+    NB_RETURN_IF_ERROR(CheckBytes(Path(field, ".resctrl_cap.mba_bytes_per_second"),
+                                  cap.has_mba_bytes_per_second(), cap.mba_bytes_per_second(),
+                                  limits));
+    if (static_cast<size_t>(cap.l3_domains_size()) > limits.max_map_entries) {
+      return Bad(Path(field, ".resctrl_cap.l3_domains"), "more entries than allowed");
+    }
+  }
   // Issue 26: memory pressure inputs.
   NB_RETURN_IF_ERROR(CheckBytes(Path(field, ".memory_working_set_bytes"),
                                 pod.has_memory_working_set_bytes(),

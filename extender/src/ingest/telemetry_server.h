@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 
 #include "absl/container/flat_hash_map.h"
@@ -92,6 +93,9 @@ struct IngestPolicy {
   // grpc.adaptiveInterval: ask the agents for a longer interval while the
   // ingest falls behind (ingest_pacer.h).
   IngestPacerOptions pacing;
+  // allocation: carried in every ack (ReportAck.allocation_policy); nullopt:
+  // acks carry none and the agents remove the groups they made.
+  std::optional<telemetry::v1::AllocationPolicy> allocation_policy;
 };
 
 // The service alone (tests and embedders may register it on their own server).

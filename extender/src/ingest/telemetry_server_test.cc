@@ -66,6 +66,7 @@ TEST_F(TelemetryServerTest, AcceptsAndAcksReportsVisibleInTheCore) {
     tv1::ReportAck ack;
     ASSERT_TRUE(stream->Read(&ack));
     EXPECT_EQ(ack.sequence(), seq);
+    EXPECT_FALSE(ack.has_allocation_policy());  // off unless configured
   }
   EXPECT_EQ(server_->stats().streams_open, 1u);
   stream->WritesDone();
@@ -211,6 +212,45 @@ TEST(TelemetryServerStartTest, BadAddressesFailClearly) {
       TelemetryServer::Start(core, {.address = (*first)->address()});
   EXPECT_FALSE(taken.ok());
   EXPECT_THAT(std::string(taken.status().message()), HasSubstr((*first)->address()));
+}
+
+}  // namespace
+}  // namespace neighborly::extender
+
+namespace neighborly::extender {
+namespace {
+
+// Issue 27: with allocation configured, every ack carries the policy.
+TEST(TelemetryAllocationTest, AckCarriesThePolicy) {
+  FakeClock clock;
+  ExtenderCore core{ModelConfig{}, clock};
+  TelemetryServer::Options options{.address = "127.0.0.1:0"};
+  tv1::ClassAllocation* batch = options.policy.allocation_policy.emplace().add_classes();
+  batch->set_workload_class("batch");
+  batch->set_l3_ways_fraction(0.25);
+  batch->set_mba_percent(30);
+  absl::StatusOr<std::unique_ptr<TelemetryServer>> server =
+      TelemetryServer::Start(core, std::move(options));
+  ASSERT_TRUE(server.ok()) << server.status();
+  auto channel = grpc::CreateChannel((*server)->address(), grpc::InsecureChannelCredentials());
+  auto stub = tv1::Telemetry::NewStub(channel);
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(20));
+  auto stream = stub->Report(&ctx);
+  for (uint64_t seq = 1; seq <= 2; ++seq) {
+    ASSERT_TRUE(stream->Write(TwoSocketNode("node-1", seq)));
+    tv1::ReportAck ack;
+    ASSERT_TRUE(stream->Read(&ack));
+    ASSERT_TRUE(ack.has_allocation_policy()) << seq;
+    ASSERT_EQ(ack.allocation_policy().classes_size(), 1);
+    const tv1::ClassAllocation& c = ack.allocation_policy().classes(0);
+    EXPECT_EQ(c.workload_class(), "batch");
+    EXPECT_DOUBLE_EQ(c.l3_ways_fraction(), 0.25);
+    EXPECT_EQ(c.mba_percent(), 30u);
+    EXPECT_EQ(c.mba_mbps(), 0u);
+  }
+  stream->WritesDone();
+  EXPECT_TRUE(stream->Finish().ok());
 }
 
 }  // namespace

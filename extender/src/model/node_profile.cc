@@ -560,7 +560,35 @@ NodeProfile BuildNodeProfile(const tv1::NodeReport& report, const ModelConfig& c
           llc_demand = std::max(llc_demand, *fit->llc_demand_bytes);
         }
       }
-      const double solo = booked ? 0.0 : (solo_bw ? *solo_bw : bw);
+      double solo = booked ? 0.0 : (solo_bw ? *solo_bw : bw);
+      // Issue 27: a pod the agent holds under a resctrl cap is a smaller
+      // neighbour: it cannot fill more ways or move more bytes than the cap lets it.
+      if (pod.has_resctrl_cap()) {
+        const tv1::ResctrlCap& cap = pod.resctrl_cap();
+        const bool home_capped =
+            !p.l3.empty() &&
+            (cap.l3_domains().empty() ||
+             std::find(cap.l3_domains().begin(), cap.l3_domains().end(), p.l3[home_l3].id) !=
+                 cap.l3_domains().end());
+        if (cap.has_l3_fraction() && home_capped && p.l3[home_l3].size_bytes > 0) {
+          const double ways = std::clamp(cap.l3_fraction(), 0.0, 1.0) * p.l3[home_l3].size_bytes;
+          llc_demand = std::min(llc_demand, ways);
+          llc = std::min(llc, ways);
+        }
+        std::optional<double> bw_cap;
+        if (cap.has_mba_bytes_per_second()) {
+          bw_cap = static_cast<double>(cap.mba_bytes_per_second());
+        } else if (cap.has_mba_fraction() && numa_count > 0 && p.numa[home_numa].peak_membw > 0) {
+          bw_cap = std::clamp(cap.mba_fraction(), 0.0, 1.0) * p.numa[home_numa].peak_membw;
+        }
+        if (bw_cap) {
+          solo = std::min(solo, *bw_cap);
+          bw = std::min(bw, *bw_cap);
+        }
+        resident.capped = true;
+      }
+      resident.llc_bytes = llc;
+      resident.membw_bytes_per_second = bw;
       resident.llc_demand_bytes = llc_demand;
       resident.solo_membw_bytes_per_second = solo;
       demands[i] = PodDemand(resident.contention_class, llc_demand, solo, fit,

@@ -115,6 +115,9 @@ struct ResidentPod {
   double solo_membw_bytes_per_second = 0;
   double slowdown = 1;
   bool victim = false;  // its IPC fell while its misses rose: squeezed, not an aggressor
+  // The agent holds it under a resctrl cap (PodReport.resctrl_cap): its L3 and
+  // bandwidth demand are bounded by the cap (issue 27).
+  bool capped = false;
 };
 
 // What the extender knows about a reported pod beyond the report (parallel to

@@ -6,6 +6,7 @@
 #include <map>
 #include <set>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/strings.h"
@@ -20,6 +21,7 @@
 #include "node-agent/src/pqos/pqos_monitor.h"
 #include "node-agent/src/resctrl/resctrl.h"
 #include "node-agent/src/resctrl/resctrl_alloc.h"
+#include "node-agent/src/resctrl/resctrl_allocator.h"
 #include "node-agent/src/sys/filesystem.h"
 #include "node-agent/src/sys/text.h"
 #include "node-agent/src/topology/topology.h"
@@ -99,6 +101,25 @@ class HostAgentImpl final : public HostAgent {
  public:
   HostAgentImpl(const HostAgentOptions& options, HostAgentEnvironment environment)
       : options_(options), env_(std::move(environment)) {}
+  // Every CTRL_MON group the allocator made goes with the agent (SIGTERM).
+  ~HostAgentImpl() override {
+    if (allocator_) allocator_->Stop();
+  }
+
+  void SetAllocationPolicy(const std::optional<tv1::AllocationPolicy>& policy) override {
+    if (!policy) {
+      policy_.reset();
+      return;
+    }
+    AllocationPolicyView view;
+    for (const tv1::ClassAllocation& c : policy->classes()) {
+      view.classes.push_back({.workload_class = c.workload_class(),
+                              .l3_ways_fraction = c.l3_ways_fraction(),
+                              .mba_percent = c.mba_percent(),
+                              .mba_mbps = c.mba_mbps()});
+    }
+    policy_ = std::move(view);
+  }
 
   absl::Status Init() {
     fs_ = env_.filesystem ? env_.filesystem
@@ -172,16 +193,22 @@ class HostAgentImpl final : public HostAgent {
     const absl::StatusOr<std::map<std::string, PodMetadata>> metadata = ListPodMetadata();
     const PodResourcesView resources = AskPodResources();
     std::map<std::string, std::string> unmonitored;
-    if (rdt_monitor_) {
+    if (rdt_monitor_ || allocator_) {
       std::vector<ResctrlPod> targets;
+      std::vector<AllocPod> alloc_pods;
       for (const PodCgroup& pod : pods) {
         absl::StatusOr<std::vector<int>> tids = cgroups_->Threads(pod);
         if (!tids.ok()) continue;  // vanished; Sample drops it below
         const PodMetadata* m =
             metadata.ok() && metadata->contains(pod.uid) ? &metadata->at(pod.uid) : nullptr;
+        if (allocator_) alloc_pods.push_back(AllocPodOf(pod, m, *tids, kubelet, resources));
         targets.emplace_back(pod.uid, Priority(pod.qos, m), std::move(*tids), QosGroup(pod.qos));
       }
-      unmonitored = rdt_monitor_->Sync(targets);
+      if (allocator_) {
+        allocator_->Sync(policy_, alloc_pods, l3_numa_);
+        for (ResctrlPod& target : targets) target.ctrl_group = allocator_->GroupOf(target.uid);
+      }
+      if (rdt_monitor_) unmonitored = rdt_monitor_->Sync(targets);
     }
     SyncPerf(pods);
 
@@ -293,6 +320,15 @@ class HostAgentImpl final : public HostAgent {
       unavailable["memory_request_bytes"] =
           "memory requests are not visible in cgroups or CRI sandboxes (no API server client)";
       if (b.cpu_request_millicores) out->set_cpu_request_millicores(*b.cpu_request_millicores);
+      if (allocator_ && allocator_->caps().contains(pod.uid)) {
+        const PodCap& cap = allocator_->caps().at(pod.uid);
+        tv1::ResctrlCap* c = out->mutable_resctrl_cap();
+        c->set_group(cap.group);
+        if (cap.l3_fraction) c->set_l3_fraction(*cap.l3_fraction);
+        if (cap.mba_fraction) c->set_mba_fraction(*cap.mba_fraction);
+        if (cap.mba_bytes_per_second) c->set_mba_bytes_per_second(*cap.mba_bytes_per_second);
+        for (uint32_t d : cap.l3_domains) c->add_l3_domains(d);
+      }
       const std::string key = absl::StrCat(out->namespace_(), "/", out->name());
       if (resources.pods.ok() && !out->name().empty() && resources.pods->contains(key)) {
         out->set_exclusive_cpus(FormatCpuList(resources.pods->at(key).exclusive_cpus));
@@ -366,6 +402,48 @@ class HostAgentImpl final : public HostAgent {
     absl::StatusOr<std::vector<MountEntry>> table = ReadMountTable(*fs_, options_.host_root);
     alloc_ = DetectResctrlAllocation(*fs_, table.ok() ? *table : std::vector<MountEntry>{},
                                      arch_.vendor);
+    for (const L3DomainInfo& domain : topology_.l3_domains) {
+      std::set<uint32_t>& nodes = l3_numa_[domain.id];
+      nodes.insert(domain.numa_node);
+      nodes.insert(domain.numa_nodes.begin(), domain.numa_nodes.end());
+    }
+    if (!alloc_.mounted) {
+      allocation_reason_ = absl::StrCat("unavailable: ", alloc_.l3_reason);
+      return;
+    }
+    // Made even with the flag off: it removes the groups an earlier agent left.
+    allocator_ = std::make_unique<ResctrlAllocator>(*fs_, alloc_, options_.resctrl_allocation,
+                                                    env_.resctrl_group_prefix);
+    if (absl::Status s = allocator_->Start(); !s.ok()) {
+      spdlog::warn("resctrl allocation: removing stale groups: {}", std::string(s.message()));
+    }
+  }
+
+  // The allocator's view of a pod: its class (annotation) and the L3 domains
+  // of its exclusive CPUs (every domain for the shared pool).
+  AllocPod AllocPodOf(const PodCgroup& pod, const PodMetadata* m, const std::vector<int>& tids,
+                      const KubeletState& kubelet, const PodResourcesView& resources) const {
+    AllocPod out{.uid = pod.uid, .tids = tids};
+    if (m != nullptr) {
+      if (auto it = m->annotations.find("neighborly.io/class"); it != m->annotations.end()) {
+        out.workload_class = absl::AsciiStrToLower(it->second);
+      }
+    }
+    CpuSet exclusive;
+    const std::string key = m != nullptr ? absl::StrCat(m->namespace_name, "/", m->name) : "";
+    if (m != nullptr && resources.pods.ok() && resources.pods->contains(key)) {
+      exclusive = resources.pods->at(key).exclusive_cpus;
+    } else if (kubelet.cpu_manager.ok()) {
+      exclusive = kubelet.cpu_manager->ExclusiveCpus(pod.uid);
+    }
+    for (const L3DomainInfo& domain : topology_.l3_domains) {
+      const bool any = exclusive.empty() ||
+                       std::any_of(exclusive.begin(), exclusive.end(), [&](uint32_t cpu) {
+                         return std::binary_search(domain.cpus.begin(), domain.cpus.end(), cpu);
+                       });
+      if (any) out.l3_domains.insert(domain.id);
+    }
+    return out;
   }
 
   // What this node cannot measure, one line per gap (capabilities.not_measured).
@@ -615,6 +693,18 @@ class HostAgentImpl final : public HostAgent {
       alloc->set_mba_granularity(alloc_.mba_granularity);
       alloc->set_mba_max(alloc_.mba_max);
       alloc->set_mba_unit(std::string(MbaUnitName(alloc_.mba_unit)));
+    }
+    if (allocator_) {
+      const AllocatorStatus& status = allocator_->status();
+      alloc->set_allocating(status.allocating);
+      alloc->set_allocation_reason(status.reason);
+      for (const std::string& group : status.groups) alloc->add_groups(group);
+      alloc->set_changes_total(status.changes_total);
+      alloc->set_closid_exhausted_total(status.closid_exhausted_total);
+      alloc->set_write_errors_total(status.write_errors_total);
+      alloc->set_last_write_error(status.last_write_error);
+    } else {
+      alloc->set_allocation_reason(allocation_reason_);
     }
     for (const auto& [uid, reason] : unmonitored) (*caps->mutable_unmonitored_pods())[uid] = reason;
   }
@@ -916,6 +1006,10 @@ class HostAgentImpl final : public HostAgent {
   ResctrlInfo rdt_;
   CpuArchitecture arch_;
   ResctrlAllocInfo alloc_;
+  std::unique_ptr<ResctrlAllocator> allocator_;  // null: resctrl not mounted
+  std::string allocation_reason_;                // why there is no allocator
+  std::optional<AllocationPolicyView> policy_;   // from the extender's latest ack
+  std::map<uint32_t, std::set<uint32_t>> l3_numa_;  // L3 domain id -> its NUMA nodes
   std::unique_ptr<RdtMonitor> rdt_monitor_;       // resctrl or libpqos
   std::unique_ptr<ResctrlMonitor> node_resctrl_;  // pqos backend: node totals only
   std::map<std::string, PodPerf> perf_;

@@ -13,6 +13,7 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -41,6 +42,10 @@ struct HostAgentOptions {
   std::vector<std::string> pod_label_keys = {"workload-type", "app"};
   // Peak memory bandwidth per NUMA node, decided once in Create (membw/peak_membw.h).
   PeakMembwOptions peak_membw;
+  // --resctrl-allocation: cap batch pods' L3 ways and bandwidth where the
+  // extender's policy asks for it (resctrl/resctrl_allocator.h). Off, groups
+  // an earlier agent made are still removed.
+  bool resctrl_allocation = false;
 };
 
 // The system doors HostAgent goes through; every null member means the real
@@ -81,6 +86,11 @@ class HostAgent {
 
   // Each NUMA node's peak memory bandwidth as decided in Create.
   virtual const PeakMembwReport& peak_membw() const = 0;
+
+  // The allocation policy of the extender's latest ack (nullopt: none, or the
+  // ack had none); applied from the next MeasureWindow on.
+  virtual void SetAllocationPolicy(
+      const std::optional<telemetry::v1::AllocationPolicy>& policy) = 0;
 };
 
 // Only the peak memory bandwidth step of Create (topology, boot id, cache,

@@ -3,6 +3,7 @@
 #include <cerrno>
 #include <map>
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
@@ -374,6 +375,9 @@ TEST(HostAgentTest, VmWithoutRdtOrPmuSaysWhy) {
   EXPECT_FALSE(caps.resctrl_occupancy().available());
   EXPECT_THAT(caps.resctrl_occupancy().reason(), HasSubstr("no resctrl"));
   EXPECT_FALSE(caps.has_rmids_total());
+  EXPECT_FALSE(caps.resctrl_allocation().allocating());
+  EXPECT_THAT(caps.resctrl_allocation().allocation_reason(),
+              HasSubstr("unavailable: resctrl is not mounted"));
   EXPECT_FALSE(caps.perf_hardware_counters().available());
   EXPECT_FALSE(caps.perf_hardware_counters().reason().empty());
   EXPECT_THAT(report->topology().note(), HasSubstr("one L3 domain per package"));
@@ -472,6 +476,69 @@ TEST(HostAgentTest, CriMetadataLabelsPodsAndPutsLatencyCriticalFirstForRmids) {
   EXPECT_THAT(report->capabilities().pod_metadata().reason(), HasSubstr("ListPodSandbox"));
   EXPECT_TRUE(FindPod(*report, kBE)->labels().empty());
   EXPECT_THAT(FindPod(*report, kBE)->unavailable().at("annotations"), HasSubstr("ListPodSandbox"));
+}
+
+// Issue 27: with --resctrl-allocation and the extender's policy, the batch pod
+// beside the latency-critical one runs in neighborly-batch (its MON group
+// under it, still monitored) and the report says so; the policy withdrawn or
+// the agent gone, the group goes.
+TEST(HostAgentTest, AllocationCapsTheBatchNeighbourAndCleansUp) {
+  Host host("intel-mbm-v2-systemd-containerd");  // kG pinned to 2-3
+  host.tree.Write("/sys/fs/resctrl/info/L3/cbm_mask", "7ff\n");
+  host.tree.Write("/sys/fs/resctrl/info/L3/min_cbm_bits", "1\n");
+  host.tree.Write("/sys/fs/resctrl/info/L3/num_closids", "16\n");
+  host.tree.Write("/sys/fs/resctrl/info/MB/num_closids", "8\n");
+  host.tree.Write("/sys/fs/resctrl/info/MB/min_bandwidth", "10\n");
+  host.tree.Write("/sys/fs/resctrl/info/MB/bandwidth_gran", "10\n");
+  host.tree.Write("/sys/fs/resctrl/schemata", "L3:0=7ff;1=7ff\nMB:0=100;1=100\n");
+  host.tree.Write("/proc/cpuinfo", "processor\t: 0\nvendor_id\t: GenuineIntel\n");
+  auto cri = std::make_shared<FakeCri>();
+  cri->pods = std::map<std::string, PodMetadata>{
+      {kG, {"content", "article", {}, {{"neighborly.io/class", "latency-critical"}}}},
+      {kB, {"batch", "etl", {}, {{"neighborly.io/class", "batch"}}}},
+  };
+  host.env.pod_metadata = cri;
+  host.options.resctrl_allocation = true;
+  absl::StatusOr<std::unique_ptr<HostAgent>> agent = HostAgent::Create(host.options, host.env);
+  ASSERT_TRUE(agent.ok()) << agent.status();
+  tv1::AllocationPolicy policy;
+  tv1::ClassAllocation* batch = policy.add_classes();
+  batch->set_workload_class("batch");
+  batch->set_l3_ways_fraction(0.25);
+  batch->set_mba_percent(50);
+  (*agent)->SetAllocationPolicy(policy);
+  absl::StatusOr<tv1::NodeReport> report = (*agent)->MeasureWindow(absl::Seconds(1));
+  ASSERT_TRUE(report.ok()) << report.status();
+  const tv1::ResctrlAllocation& alloc = report->capabilities().resctrl_allocation();
+  EXPECT_TRUE(alloc.allocating()) << alloc.allocation_reason();
+  EXPECT_THAT(alloc.groups(), UnorderedElementsAre("neighborly-batch"));
+  EXPECT_GE(alloc.changes_total(), 3u);
+  const tv1::PodReport* b = FindPod(*report, kB);
+  ASSERT_NE(b, nullptr);
+  ASSERT_TRUE(b->has_resctrl_cap());
+  EXPECT_EQ(b->resctrl_cap().group(), "neighborly-batch");
+  EXPECT_DOUBLE_EQ(b->resctrl_cap().l3_fraction(), 3.0 / 11);
+  EXPECT_DOUBLE_EQ(b->resctrl_cap().mba_fraction(), 0.5);
+  EXPECT_TRUE(b->has_llc_occupancy_bytes()) << "the capped pod is still monitored";
+  EXPECT_TRUE(host.fake->IsDirectory(
+      absl::StrCat("/sys/fs/resctrl/neighborly-batch/mon_groups/neighborly-", kB)));
+  EXPECT_FALSE(FindPod(*report, kG)->has_resctrl_cap());
+
+  (*agent)->SetAllocationPolicy(std::nullopt);  // the extender turned it off
+  report = (*agent)->MeasureWindow(absl::Seconds(1));
+  ASSERT_TRUE(report.ok());
+  EXPECT_FALSE(report->capabilities().resctrl_allocation().allocating());
+  EXPECT_THAT(report->capabilities().resctrl_allocation().allocation_reason(),
+              HasSubstr("no allocation policy"));
+  EXPECT_FALSE(host.fake->Exists("/sys/fs/resctrl/neighborly-batch"));
+  EXPECT_FALSE(FindPod(*report, kB)->has_resctrl_cap());
+  EXPECT_TRUE(FindPod(*report, kB)->has_llc_occupancy_bytes());
+
+  (*agent)->SetAllocationPolicy(policy);
+  ASSERT_TRUE((*agent)->MeasureWindow(absl::Seconds(1)).ok());
+  ASSERT_TRUE(host.fake->Exists("/sys/fs/resctrl/neighborly-batch"));
+  agent->reset();  // SIGTERM: the agent stops
+  EXPECT_FALSE(host.fake->Exists("/sys/fs/resctrl/neighborly-batch"));
 }
 
 TEST(HostAgentTest, NoCriSocketSaysWhereItLooked) {

@@ -151,6 +151,30 @@ void AgentMetrics::AppendTo(PrometheusWriter& page) const {
                total > free ? total - free : 0);
   }
 
+  // Issue 27: the opt-in allocator, where the node's resctrl has CAT or MBA.
+  if (caps.has_resctrl_allocation() &&
+      (caps.resctrl_allocation().l3_cat().available() ||
+       caps.resctrl_allocation().mba().available())) {
+    const tv1::ResctrlAllocation& a = caps.resctrl_allocation();
+    uint64_t capped = 0;
+    for (const tv1::PodReport& pod : r.pods()) capped += pod.has_resctrl_cap() ? 1 : 0;
+    page.Gauge("neighborly_agent_resctrl_allocation_active",
+               "1 while the agent caps batch pods through resctrl (flag, policy and hardware).",
+               {}, a.allocating() ? 1 : 0);
+    page.Gauge("neighborly_agent_resctrl_capped_pods",
+               "Pods in the newest report that run in a capped resctrl control group.", {},
+               static_cast<double>(capped));
+    page.Counter("neighborly_agent_resctrl_allocation_changes_total",
+                 "resctrl control groups made or removed, schemata written, pods moved.", {},
+                 static_cast<double>(a.changes_total()));
+    page.Counter("neighborly_agent_resctrl_closid_exhausted_total",
+                 "Times a control group could not be made for want of a CLOSID.", {},
+                 static_cast<double>(a.closid_exhausted_total()));
+    page.Counter("neighborly_agent_resctrl_write_errors_total",
+                 "resctrl writes (mkdir, schemata, tasks) the kernel refused.", {},
+                 static_cast<double>(a.write_errors_total()));
+  }
+
   uint64_t monitored = 0;
   for (const tv1::PodReport& pod : r.pods()) {
     if (pod.has_llc_occupancy_bytes() || pod.has_membw_total_bytes_per_second()) ++monitored;

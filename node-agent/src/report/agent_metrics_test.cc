@@ -106,6 +106,28 @@ TEST(AgentMetricsTest, CapabilitiesRmidsPodsAndCost) {
   EXPECT_EQ(text.find(type), text.rfind(type));
 }
 
+// Issue 27: the allocator's state and counters, only where the node has CAT or MBA.
+TEST(AgentMetricsTest, ResctrlAllocation) {
+  AgentMetrics metrics;
+  tv1::NodeReport r = Report();
+  metrics.RecordWindow(r, absl::Milliseconds(1));
+  EXPECT_THAT(metrics.Render(), Not(HasSubstr("neighborly_agent_resctrl_")));
+  tv1::ResctrlAllocation* a = r.mutable_capabilities()->mutable_resctrl_allocation();
+  a->mutable_l3_cat()->set_available(true);
+  a->set_allocating(true);
+  a->set_changes_total(5);
+  a->set_closid_exhausted_total(1);
+  a->set_write_errors_total(2);
+  r.mutable_pods(1)->mutable_resctrl_cap()->set_group("neighborly-batch");
+  metrics.RecordWindow(r, absl::Milliseconds(1));
+  const std::string text = metrics.Render();
+  EXPECT_THAT(text, HasSubstr("neighborly_agent_resctrl_allocation_active 1\n"));
+  EXPECT_THAT(text, HasSubstr("neighborly_agent_resctrl_capped_pods 1\n"));
+  EXPECT_THAT(text, HasSubstr("neighborly_agent_resctrl_allocation_changes_total 5\n"));
+  EXPECT_THAT(text, HasSubstr("neighborly_agent_resctrl_closid_exhausted_total 1\n"));
+  EXPECT_THAT(text, HasSubstr("neighborly_agent_resctrl_write_errors_total 2\n"));
+}
+
 // A pod gone from the newest report is forgotten: its counters end; one that
 // comes back starts again from its first window.
 TEST(AgentMetricsTest, CountersOfPodsThatLeftEnd) {

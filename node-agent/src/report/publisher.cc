@@ -90,6 +90,16 @@ absl::Duration ReportPublisher::Interval(absl::Duration configured) const {
   return shortest.value_or(configured);
 }
 
+std::optional<telemetry::v1::AllocationPolicy> ReportPublisher::AllocationPolicy() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::optional<ReportStream::AckedPolicy> newest;
+  for (const auto& [address, stream] : streams_) {
+    std::optional<ReportStream::AckedPolicy> acked = stream->LatestPolicy();
+    if (acked && (!newest || acked->at > newest->at)) newest = std::move(acked);
+  }
+  return newest ? newest->policy : std::nullopt;
+}
+
 void ReportPublisher::AppendViews(std::vector<StreamView>& out) const {
   std::lock_guard<std::mutex> lock(mu_);
   for (const auto& [address, stream] : streams_) out.push_back(ViewOf(*stream));

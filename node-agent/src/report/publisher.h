@@ -44,6 +44,9 @@ class ReportPublisher {
 
   // The shortest interval any replica asked for, else `configured`.
   absl::Duration Interval(absl::Duration configured) const;
+  // The allocation policy of the newest ack from any replica (nullopt: none yet,
+  // or that ack carried none).
+  std::optional<telemetry::v1::AllocationPolicy> AllocationPolicy() const;
 
   // The streams now, one per replica, for /metrics.
   void AppendViews(std::vector<StreamView>& out) const;

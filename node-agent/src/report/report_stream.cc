@@ -164,11 +164,18 @@ void ReportStream::SetState(State state, const std::string& detail) {
   }
 }
 
+std::optional<ReportStream::AckedPolicy> ReportStream::LatestPolicy() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return policy_;
+}
+
 void ReportStream::OnAck(const tv1::ReportAck& ack) {
   std::lock_guard<std::mutex> lock(mu_);
   ++stats_.acks;
   stats_.last_ack = absl::Now();
   stats_.last_acked_sequence = std::max(stats_.last_acked_sequence, ack.sequence());
+  policy_ = AckedPolicy{.at = stats_.last_ack};
+  if (ack.has_allocation_policy()) policy_->policy = ack.allocation_policy();
   if (!ack.has_interval()) return;
   const absl::Duration asked =
       absl::Seconds(ack.interval().seconds()) + absl::Nanoseconds(ack.interval().nanos());

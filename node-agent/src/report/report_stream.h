@@ -89,6 +89,13 @@ class ReportStream {
   // The interval the extender asked for in its latest ack, if any (clamped to
   // [kMinAckInterval, kMaxAckInterval]).
   std::optional<absl::Duration> RequestedInterval() const;
+  // The allocation policy of the latest ack (nullopt: that ack had none) and
+  // when it arrived; nullopt before the first ack.
+  struct AckedPolicy {
+    absl::Time at = absl::InfinitePast();
+    std::optional<telemetry::v1::AllocationPolicy> policy = {};
+  };
+  std::optional<AckedPolicy> LatestPolicy() const;
   Stats stats() const;
   const ReportStreamOptions& options() const { return options_; }
   // options().target_name, else options().target.
@@ -115,6 +122,7 @@ class ReportStream {
   bool stream_broken_ = false;
   grpc::ClientContext* active_context_ = nullptr;
   std::optional<absl::Duration> requested_interval_;
+  std::optional<AckedPolicy> policy_;  // guarded by mu_
   std::string last_refusal_;
   Stats stats_;
   std::thread worker_;

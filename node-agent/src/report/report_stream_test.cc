@@ -42,6 +42,11 @@ class FakeTelemetry final : public tv1::Telemetry::Service {
       ack.set_sequence(report.sequence());
       if (ack_interval_ms_ > 0) ack.mutable_interval()->set_nanos(ack_interval_ms_ * 1'000'000);
       if (ack_interval_ms_ < 0) ack.mutable_interval()->set_nanos(0);  // present, zero
+      if (batch_mba_percent_ > 0) {
+        tv1::ClassAllocation* c = ack.mutable_allocation_policy()->add_classes();
+        c->set_workload_class("batch");
+        c->set_mba_percent(static_cast<uint32_t>(batch_mba_percent_.load()));
+      }
       if (!stream->Write(ack)) break;
     }
     return grpc::Status::OK;
@@ -62,6 +67,7 @@ class FakeTelemetry final : public tv1::Telemetry::Service {
 
   uint64_t refuse_sequence_ = 0;  // set before the server starts
   std::atomic<int> ack_interval_ms_{0};  // < 0: an explicit zero
+  std::atomic<int> batch_mba_percent_{0};  // > 0: acks carry an allocation policy
 
  private:
   std::mutex mu_;
@@ -211,6 +217,30 @@ TEST(ReportStreamTest, AckIntervalBecomesTheRequestedInterval) {
   stream.Offer(Report(1));
   ASSERT_TRUE(Eventually([&] { return stream.RequestedInterval().has_value(); }));
   EXPECT_EQ(*stream.RequestedInterval(), absl::Milliseconds(250));
+  stream.Stop();
+  server.Kill();
+}
+
+// Issue 27: the ack's allocation policy reaches the agent; an ack without one withdraws it.
+TEST(ReportStreamTest, AckAllocationPolicyIsTheLatest) {
+  FakeTelemetry service;
+  service.batch_mba_percent_ = 40;
+  Server server = StartServer(&service);
+  ReportStream stream(Options(server.port));
+  EXPECT_FALSE(stream.LatestPolicy().has_value());
+  stream.Start();
+  stream.Offer(Report(1));
+  ASSERT_TRUE(Eventually([&] {
+    std::optional<ReportStream::AckedPolicy> p = stream.LatestPolicy();
+    return p && p->policy;
+  }));
+  EXPECT_EQ(stream.LatestPolicy()->policy->classes(0).mba_percent(), 40u);
+  service.batch_mba_percent_ = 0;
+  stream.Offer(Report(2));
+  ASSERT_TRUE(Eventually([&] {
+    std::optional<ReportStream::AckedPolicy> p = stream.LatestPolicy();
+    return p && !p->policy;
+  }));
   stream.Stop();
   server.Kill();
 }

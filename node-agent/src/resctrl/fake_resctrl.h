@@ -3,6 +3,9 @@
 // way the kernel does (same domains, sub-NUMA directories and events as the
 // tree's root group), mkdir beyond info/L3_MON/num_rmids fails with ENOSPC,
 // rmdir removes a group with its files, and writing a TID to `tasks` appends it.
+// A CTRL_MON group (a directory in the root) gets a `schemata` copied from the
+// root's; mkdir beyond info/L3/num_closids (or info/MB) fails with ENOSPC, and
+// schemata writes are checked as the kernel checks them.
 //
 //   TestTree tree; tree.CopyFrom(".../test/testdata/hosts/intel-mbm");
 //   std::unique_ptr<Filesystem> real = NewRealFilesystem(tree.root());
@@ -47,15 +50,25 @@ class FakeResctrl final : public Filesystem {
   void FailNextMkdirBusy() { busy_ = true; }
   // Writing this TID to any tasks file fails with EINVAL (foreign CTRL_MON group).
   void RejectTid(int tid) { rejected_.insert(tid); }
+  // Every schemata write fails with EINVAL, as for a value the kernel rejects.
+  void RejectSchemata(bool reject) { reject_schemata_ = reject; }
   int groups_made() const { return groups_made_; }
 
  private:
   bool IsGroupPath(std::string_view path) const;
   int CountGroups() const;
+  int CountCtrlGroups() const;  // the default group included
+  // The kernel's checks of a schemata write (rdtgroup_schemata_write): known
+  // resources and domains, masks within cbm_mask with at least min_cbm_bits
+  // and contiguous unless sparse_masks, bandwidth at least min_bandwidth.
+  absl::Status WriteSchemata(std::string_view path, std::string_view content);
+  // Appends to a tasks file, after a newline where its last line has none.
+  void AppendLine(std::string_view path, std::string_view lines);
 
   Filesystem& base_;
   std::string root_;
   bool busy_ = false;
+  bool reject_schemata_ = false;
   std::set<int> rejected_;
   int groups_made_ = 0;
 };

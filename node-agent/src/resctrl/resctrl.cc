@@ -284,7 +284,11 @@ ResctrlMonitor::ResctrlMonitor(Filesystem& fs, ResctrlInfo info, std::string pre
     : fs_(fs), info_(std::move(info)), prefix_(std::move(prefix)) {}
 
 std::string ResctrlMonitor::GroupDir(std::string_view uid) const {
-  return JoinPath(JoinPath(info_.root, "mon_groups"), absl::StrCat(prefix_, Av(uid)));
+  auto parent = parents_.find(std::string(uid));
+  const std::string ctrl = parent == parents_.end() || parent->second.empty()
+                               ? info_.root
+                               : JoinPath(info_.root, parent->second);
+  return JoinPath(JoinPath(ctrl, "mon_groups"), absl::StrCat(prefix_, Av(uid)));
 }
 
 uint32_t ResctrlMonitor::ForeignGroups() const {
@@ -377,7 +381,25 @@ std::map<std::string, std::string> ResctrlMonitor::Sync(const std::vector<Resctr
       continue;
     }
     (void)fs_.RemoveDir(GroupDir(*it));  // already gone is fine
+    parents_.erase(*it);
     it = groups_.erase(it);
+  }
+  // A pod that moved to another CTRL_MON group (the allocator capped it or
+  // let it go) gets its MON group anew under that parent: the old one lost
+  // its threads with the move (or went with its parent's rmdir).
+  for (const ResctrlPod& pod : pods) {
+    auto parent = parents_.find(pod.uid);
+    const std::string old_parent = parent == parents_.end() ? "" : parent->second;
+    if (old_parent == pod.ctrl_group) continue;
+    if (groups_.contains(pod.uid)) {
+      (void)fs_.RemoveDir(GroupDir(pod.uid));
+      groups_.erase(pod.uid);
+    }
+    if (pod.ctrl_group.empty()) {
+      parents_.erase(pod.uid);
+    } else {
+      parents_[pod.uid] = pod.ctrl_group;
+    }
   }
   const uint32_t foreign = ForeignGroups();
   const uint32_t budget = info_.num_rmids > 1 + foreign ? info_.num_rmids - 1 - foreign : 0;

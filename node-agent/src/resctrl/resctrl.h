@@ -112,6 +112,10 @@ struct ResctrlPod {
   // "guaranteed" | "burstable" | "besteffort": the shared group the pod joins
   // when RMIDs run out (empty: none, the pod stays unmonitored).
   std::string qos_class;
+  // The CTRL_MON group the pod's threads are in (ResctrlAllocator::GroupOf):
+  // its MON group is then `<root>/<ctrl_group>/mon_groups/<prefix><uid>` (a
+  // MON group only takes its parent's tasks). Empty: the default group.
+  std::string ctrl_group;
 };
 
 // What the agent needs from an RDT backend (the resctrl file system or
@@ -189,6 +193,7 @@ class ResctrlMonitor final : public RdtMonitor {
   ResctrlInfo info_;
   std::string prefix_;
   std::set<std::string> groups_;  // uids with a group
+  std::map<std::string, std::string> parents_;  // uid -> its CTRL_MON group ("" or absent: root)
   uint32_t rmids_free_ = 0;
   int short_windows_ = 0;  // consecutive Syncs that left a pod without an RMID
   bool shared_mode_ = false;

@@ -102,6 +102,7 @@ ResctrlAllocInfo DetectResctrlAllocation(const Filesystem& fs,
     info.l3_reason = info.mba_reason = "resctrl is not mounted";
     return info;
   }
+  info.mounted = true;
   info.root = it->mount_point;
   const bool mbps = absl::StrCat(",", it->options, ",").find(",mba_MBps,") != std::string::npos;
 

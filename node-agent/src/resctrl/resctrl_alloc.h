@@ -34,6 +34,7 @@ std::string_view MbaUnitName(MbaUnit unit);  // "percent", "amd-1/8-GBps", "MBps
 
 struct ResctrlAllocInfo {
   std::string root = "/sys/fs/resctrl";
+  bool mounted = false;  // resctrl is in the mount table
   bool l3_cat = false;
   std::string l3_reason;  // why not, when !l3_cat
   std::string cbm_mask;   // hex, as the kernel prints it
