@@ -45,6 +45,8 @@ type Plugin struct {
 	logLimiter *logLimiter
 	// Every replica behind Args.PeersAddress, for Reserve and Unreserve; nil without.
 	peers *peers
+	// The verdict tables (Args.StreamedVerdicts); nil when off.
+	verdicts *verdicts
 	// Close runs once: kube-scheduler's framework closes plugins that are
 	// io.Closers when it stops, and a test (scheduler/perf) may too.
 	closeOnce sync.Once
@@ -86,9 +88,12 @@ func newPluginWithLookup(a Args, lookup func(context.Context, string) ([]string,
 			return nil, err
 		}
 	}
+	if *a.StreamedVerdicts {
+		p.verdicts = newVerdicts(client)
+	}
 	klog.InfoS("Neighborly plugin ready", "address", a.Address, "tls", !a.Insecure,
 		"filterTimeout", a.FilterTimeout.Duration, "scoreTimeout", a.ScoreTimeout.Duration, "failOpen", *a.FailOpen,
-		"peersAddress", a.PeersAddress)
+		"peersAddress", a.PeersAddress, "streamedVerdicts", *a.StreamedVerdicts)
 	return p, nil
 }
 
@@ -98,6 +103,9 @@ func (p *Plugin) Close() error {
 	p.closeOnce.Do(func() {
 		if p.peers != nil {
 			p.peers.close()
+		}
+		if p.verdicts != nil {
+			p.verdicts.close()
 		}
 		p.closeErr = p.conn.Close()
 	})
@@ -116,13 +124,35 @@ type scores map[string]int64
 
 func (s scores) Clone() fwk.StateData { return s }
 
+// streamedCycle: this cycle reads the pod's shape's verdict table; a node
+// with an unacked booking is waited for until the deadline.
+type streamedCycle struct {
+	table    *shapeTable
+	deadline time.Time
+}
+
+func (s *streamedCycle) Clone() fwk.StateData { return s }
+
 func (p *Plugin) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.Pod, _ []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
+	m := podMessage(pod)
+	if p.verdicts != nil {
+		if t := p.verdicts.table(m); t != nil {
+			state.Write(filterKey, &streamedCycle{table: t, deadline: time.Now().Add(p.args.FilterTimeout.Duration)})
+			cycles.WithLabelValues("streamed").Inc()
+			return nil, nil
+		}
+		cycles.WithLabelValues("calls").Inc()
+		// The calls see the bookings sent on the stream once they are acked.
+		if !p.verdicts.settle(time.Now().Add(p.args.FilterTimeout.Duration)) {
+			return nil, p.failed("PreFilter", pod, status.Error(codes.DeadlineExceeded, "bookings on the verdict stream unacked"))
+		}
+	}
 	ctx, cancel := context.WithTimeout(ctx, p.args.FilterTimeout.Duration)
 	defer cancel()
 	start := time.Now()
 	// No node names: the extender judges every node it knows and answers only
 	// the refusals, so the message stays small on a 5,000-node cluster.
-	resp, err := p.client.Filter(ctx, &placementv1.FilterRequest{Pod: podMessage(pod)})
+	resp, err := p.client.Filter(ctx, &placementv1.FilterRequest{Pod: m})
 	observe("Filter", start, err)
 	if err != nil {
 		return nil, p.failed("PreFilter", pod, err)
@@ -137,10 +167,21 @@ func (p *Plugin) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.Po
 
 func (p *Plugin) PreFilterExtensions() fwk.PreFilterExtensions { return nil }
 
-func (p *Plugin) Filter(_ context.Context, state fwk.CycleState, _ *v1.Pod, nodeInfo fwk.NodeInfo) *fwk.Status {
+func (p *Plugin) Filter(_ context.Context, state fwk.CycleState, pod *v1.Pod, nodeInfo fwk.NodeInfo) *fwk.Status {
 	d, err := state.Read(filterKey)
 	if err != nil {
 		return nil // PreFilter failed open
+	}
+	if c, ok := d.(*streamedCycle); ok {
+		v, ok := p.verdicts.lookup(c.table, nodeInfo.Node().Name, c.deadline)
+		if !ok {
+			p.countFailOpen("Filter", pod, status.Error(codes.DeadlineExceeded, "booking unacked"))
+			return nil
+		}
+		if !v.feasible {
+			return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, "neighborly: "+v.reason)
+		}
+		return nil
 	}
 	if reason, refused := d.(refusals)[nodeInfo.Node().Name]; refused {
 		// The refusal comes from the node's measured contention, which evicting
@@ -151,6 +192,19 @@ func (p *Plugin) Filter(_ context.Context, state fwk.CycleState, _ *v1.Pod, node
 }
 
 func (p *Plugin) PreScore(ctx context.Context, state fwk.CycleState, pod *v1.Pod, nodes []fwk.NodeInfo) *fwk.Status {
+	if d, err := state.Read(filterKey); err == nil {
+		if c, ok := d.(*streamedCycle); ok {
+			state.Write(scoreKey, &streamedCycle{table: c.table, deadline: time.Now().Add(p.args.ScoreTimeout.Duration)})
+			return nil
+		}
+	}
+	if p.verdicts != nil && !p.verdicts.settle(time.Now().Add(p.args.ScoreTimeout.Duration)) {
+		if *p.args.FailOpen {
+			p.countFailOpen("PreScore", pod, status.Error(codes.DeadlineExceeded, "bookings on the verdict stream unacked"))
+			return fwk.NewStatus(fwk.Skip)
+		}
+		return fwk.AsStatus(fmt.Errorf("neighborly score: bookings on the verdict stream unacked"))
+	}
 	names := make([]string, len(nodes))
 	for i, n := range nodes {
 		names[i] = n.Node().Name
@@ -175,10 +229,18 @@ func (p *Plugin) PreScore(ctx context.Context, state fwk.CycleState, pod *v1.Pod
 	return nil
 }
 
-func (p *Plugin) Score(_ context.Context, state fwk.CycleState, _ *v1.Pod, nodeInfo fwk.NodeInfo) (int64, *fwk.Status) {
+func (p *Plugin) Score(_ context.Context, state fwk.CycleState, pod *v1.Pod, nodeInfo fwk.NodeInfo) (int64, *fwk.Status) {
 	d, err := state.Read(scoreKey)
 	if err != nil {
 		return 0, fwk.AsStatus(fmt.Errorf("neighborly: no scores for this cycle: %w", err))
+	}
+	if c, ok := d.(*streamedCycle); ok {
+		v, ok := p.verdicts.lookup(c.table, nodeInfo.Node().Name, c.deadline)
+		if !ok {
+			p.countFailOpen("Score", pod, status.Error(codes.DeadlineExceeded, "booking unacked"))
+			return extenderMaxScore / 2, nil
+		}
+		return v.score, nil
 	}
 	s, ok := d.(scores)[nodeInfo.Node().Name]
 	if !ok {
@@ -214,6 +276,10 @@ func (p *Plugin) Reserve(ctx context.Context, _ fwk.CycleState, pod *v1.Pod, nod
 	if p.peers != nil {
 		p.peers.reserve(req) // beside the primary call, never waited for
 	}
+	if p.verdicts != nil && p.verdicts.book(&placementv1.VerdictsRequest{Kind: &placementv1.VerdictsRequest_Reserve{
+		Reserve: &placementv1.VerdictsReserve{Pod: req.Pod, NodeName: nodeName}}}, nodeName) {
+		return nil // acked on the stream; the node is pending until then
+	}
 	start := time.Now()
 	_, err := p.client.Reserve(ctx, req)
 	observe("Reserve", start, err)
@@ -236,6 +302,10 @@ func (p *Plugin) Unreserve(ctx context.Context, _ fwk.CycleState, pod *v1.Pod, n
 	req := &placementv1.UnreserveRequest{PodUid: string(pod.UID), NodeName: nodeName}
 	if p.peers != nil {
 		p.peers.unreserve(req)
+	}
+	if p.verdicts != nil && p.verdicts.book(&placementv1.VerdictsRequest{Kind: &placementv1.VerdictsRequest_Unreserve{
+		Unreserve: &placementv1.VerdictsUnreserve{PodUid: req.PodUid, NodeName: nodeName}}}, nodeName) {
+		return
 	}
 	start := time.Now()
 	_, err := p.client.Unreserve(ctx, req)

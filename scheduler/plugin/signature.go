@@ -6,6 +6,8 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	fwk "k8s.io/kube-scheduler/framework"
+
+	placementv1 "neighborly.dev/scheduler/gen/placementv1"
 )
 
 // signatureKey names the plugin's fragment of a pod's signature (KEP-5598's
@@ -50,7 +52,12 @@ type containerShape struct {
 // on the node the first was reserved on (which batching does not reuse) and
 // by telemetry, whose changes within a batch's 500 ms the batch does not see.
 func (p *Plugin) SignPod(_ context.Context, pod *v1.Pod) ([]fwk.SignFragment, *fwk.Status) {
-	m := podMessage(pod)
+	return []fwk.SignFragment{{Key: signatureKey, Value: shapeOf(podMessage(pod))}}, nil
+}
+
+// shapeOf is the pod's shape: SignPod's fragment, and the key of its verdict
+// table (verdicts.go).
+func shapeOf(m *placementv1.Pod) podShape {
 	shape := podShape{
 		Namespace:   m.Namespace,
 		Labels:      m.Labels,
@@ -75,5 +82,5 @@ func (p *Plugin) SignPod(_ context.Context, pod *v1.Pod) ([]fwk.SignFragment, *f
 	for _, c := range m.InitContainers {
 		shape.InitContainers = append(shape.InitContainers, containerShape{c.CpuRequestMillicores, c.CpuLimitMillicores, c.MemoryRequestBytes, c.MemoryLimitBytes})
 	}
-	return []fwk.SignFragment{{Key: signatureKey, Value: shape}}, nil
+	return shape
 }

@@ -1103,6 +1103,7 @@ type VerdictsUpdate struct {
 	//	*VerdictsUpdate_Ack
 	//	*VerdictsUpdate_DroppedShapeId
 	//	*VerdictsUpdate_Refused
+	//	*VerdictsUpdate_Ready
 	Kind          isVerdictsUpdate_Kind `protobuf_oneof:"kind"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1181,6 +1182,15 @@ func (x *VerdictsUpdate) GetRefused() *SubscribeRefused {
 	return nil
 }
 
+func (x *VerdictsUpdate) GetReady() bool {
+	if x != nil {
+		if x, ok := x.Kind.(*VerdictsUpdate_Ready); ok {
+			return x.Ready
+		}
+	}
+	return false
+}
+
 type isVerdictsUpdate_Kind interface {
 	isVerdictsUpdate_Kind()
 }
@@ -1204,6 +1214,13 @@ type VerdictsUpdate_Refused struct {
 	Refused *SubscribeRefused `protobuf:"bytes,4,opt,name=refused,proto3,oneof"`
 }
 
+type VerdictsUpdate_Ready struct {
+	// The first message of every stream: the extender serves it (a plugin
+	// sends bookings on the stream from then on, resending unacked ones
+	// after a reconnect).
+	Ready bool `protobuf:"varint,5,opt,name=ready,proto3,oneof"`
+}
+
 func (*VerdictsUpdate_Table) isVerdictsUpdate_Kind() {}
 
 func (*VerdictsUpdate_Ack) isVerdictsUpdate_Kind() {}
@@ -1211,6 +1228,8 @@ func (*VerdictsUpdate_Ack) isVerdictsUpdate_Kind() {}
 func (*VerdictsUpdate_DroppedShapeId) isVerdictsUpdate_Kind() {}
 
 func (*VerdictsUpdate_Refused) isVerdictsUpdate_Kind() {}
+
+func (*VerdictsUpdate_Ready) isVerdictsUpdate_Kind() {}
 
 type VerdictTable struct {
 	state   protoimpl.MessageState `protogen:"open.v1"`
@@ -1589,12 +1608,13 @@ const file_neighborly_placement_v1_placement_proto_rawDesc = "" +
 	"\n" +
 	"booking_id\x18\x01 \x01(\x04R\tbookingId\x12\x17\n" +
 	"\apod_uid\x18\x02 \x01(\tR\x06podUid\x12\x1b\n" +
-	"\tnode_name\x18\x03 \x01(\tR\bnodeName\"\x83\x02\n" +
+	"\tnode_name\x18\x03 \x01(\tR\bnodeName\"\x9b\x02\n" +
 	"\x0eVerdictsUpdate\x12=\n" +
 	"\x05table\x18\x01 \x01(\v2%.neighborly.placement.v1.VerdictTableH\x00R\x05table\x127\n" +
 	"\x03ack\x18\x02 \x01(\v2#.neighborly.placement.v1.BookingAckH\x00R\x03ack\x12*\n" +
 	"\x10dropped_shape_id\x18\x03 \x01(\x04H\x00R\x0edroppedShapeId\x12E\n" +
-	"\arefused\x18\x04 \x01(\v2).neighborly.placement.v1.SubscribeRefusedH\x00R\arefusedB\x06\n" +
+	"\arefused\x18\x04 \x01(\v2).neighborly.placement.v1.SubscribeRefusedH\x00R\arefused\x12\x16\n" +
+	"\x05ready\x18\x05 \x01(\bH\x00R\x05readyB\x06\n" +
 	"\x04kind\"\xb7\x02\n" +
 	"\fVerdictTable\x12\x19\n" +
 	"\bshape_id\x18\x01 \x01(\x04R\ashapeId\x12\x12\n" +
@@ -1725,6 +1745,7 @@ func file_neighborly_placement_v1_placement_proto_init() {
 		(*VerdictsUpdate_Ack)(nil),
 		(*VerdictsUpdate_DroppedShapeId)(nil),
 		(*VerdictsUpdate_Refused)(nil),
+		(*VerdictsUpdate_Ready)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
