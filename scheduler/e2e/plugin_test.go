@@ -120,6 +120,27 @@ func TestNeighborlySchedulerWithPlugin(t *testing.T) {
 		}
 	}
 
+	// Issue 25, streamedVerdicts (on by default): a replica of a pod whose
+	// shape the plugin has seen is placed from the streamed verdict table:
+	// no Filter or Score call for it, its Reserve on the stream.
+	replica := pods[0].DeepCopy()
+	replica.Name, replica.UID, replica.ResourceVersion = pods[0].Name+"-replica", "", ""
+	createPod(t, cp, replica)
+	got := waitScheduled(t, cp, replica.Namespace, replica.Name, 60*time.Second)
+	verbs := ext.decisionVerbs(t, replica.Namespace, replica.Name)
+	joined := strings.Join(verbs, " ")
+	if !strings.Contains(joined, "placement.reserve@"+got) || strings.Contains(joined, "placement.filter") ||
+		strings.Contains(joined, "placement.score") {
+		t.Errorf("%s/%s: decisions %v, want the streamed path's (placement.reserve@%s only, no filter or score call)",
+			replica.Namespace, replica.Name, verbs, got)
+	}
+	streamed := ext.placementRequests(t)
+	if streamed["VerdictsSubscribe/OK"] < 1 || streamed["VerdictsReserve/OK"] < 1 {
+		t.Errorf("the extender's placement requests %v: the plugin did not use the Verdicts stream", streamed)
+	}
+	t.Logf("%s/%s bound to %s from the streamed table; decisions %v, placement requests %v",
+		replica.Namespace, replica.Name, got, verbs, streamed)
+
 	// failOpen: false and a hung extender: the pod waits, with an event naming
 	// Neighborly, and is bound once the extender answers again.
 	ext.proc.signal(t, syscall.SIGSTOP)
@@ -175,13 +196,21 @@ func TestNeighborlySchedulerWithPlugin(t *testing.T) {
 	t.Run("extender slower than the deadlines: pods still schedule", func(t *testing.T) {
 		ext.proc.signal(t, syscall.SIGSTOP)
 		start := time.Now()
+		// The first may be placed from the streamed table without a call; its
+		// booking then stays unacked, and the second's cycle waits for it (or
+		// for the calls) until the 300ms deadline before failing open.
 		createPod(t, cp, plainPod("while-slow"))
 		waitScheduled(t, cp, "e2e", "while-slow", 30*time.Second)
+		first := time.Since(start)
+		start = time.Now()
+		createPod(t, cp, plainPod("while-slow-2"))
+		waitScheduled(t, cp, "e2e", "while-slow-2", 30*time.Second)
 		took := time.Since(start)
 		ext.proc.signal(t, syscall.SIGCONT)
-		t.Logf("e2e/while-slow scheduled in %v with the extender hung", took.Round(time.Millisecond))
+		t.Logf("e2e/while-slow and while-slow-2 scheduled in %v and %v with the extender hung",
+			first.Round(time.Millisecond), took.Round(time.Millisecond))
 		if took < 300*time.Millisecond {
-			t.Errorf("scheduled in %v: faster than the 300ms filterTimeout, so the hung extender was never called", took)
+			t.Errorf("while-slow-2 scheduled in %v: faster than the 300ms filterTimeout, so the hung extender was never waited for", took)
 		}
 	})
 }

@@ -3,6 +3,7 @@ package plugin
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -33,6 +34,12 @@ const (
 //	PreScore  -> Score:  0..10 for the nodes that passed; Score looks up, NormalizeScore scales.
 //	Reserve   -> Reserve: the extender books the pod on the chosen node.
 //	Unreserve -> Unreserve: the booking is released.
+//
+// With StreamedVerdicts (the default), a pod whose shape's verdict table the
+// plugin holds makes no call in its cycle: PreFilter picks the table, Filter
+// and Score read it (verdicts.go), Reserve and Unreserve go on the stream
+// without waiting; the first pod of a shape makes the calls above and
+// subscribes the shape.
 //
 // When the extender does not answer within the call's deadline and FailOpen
 // is set, the cycle goes on without Neighborly (Filter and Score are skipped
@@ -175,8 +182,7 @@ func (p *Plugin) Filter(_ context.Context, state fwk.CycleState, pod *v1.Pod, no
 	if c, ok := d.(*streamedCycle); ok {
 		v, ok := p.verdicts.lookup(c.table, nodeInfo.Node().Name, c.deadline)
 		if !ok {
-			p.countFailOpen("Filter", pod, status.Error(codes.DeadlineExceeded, "booking unacked"))
-			return nil
+			return p.pendingTimedOut("Filter", pod, nodeInfo.Node().Name)
 		}
 		if !v.feasible {
 			return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, "neighborly: "+v.reason)
@@ -237,8 +243,8 @@ func (p *Plugin) Score(_ context.Context, state fwk.CycleState, pod *v1.Pod, nod
 	if c, ok := d.(*streamedCycle); ok {
 		v, ok := p.verdicts.lookup(c.table, nodeInfo.Node().Name, c.deadline)
 		if !ok {
-			p.countFailOpen("Score", pod, status.Error(codes.DeadlineExceeded, "booking unacked"))
-			return extenderMaxScore / 2, nil
+			// Failing open, the neutral middle (as for a node the extender did not score).
+			return extenderMaxScore / 2, p.pendingTimedOut("Score", pod, nodeInfo.Node().Name)
 		}
 		return v.score, nil
 	}
@@ -313,6 +319,19 @@ func (p *Plugin) Unreserve(ctx context.Context, _ fwk.CycleState, pod *v1.Pod, n
 	if err != nil {
 		p.countFailOpen("Unreserve", pod, err)
 	}
+}
+
+// pendingTimedOut answers a node whose booking on the verdict stream was not
+// acked by the extension point's deadline: the node goes through without
+// Neighborly's verdict when failing open (counted, logged), else the cycle
+// fails (the pod is retried).
+func (p *Plugin) pendingTimedOut(point string, pod *v1.Pod, node string) *fwk.Status {
+	err := status.Errorf(codes.DeadlineExceeded, "the booking on %s is not acked", node)
+	if *p.args.FailOpen {
+		p.countFailOpen(point, pod, err)
+		return nil
+	}
+	return fwk.AsStatus(fmt.Errorf("neighborly %s: %w", strings.ToLower(point), err))
 }
 
 // failed answers PreFilter's error: Skip (Filter skipped for this pod) when

@@ -214,12 +214,12 @@ grpc::Status PlacementService::Unreserve(grpc::ServerContext* context,
 grpc::Status PlacementService::Verdicts(
     grpc::ServerContext* context,
     grpc::ServerReaderWriter<pv1::VerdictsUpdate, pv1::VerdictsRequest>* stream) {
-  VerdictStream verdicts(core_,
-                         {.limits = options_.limits,
-                          .max_shapes = options_.verdicts_max_shapes,
-                          .refresh = options_.verdicts_refresh,
-                          .teach = Teaches(*context)},
-                         metrics_);
+  VerdictStream::Options options;
+  options.limits = options_.limits;
+  options.max_shapes = options_.verdicts_max_shapes;
+  options.refresh = options_.verdicts_refresh;
+  options.teach = Teaches(*context);
+  VerdictStream verdicts(core_, std::move(options), metrics_);
   return verdicts.Run(context, stream);
 }
 

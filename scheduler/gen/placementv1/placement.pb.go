@@ -810,7 +810,7 @@ func (x *UnreserveResponse) GetReleased() bool {
 	return false
 }
 
-// Streamed verdicts (issue 25, docs/api.md "Streamed verdicts").
+// Streamed verdicts (issue 25, docs/placement.md "Streamed verdicts").
 //
 // The plugin subscribes a pod shape (what the model reads of a pod: not its
 // UID or name) with one pod of that shape; the extender answers with the
