@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -120,13 +121,17 @@ func TestNeighborlySchedulerWithPlugin(t *testing.T) {
 		}
 	}
 
-	// Issue 25, streamedVerdicts (on by default): a replica of a pod whose
-	// shape the plugin has seen is placed from the streamed verdict table:
-	// no Filter or Score call for it, its Reserve on the stream.
-	replica := pods[0].DeepCopy()
-	replica.Name, replica.UID, replica.ResourceVersion = pods[0].Name+"-replica", "", ""
-	createPod(t, cp, replica)
-	got := waitScheduled(t, cp, replica.Namespace, replica.Name, 60*time.Second)
+	// Issue 25, streamedVerdicts (on by default): the second pod of a shape
+	// subscribes it, and the third is placed from the streamed verdict
+	// table: no Filter or Score call for it, its Reserve on the stream.
+	var replica *v1.Pod
+	var got string
+	for i := 1; i <= 2; i++ {
+		replica = pods[0].DeepCopy()
+		replica.Name, replica.UID, replica.ResourceVersion = fmt.Sprintf("%s-replica-%d", pods[0].Name, i), "", ""
+		createPod(t, cp, replica)
+		got = waitScheduled(t, cp, replica.Namespace, replica.Name, 60*time.Second)
+	}
 	verbs := ext.decisionVerbs(t, replica.Namespace, replica.Name)
 	joined := strings.Join(verbs, " ")
 	if !strings.Contains(joined, "placement.reserve@"+got) || strings.Contains(joined, "placement.filter") ||

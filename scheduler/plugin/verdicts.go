@@ -40,6 +40,8 @@ type verdicts struct {
 	// take the synchronous calls.
 	supported bool
 	shapes    map[string]*shapeTable // by shape key
+	// Shapes seen once (the second pod subscribes), at most maxSeenOnce.
+	seenOnce  map[string]struct{}
 	byID      map[uint64]*shapeTable
 	nextShape uint64
 	reasons   map[uint32]string
@@ -74,7 +76,10 @@ type verdict struct {
 	score    int64
 }
 
-const maxUnackedBookings = 4096
+const (
+	maxUnackedBookings = 4096
+	maxSeenOnce        = 4096
+)
 
 func newVerdicts(client placementv1.PlacementClient) *verdicts {
 	ctx, cancel := context.WithCancel(context.Background())
@@ -82,6 +87,7 @@ func newVerdicts(client placementv1.PlacementClient) *verdicts {
 		client:     client,
 		maxUnacked: maxUnackedBookings,
 		shapes:     map[string]*shapeTable{},
+		seenOnce:   map[string]struct{}{},
 		byID:       map[uint64]*shapeTable{},
 		reasons:    map[uint32]string{},
 		unacked:    map[uint64]*placementv1.VerdictsRequest{},
@@ -109,9 +115,10 @@ func shapeKey(m *placementv1.Pod) string {
 	return string(b)
 }
 
-// table returns the ready table of the pod's shape, or nil; for a shape not
-// subscribed yet it subscribes it (the pod's cycle takes the synchronous
-// calls, its table serves the next pods).
+// table returns the ready table of the pod's shape, or nil; the second pod
+// of a shape not subscribed yet subscribes it (its cycle takes the calls,
+// its table serves the next pods). Not the first: a shape of its own would
+// cost the extender a whole table that no other pod reads.
 func (v *verdicts) table(m *placementv1.Pod) *shapeTable {
 	key := shapeKey(m)
 	if key == "" {
@@ -132,6 +139,15 @@ func (v *verdicts) table(m *placementv1.Pod) *shapeTable {
 		v.mu.Unlock()
 		return nil
 	}
+	if _, seen := v.seenOnce[key]; !seen {
+		if len(v.seenOnce) >= maxSeenOnce {
+			clear(v.seenOnce)
+		}
+		v.seenOnce[key] = struct{}{}
+		v.mu.Unlock()
+		return nil
+	}
+	delete(v.seenOnce, key)
 	v.nextShape++
 	t = &shapeTable{id: v.nextShape, key: key, pod: m}
 	v.shapes[key] = t

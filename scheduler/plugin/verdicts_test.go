@@ -132,9 +132,14 @@ func streamedPlugin(t *testing.T, f *streamingPlacement, a Args) *Plugin {
 	t.Helper()
 	a.Address, a.Insecure = serveServer(t, f), true
 	p := newPlugin(t, a)
-	// The first pod of the shape takes the calls and subscribes it.
-	if _, st := p.PreFilter(context.Background(), framework.NewCycleState(), testPod(), nil); st != nil {
-		t.Fatal(st)
+	// The first two pods of the shape take the calls; the second subscribes it.
+	for i := 0; i < 2; i++ {
+		if _, st := p.PreFilter(context.Background(), framework.NewCycleState(), testPod(), nil); st != nil {
+			t.Fatal(st)
+		}
+		if _, _, subs, _ := f.counts(); i == 0 && subs != 0 {
+			t.Fatalf("the shape's first pod subscribed it")
+		}
 	}
 	deadline := time.Now().Add(5 * time.Second)
 	for p.verdicts.table(podMessage(testPod())) == nil {
@@ -207,8 +212,8 @@ func TestStreamedVerdictsServeAKnownShapeWithoutCalls(t *testing.T) {
 	f := newStreaming()
 	p := streamedPlugin(t, f, Args{})
 	filters0, scores0, subs, _ := f.counts()
-	if filters0 != 1 || subs != 1 {
-		t.Fatalf("the first pod: %d Filter calls and %d subscriptions, want 1 and 1", filters0, subs)
+	if filters0 != 2 || subs != 1 {
+		t.Fatalf("the first two pods: %d Filter calls and %d subscriptions, want 2 and 1", filters0, subs)
 	}
 	nodes := append(f.nodes, "unknown")
 	got := runCycle(t, p, shapeReplica("uid-2"), nodes)

@@ -53,7 +53,7 @@ class PlacementService final : public placement::v1::Placement::Service {
     const Clock* deadline_clock = nullptr;
     // The Verdicts stream's bounds (verdict_stream.h; placement.verdicts.*).
     size_t verdicts_max_shapes = 16;
-    absl::Duration verdicts_refresh = absl::Milliseconds(20);
+    absl::Duration verdicts_refresh = absl::Milliseconds(50);
   };
   // `metrics` may be null.
   PlacementService(ExtenderCore& core, Options options, PlacementMetrics* metrics);

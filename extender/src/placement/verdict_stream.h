@@ -51,7 +51,7 @@ class VerdictStream {
     size_t max_shapes = 16;
     // How often the tables are brought up to date with telemetry (bookings
     // on the stream bring them up to date at once).
-    absl::Duration refresh = absl::Milliseconds(20);
+    absl::Duration refresh = absl::Milliseconds(50);
     // Reason texts given an id; beyond, texts travel inline.
     size_t max_reasons = 65'536;
     // Whether Reserve on the stream teaches the registry (an authenticated scheduler).
