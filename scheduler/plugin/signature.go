@@ -24,7 +24,10 @@ var _ fwk.SignPlugin = (*Plugin)(nil)
 // the footprint hints from the annotations, NUMA admission from the QoS and
 // the containers' requests and limits.
 type podShape struct {
-	Namespace      string            `json:"namespace"`
+	Namespace string `json:"namespace"`
+	// Only for a pod without owner references: the extender takes its
+	// workload key from its name and labels.
+	Name           string            `json:"name,omitempty"`
 	Labels         map[string]string `json:"labels,omitempty"`
 	Annotations    map[string]string `json:"annotations,omitempty"`
 	QOSClass       string            `json:"qos,omitempty"`
@@ -66,6 +69,9 @@ func shapeOf(m *placementv1.Pod) podShape {
 	}
 	for _, o := range m.OwnerReferences {
 		shape.Owners = append(shape.Owners, ownerShape{Kind: o.Kind, Name: o.Name, Controller: o.Controller})
+	}
+	if len(shape.Owners) == 0 {
+		shape.Name = m.Name
 	}
 	// The order of owner references carries no meaning; containers' order
 	// does (init containers run in order, NUMA admission follows it).

@@ -367,9 +367,11 @@ class StreamedParityTest : public PlacementParityTest {
 
   // The shape's table, subscribed on the pod's first sight.
   const Table& TableFor(const pv1::Pod& pod) {
+    // As the plugin keys shapes: not by UID or name, but by the name of a
+    // pod without an owner (its workload key comes from it).
     pv1::Pod shape = pod;
     shape.clear_uid();
-    shape.clear_name();
+    if (shape.owner_references_size() > 0) shape.clear_name();
     const std::string key = shape.DebugString();
     auto [it, fresh] = shape_ids_.try_emplace(key, shape_ids_.size() + 1);
     if (fresh) {
@@ -389,7 +391,7 @@ class StreamedParityTest : public PlacementParityTest {
     *reserve.mutable_reserve()->mutable_pod() = pod;
     reserve.mutable_reserve()->set_node_name(node);
     EXPECT_TRUE(stream_->Write(reserve));
-    while (!HasFailure()) {
+    for (int read = 0; read < 10'000; ++read) {
       const pv1::VerdictsUpdate u = ReadOne();
       if (u.has_ack() && u.ack().booking_id() == booking_id_) {
         EXPECT_EQ(u.ack().error(), "");
@@ -501,9 +503,12 @@ TEST_F(StreamedParityTest, SameRefusalsReasonsScoresAndBookingsStreamedAndCalled
   EXPECT_GE(scores_seen_.size(), 3u);
   EXPECT_GT(booked_, 4);
   EXPECT_GT(deltas_, 0) << "no booking changed a verdict: the comparison saw no deltas";
-  EXPECT_EQ(shape_ids_.size(), 5u);
+  // The owned pods' replicas share their shape's table; a pod without an
+  // owner is a shape of its own each round (named differently each time).
+  EXPECT_LT(shape_ids_.size(), 20u);
+  EXPECT_GT(shape_ids_.size(), 5u);
   EXPECT_EQ(grpc_core_.bookings(), stream_core_.bookings());
-  EXPECT_EQ(stream_metrics_.requests(PlacementMethod::kVerdictsSubscribe, 0), 5u);
+  EXPECT_EQ(stream_metrics_.requests(PlacementMethod::kVerdictsSubscribe, 0), shape_ids_.size());
   EXPECT_EQ(stream_metrics_.requests(PlacementMethod::kVerdictsReserve, 0),
             static_cast<uint64_t>(booking_id_));
 }

@@ -35,9 +35,9 @@ class Timed {
 
 // "" when `name` is a usable node name, else what is wrong with it.
 std::string CheckName(std::string_view field, std::string_view name, size_t max_bytes) {
-  if (name.empty()) return absl::StrCat(field, " is empty");
+  if (name.empty()) return absl::StrCat(std::string(field), " is empty");
   if (name.size() > max_bytes) {
-    return absl::StrCat(field, " is ", name.size(), " bytes, at most ", max_bytes);
+    return absl::StrCat(std::string(field), " is ", name.size(), " bytes, at most ", max_bytes);
   }
   return "";
 }
@@ -176,9 +176,11 @@ bool VerdictStream::Subscribe(const pv1::VerdictsSubscribe& subscribe, Stream& s
   shape->id = subscribe.shape_id();
   absl::Status status = PodFromProto(subscribe.pod(), options_.limits, shape->pod);
   if (!status.ok()) return refuse(std::string(status.message()));
-  // The shape, not the pod: nothing is looked up by its UID.
+  // The shape, not the pod: nothing is looked up by its UID. The name stays:
+  // the workload key needs one (an empty name has no workload profile), and
+  // a pod without an owner takes it from its name (the plugin's shape key
+  // holds the name of such a pod).
   shape->pod.uid.clear();
-  shape->pod.name.clear();
   shape->last_used = ++clock_;
   // The same id again replaces its table; a new one beyond the bound drops
   // the least recently used.

@@ -74,7 +74,7 @@ class VerdictStream {
   };
   struct Shape {
     uint64_t id = 0;
-    IncomingPod pod;  // without UID and name
+    IncomingPod pod;  // without UID
     uint64_t last_used = 0;
     int32_t blind_score = -1;
     // Node names are the core's (valid as long as it).
