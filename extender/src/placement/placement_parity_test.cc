@@ -513,6 +513,52 @@ TEST_F(StreamedParityTest, SameRefusalsReasonsScoresAndBookingsStreamedAndCalled
             static_cast<uint64_t>(booking_id_));
 }
 
+TEST_F(StreamedParityTest, BadMessagesAreRefusedByNameAndShapesAreBounded) {
+  // A subscription without a pod, a booking without a node: each answered
+  // with what is wrong, and the stream goes on.
+  pv1::VerdictsRequest bad;
+  bad.mutable_subscribe()->set_shape_id(1);
+  ASSERT_TRUE(stream_->Write(bad));
+  pv1::VerdictsUpdate u = ReadOne();
+  ASSERT_TRUE(u.has_refused());
+  EXPECT_EQ(u.refused().shape_id(), 1u);
+  EXPECT_EQ(u.refused().error(), "pod is missing");
+  pv1::VerdictsRequest reserve;
+  reserve.mutable_reserve()->set_booking_id(5);
+  reserve.mutable_reserve()->mutable_pod()->set_uid("u-1");
+  ASSERT_TRUE(stream_->Write(reserve));
+  do {
+    u = ReadOne();
+  } while (!u.has_ack() && !HasFailure());
+  EXPECT_EQ(u.ack().booking_id(), 5u);
+  EXPECT_FALSE(u.ack().done());
+  EXPECT_EQ(u.ack().error(), "node_name is empty");
+  EXPECT_EQ(stream_core_.bookings(), 0u);
+
+  // 17 shapes (pods without an owner, named apart): the 17th drops the
+  // least recently used, the first.
+  uint64_t dropped = 0;
+  for (int i = 1; i <= 17; ++i) {
+    pv1::VerdictsRequest subscribe;
+    subscribe.mutable_subscribe()->set_shape_id(100 + i);
+    pv1::Pod* pod = subscribe.mutable_subscribe()->mutable_pod();
+    pod->set_namespace_("default");
+    pod->set_uid(absl::StrCat("u-bare-", i));
+    pod->set_name(absl::StrCat("bare-", i));
+    pod->add_containers()->set_name("c");
+    ASSERT_TRUE(stream_->Write(subscribe));
+    while (!tables_[100 + i].ready && !HasFailure()) {
+      u = ReadOne();
+      if (u.kind_case() == pv1::VerdictsUpdate::kDroppedShapeId) dropped = u.dropped_shape_id();
+      if (u.has_refused()) {
+        ADD_FAILURE() << "shape " << u.refused().shape_id() << " refused: " << u.refused().error();
+        return;
+      }
+    }
+    EXPECT_EQ(tables_[100 + i].nodes.size(), 6u);  // every node with telemetry
+  }
+  EXPECT_EQ(dropped, 101u);
+}
+
 }  // namespace
 }  // namespace neighborly::extender
-
