@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -120,31 +119,6 @@ func TestNeighborlySchedulerWithPlugin(t *testing.T) {
 			t.Errorf("%s/%s bound to %s; the demo says Neighborly picks %s (scores %v)", pod.Namespace, pod.Name, got, picks[i].node, picks[i].scores)
 		}
 	}
-
-	// Issue 25, streamedVerdicts (on by default): the second pod of a shape
-	// subscribes it, and the third is placed from the streamed verdict
-	// table: no Filter or Score call for it, its Reserve on the stream.
-	var replica *v1.Pod
-	var got string
-	for i := 1; i <= 2; i++ {
-		replica = pods[0].DeepCopy()
-		replica.Name, replica.UID, replica.ResourceVersion = fmt.Sprintf("%s-replica-%d", pods[0].Name, i), "", ""
-		createPod(t, cp, replica)
-		got = waitScheduled(t, cp, replica.Namespace, replica.Name, 60*time.Second)
-	}
-	verbs := ext.decisionVerbs(t, replica.Namespace, replica.Name)
-	joined := strings.Join(verbs, " ")
-	if !strings.Contains(joined, "placement.reserve@"+got) || strings.Contains(joined, "placement.filter") ||
-		strings.Contains(joined, "placement.score") {
-		t.Errorf("%s/%s: decisions %v, want the streamed path's (placement.reserve@%s only, no filter or score call)",
-			replica.Namespace, replica.Name, verbs, got)
-	}
-	streamed := ext.placementRequests(t)
-	if streamed["VerdictsSubscribe/OK"] < 1 || streamed["VerdictsReserve/OK"] < 1 {
-		t.Errorf("the extender's placement requests %v: the plugin did not use the Verdicts stream", streamed)
-	}
-	t.Logf("%s/%s bound to %s from the streamed table; decisions %v, placement requests %v",
-		replica.Namespace, replica.Name, got, verbs, streamed)
 
 	// failOpen: false and a hung extender: the pod waits, with an event naming
 	// Neighborly, and is bound once the extender answers again.

@@ -135,11 +135,11 @@ func (v *verdicts) table(m *placementv1.Pod) *shapeTable {
 		return nil // subscribed, its table on the way
 	}
 	v.mu.Lock()
-	if v.shapes[key] != nil || !v.supported {
+	if v.shapes[key] != nil {
 		v.mu.Unlock()
 		return nil
 	}
-	if _, seen := v.seenOnce[key]; !seen {
+	if _, seen := v.seenOnce[key]; !seen || !v.supported {
 		if len(v.seenOnce) >= maxSeenOnce {
 			clear(v.seenOnce)
 		}
