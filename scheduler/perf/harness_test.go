@@ -440,6 +440,17 @@ func setPluginAddress(profile map[string]any, address string) error {
 			return fmt.Errorf("the rendered Neighborly pluginConfig has no args")
 		}
 		args["address"] = address
+		// NEIGHBORLY_PLUGIN_STREAMED=0: the plugin makes its calls in every
+		// cycle (streamedVerdicts: false) to compare with the streamed path.
+		switch v := os.Getenv("NEIGHBORLY_PLUGIN_STREAMED"); v {
+		case "":
+		case "0", "false":
+			args["streamedVerdicts"] = false
+		case "1", "true":
+			args["streamedVerdicts"] = true
+		default:
+			return fmt.Errorf("NEIGHBORLY_PLUGIN_STREAMED=%q: want 0 or 1", v)
+		}
 		return nil
 	}
 	return fmt.Errorf("the rendered profile has no Neighborly pluginConfig")

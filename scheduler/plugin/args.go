@@ -54,6 +54,13 @@ type Args struct {
 	// extender. False: the pod waits for the extender (its cycle fails and it
 	// is retried).
 	FailOpen *bool `json:"failOpen,omitempty"`
+	// StreamedVerdicts (default false until the real scheduler is seen to use
+	// the tables; issue 25): Filter and Score read the
+	// extender's verdict tables, kept current over one long-lived stream,
+	// instead of calling it in every cycle (a pod shape seen for the first
+	// time takes the calls once); Reserve and Unreserve go on that stream
+	// without waiting. False: the calls of every cycle.
+	StreamedVerdicts *bool `json:"streamedVerdicts,omitempty"`
 }
 
 // Duration is a time.Duration written as a Go duration string in JSON/YAML.
@@ -101,6 +108,10 @@ func (a *Args) SetDefaults() {
 	if a.FailOpen == nil {
 		t := true
 		a.FailOpen = &t
+	}
+	if a.StreamedVerdicts == nil {
+		f := false
+		a.StreamedVerdicts = &f
 	}
 }
 

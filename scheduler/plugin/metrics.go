@@ -31,11 +31,18 @@ var (
 		Help:           "Reserve and Unreserve calls sent to every extender replica behind peersAddress, by method (PeerReserve, PeerUnreserve) and result (ok, or the failure's reason).",
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"method", "result"})
+	cycles = metrics.NewCounterVec(&metrics.CounterOpts{
+		Namespace:      "neighborly",
+		Subsystem:      "plugin",
+		Name:           "cycles_total",
+		Help:           "Scheduling cycles the plugin served, by path: streamed (read from the verdict tables, no call) or calls (the synchronous calls).",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"path"})
 	registerOnce sync.Once
 )
 
 func registerMetrics() {
 	registerOnce.Do(func() {
-		legacyregistry.MustRegister(rpcDuration, failOpen, peerCalls)
+		legacyregistry.MustRegister(rpcDuration, failOpen, peerCalls, cycles)
 	})
 }

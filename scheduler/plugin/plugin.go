@@ -3,6 +3,7 @@ package plugin
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -34,6 +35,12 @@ const (
 //	Reserve   -> Reserve: the extender books the pod on the chosen node.
 //	Unreserve -> Unreserve: the booking is released.
 //
+// With StreamedVerdicts (off by default), a pod whose shape's verdict table the
+// plugin holds makes no call in its cycle: PreFilter picks the table, Filter
+// and Score read it (verdicts.go), Reserve and Unreserve go on the stream
+// without waiting; the first pod of a shape makes the calls above and
+// subscribes the shape.
+//
 // When the extender does not answer within the call's deadline and FailOpen
 // is set, the cycle goes on without Neighborly (Filter and Score are skipped
 // for that pod), counted in neighborly_plugin_fail_open_total and logged.
@@ -45,6 +52,8 @@ type Plugin struct {
 	logLimiter *logLimiter
 	// Every replica behind Args.PeersAddress, for Reserve and Unreserve; nil without.
 	peers *peers
+	// The verdict tables (Args.StreamedVerdicts); nil when off.
+	verdicts *verdicts
 	// Close runs once: kube-scheduler's framework closes plugins that are
 	// io.Closers when it stops, and a test (scheduler/perf) may too.
 	closeOnce sync.Once
@@ -86,9 +95,12 @@ func newPluginWithLookup(a Args, lookup func(context.Context, string) ([]string,
 			return nil, err
 		}
 	}
+	if *a.StreamedVerdicts {
+		p.verdicts = newVerdicts(client)
+	}
 	klog.InfoS("Neighborly plugin ready", "address", a.Address, "tls", !a.Insecure,
 		"filterTimeout", a.FilterTimeout.Duration, "scoreTimeout", a.ScoreTimeout.Duration, "failOpen", *a.FailOpen,
-		"peersAddress", a.PeersAddress)
+		"peersAddress", a.PeersAddress, "streamedVerdicts", *a.StreamedVerdicts)
 	return p, nil
 }
 
@@ -98,6 +110,9 @@ func (p *Plugin) Close() error {
 	p.closeOnce.Do(func() {
 		if p.peers != nil {
 			p.peers.close()
+		}
+		if p.verdicts != nil {
+			p.verdicts.close()
 		}
 		p.closeErr = p.conn.Close()
 	})
@@ -116,13 +131,35 @@ type scores map[string]int64
 
 func (s scores) Clone() fwk.StateData { return s }
 
+// streamedCycle: this cycle reads the pod's shape's verdict table; a node
+// with an unacked booking is waited for until the deadline.
+type streamedCycle struct {
+	table    *shapeTable
+	deadline time.Time
+}
+
+func (s *streamedCycle) Clone() fwk.StateData { return s }
+
 func (p *Plugin) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.Pod, _ []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
+	m := podMessage(pod)
+	if p.verdicts != nil {
+		if t := p.verdicts.table(m); t != nil {
+			state.Write(filterKey, &streamedCycle{table: t, deadline: time.Now().Add(p.args.FilterTimeout.Duration)})
+			cycles.WithLabelValues("streamed").Inc()
+			return nil, nil
+		}
+		cycles.WithLabelValues("calls").Inc()
+		// The calls see the bookings sent on the stream once they are acked.
+		if !p.verdicts.settle(time.Now().Add(p.args.FilterTimeout.Duration)) {
+			return nil, p.failed("PreFilter", pod, status.Error(codes.DeadlineExceeded, "bookings on the verdict stream unacked"))
+		}
+	}
 	ctx, cancel := context.WithTimeout(ctx, p.args.FilterTimeout.Duration)
 	defer cancel()
 	start := time.Now()
 	// No node names: the extender judges every node it knows and answers only
 	// the refusals, so the message stays small on a 5,000-node cluster.
-	resp, err := p.client.Filter(ctx, &placementv1.FilterRequest{Pod: podMessage(pod)})
+	resp, err := p.client.Filter(ctx, &placementv1.FilterRequest{Pod: m})
 	observe("Filter", start, err)
 	if err != nil {
 		return nil, p.failed("PreFilter", pod, err)
@@ -137,10 +174,20 @@ func (p *Plugin) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.Po
 
 func (p *Plugin) PreFilterExtensions() fwk.PreFilterExtensions { return nil }
 
-func (p *Plugin) Filter(_ context.Context, state fwk.CycleState, _ *v1.Pod, nodeInfo fwk.NodeInfo) *fwk.Status {
+func (p *Plugin) Filter(_ context.Context, state fwk.CycleState, pod *v1.Pod, nodeInfo fwk.NodeInfo) *fwk.Status {
 	d, err := state.Read(filterKey)
 	if err != nil {
 		return nil // PreFilter failed open
+	}
+	if c, ok := d.(*streamedCycle); ok {
+		v, ok := p.verdicts.lookup(c.table, nodeInfo.Node().Name, c.deadline)
+		if !ok {
+			return p.pendingTimedOut("Filter", pod, nodeInfo.Node().Name)
+		}
+		if !v.feasible {
+			return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, "neighborly: "+v.reason)
+		}
+		return nil
 	}
 	if reason, refused := d.(refusals)[nodeInfo.Node().Name]; refused {
 		// The refusal comes from the node's measured contention, which evicting
@@ -151,6 +198,19 @@ func (p *Plugin) Filter(_ context.Context, state fwk.CycleState, _ *v1.Pod, node
 }
 
 func (p *Plugin) PreScore(ctx context.Context, state fwk.CycleState, pod *v1.Pod, nodes []fwk.NodeInfo) *fwk.Status {
+	if d, err := state.Read(filterKey); err == nil {
+		if c, ok := d.(*streamedCycle); ok {
+			state.Write(scoreKey, &streamedCycle{table: c.table, deadline: time.Now().Add(p.args.ScoreTimeout.Duration)})
+			return nil
+		}
+	}
+	if p.verdicts != nil && !p.verdicts.settle(time.Now().Add(p.args.ScoreTimeout.Duration)) {
+		if *p.args.FailOpen {
+			p.countFailOpen("PreScore", pod, status.Error(codes.DeadlineExceeded, "bookings on the verdict stream unacked"))
+			return fwk.NewStatus(fwk.Skip)
+		}
+		return fwk.AsStatus(fmt.Errorf("neighborly score: bookings on the verdict stream unacked"))
+	}
 	names := make([]string, len(nodes))
 	for i, n := range nodes {
 		names[i] = n.Node().Name
@@ -175,10 +235,18 @@ func (p *Plugin) PreScore(ctx context.Context, state fwk.CycleState, pod *v1.Pod
 	return nil
 }
 
-func (p *Plugin) Score(_ context.Context, state fwk.CycleState, _ *v1.Pod, nodeInfo fwk.NodeInfo) (int64, *fwk.Status) {
+func (p *Plugin) Score(_ context.Context, state fwk.CycleState, pod *v1.Pod, nodeInfo fwk.NodeInfo) (int64, *fwk.Status) {
 	d, err := state.Read(scoreKey)
 	if err != nil {
 		return 0, fwk.AsStatus(fmt.Errorf("neighborly: no scores for this cycle: %w", err))
+	}
+	if c, ok := d.(*streamedCycle); ok {
+		v, ok := p.verdicts.lookup(c.table, nodeInfo.Node().Name, c.deadline)
+		if !ok {
+			// Failing open, the neutral middle (as for a node the extender did not score).
+			return extenderMaxScore / 2, p.pendingTimedOut("Score", pod, nodeInfo.Node().Name)
+		}
+		return v.score, nil
 	}
 	s, ok := d.(scores)[nodeInfo.Node().Name]
 	if !ok {
@@ -214,6 +282,10 @@ func (p *Plugin) Reserve(ctx context.Context, _ fwk.CycleState, pod *v1.Pod, nod
 	if p.peers != nil {
 		p.peers.reserve(req) // beside the primary call, never waited for
 	}
+	if p.verdicts != nil && p.verdicts.book(&placementv1.VerdictsRequest{Kind: &placementv1.VerdictsRequest_Reserve{
+		Reserve: &placementv1.VerdictsReserve{Pod: req.Pod, NodeName: nodeName}}}, nodeName) {
+		return nil // acked on the stream; the node is pending until then
+	}
 	start := time.Now()
 	_, err := p.client.Reserve(ctx, req)
 	observe("Reserve", start, err)
@@ -237,12 +309,29 @@ func (p *Plugin) Unreserve(ctx context.Context, _ fwk.CycleState, pod *v1.Pod, n
 	if p.peers != nil {
 		p.peers.unreserve(req)
 	}
+	if p.verdicts != nil && p.verdicts.book(&placementv1.VerdictsRequest{Kind: &placementv1.VerdictsRequest_Unreserve{
+		Unreserve: &placementv1.VerdictsUnreserve{PodUid: req.PodUid, NodeName: nodeName}}}, nodeName) {
+		return
+	}
 	start := time.Now()
 	_, err := p.client.Unreserve(ctx, req)
 	observe("Unreserve", start, err)
 	if err != nil {
 		p.countFailOpen("Unreserve", pod, err)
 	}
+}
+
+// pendingTimedOut answers a node whose booking on the verdict stream was not
+// acked by the extension point's deadline: the node goes through without
+// Neighborly's verdict when failing open (counted, logged), else the cycle
+// fails (the pod is retried).
+func (p *Plugin) pendingTimedOut(point string, pod *v1.Pod, node string) *fwk.Status {
+	err := status.Errorf(codes.DeadlineExceeded, "the booking on %s is not acked", node)
+	if *p.args.FailOpen {
+		p.countFailOpen(point, pod, err)
+		return nil
+	}
+	return fwk.AsStatus(fmt.Errorf("neighborly %s: %w", strings.ToLower(point), err))
 }
 
 // failed answers PreFilter's error: Skip (Filter skipped for this pod) when

@@ -6,6 +6,8 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	fwk "k8s.io/kube-scheduler/framework"
+
+	placementv1 "neighborly.dev/scheduler/gen/placementv1"
 )
 
 // signatureKey names the plugin's fragment of a pod's signature (KEP-5598's
@@ -22,7 +24,10 @@ var _ fwk.SignPlugin = (*Plugin)(nil)
 // the footprint hints from the annotations, NUMA admission from the QoS and
 // the containers' requests and limits.
 type podShape struct {
-	Namespace      string            `json:"namespace"`
+	Namespace string `json:"namespace"`
+	// Only for a pod without owner references: the extender takes its
+	// workload key from its name and labels.
+	Name           string            `json:"name,omitempty"`
 	Labels         map[string]string `json:"labels,omitempty"`
 	Annotations    map[string]string `json:"annotations,omitempty"`
 	QOSClass       string            `json:"qos,omitempty"`
@@ -50,7 +55,12 @@ type containerShape struct {
 // on the node the first was reserved on (which batching does not reuse) and
 // by telemetry, whose changes within a batch's 500 ms the batch does not see.
 func (p *Plugin) SignPod(_ context.Context, pod *v1.Pod) ([]fwk.SignFragment, *fwk.Status) {
-	m := podMessage(pod)
+	return []fwk.SignFragment{{Key: signatureKey, Value: shapeOf(podMessage(pod))}}, nil
+}
+
+// shapeOf is the pod's shape: SignPod's fragment, and the key of its verdict
+// table (verdicts.go).
+func shapeOf(m *placementv1.Pod) podShape {
 	shape := podShape{
 		Namespace:   m.Namespace,
 		Labels:      m.Labels,
@@ -59,6 +69,9 @@ func (p *Plugin) SignPod(_ context.Context, pod *v1.Pod) ([]fwk.SignFragment, *f
 	}
 	for _, o := range m.OwnerReferences {
 		shape.Owners = append(shape.Owners, ownerShape{Kind: o.Kind, Name: o.Name, Controller: o.Controller})
+	}
+	if len(shape.Owners) == 0 {
+		shape.Name = m.Name
 	}
 	// The order of owner references carries no meaning; containers' order
 	// does (init containers run in order, NUMA admission follows it).
@@ -75,5 +88,5 @@ func (p *Plugin) SignPod(_ context.Context, pod *v1.Pod) ([]fwk.SignFragment, *f
 	for _, c := range m.InitContainers {
 		shape.InitContainers = append(shape.InitContainers, containerShape{c.CpuRequestMillicores, c.CpuLimitMillicores, c.MemoryRequestBytes, c.MemoryLimitBytes})
 	}
-	return []fwk.SignFragment{{Key: signatureKey, Value: shape}}, nil
+	return shape
 }

@@ -11,6 +11,15 @@ bool SameShape(const PodRequest& a, const PodRequest& b) {
       a.memory_bytes != b.memory_bytes) {
     return false;
   }
+  // What the interference model reads (issue 22): a workload profile's
+  // prediction moves it without moving the footprint above.
+  const Demand& p = a.demand;
+  const Demand& q = b.demand;
+  if (p.llc_bytes != q.llc_bytes || p.membw_bytes_per_second != q.membw_bytes_per_second ||
+      p.cache_sensitivity != q.cache_sensitivity || p.membw_sensitivity != q.membw_sensitivity ||
+      p.tolerance != q.tolerance || p.harm_weight != q.harm_weight) {
+    return false;
+  }
   const AdmissionRequest& x = a.admission;
   const AdmissionRequest& y = b.admission;
   if (x.guaranteed != y.guaranteed || x.pod_exclusive_cpus != y.pod_exclusive_cpus ||

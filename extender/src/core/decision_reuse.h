@@ -15,9 +15,10 @@
 //
 // A DecisionReuse is used by one request at a time (the core keeps a few and
 // a request takes a free one, core/extender_core.cc); it keeps the last
-// kShapes shapes it evaluated, least recently used replaced, with one slot
-// per node ordinal: at most kShapes x nodes x ~350 bytes (7 MB for 5,000
-// nodes).
+// `shapes` shapes it evaluated (kShapes for a request's set; a verdict
+// stream keeps one per subscribed shape, issue 25), least recently used
+// replaced, with one slot per node ordinal: at most shapes x nodes x ~350
+// bytes (7 MB for 4 shapes and 5,000 nodes).
 //
 //   DecisionReuse::Table& table = reuse.For(req);
 //   if (!table.Find(ordinal, snapshot, bookings, now, out)) {
@@ -27,7 +28,6 @@
 #ifndef NEIGHBORLY_EXTENDER_SRC_CORE_DECISION_REUSE_H_
 #define NEIGHBORLY_EXTENDER_SRC_CORE_DECISION_REUSE_H_
 
-#include <array>
 #include <cstdint>
 #include <vector>
 
@@ -55,6 +55,9 @@ inline bool Reusable(const NodeSnapshot& snapshot, const BookingList* bookings, 
 class DecisionReuse {
  public:
   static constexpr size_t kShapes = 4;
+
+  // `shapes` >= 1: how many shapes' tables are kept (a bounded LRU).
+  explicit DecisionReuse(size_t shapes = kShapes) : tables_(shapes < 1 ? 1 : shapes) {}
 
   class Table {
    public:
@@ -98,12 +101,21 @@ class DecisionReuse {
   // The table of `req`'s shape (once per request): its own, or the least
   // recently used one emptied for it.
   Table& For(const PodRequest& req);
+  // The same, keeping decisions from the shape's first request on (a verdict
+  // stream evaluates a shape again and again by design).
+  Table& ForKeeping(const PodRequest& req) {
+    Table& t = For(req);
+    t.keeping_ = true;
+    return t;
+  }
+
+  size_t shapes() const { return tables_.size(); }
 
   // Slots held by this thread's tables (for tests).
   size_t slots() const;
 
  private:
-  std::array<Table, kShapes> tables_;
+  std::vector<Table> tables_;
   uint64_t clock_ = 0;
 };
 

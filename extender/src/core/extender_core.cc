@@ -92,9 +92,14 @@ struct ExtenderCore::Impl {
     std::string key_text;
   };
   Prepared Prepare(const IncomingPod& pod, absl::Time now, bool teach);
+  // `own_reuse`: the caller's decisions to reuse (a verdict stream's; the
+  // request is then evaluated on this thread); `record`: whether the decision
+  // log gets it; `blind_score`: where the score of a node without telemetry
+  // goes.
   void Decide(std::string_view verb, const IncomingPod& pod,
               std::span<const std::string_view> nodes, std::vector<NodeDecision>& out, bool book,
-              bool teach);
+              bool teach, DecisionReuse* own_reuse = nullptr, bool record = true,
+              int* blind_score = nullptr);
   bool Reserve(const IncomingPod& pod, std::string_view node, bool teach, NodeDecision* decision);
   bool Unreserve(std::string_view pod_uid, std::string_view node);
   NodeSummary Summarize(const ClusterState::Entry& entry, const NodeSnapshot& snap, absl::Time now,
@@ -360,11 +365,17 @@ ExtenderCore::Impl::Prepared ExtenderCore::Impl::Prepare(const IncomingPod& pod,
 
 void ExtenderCore::Impl::Decide(std::string_view verb, const IncomingPod& pod,
                                 std::span<const std::string_view> nodes,
-                                std::vector<NodeDecision>& out, bool book, bool teach) {
+                                std::vector<NodeDecision>& out, bool book, bool teach,
+                                DecisionReuse* own_reuse, bool record, int* blind_score) {
   const absl::Time now = clock.Now();
   ledger.Expire(now);
   Prepared prepared = Prepare(pod, now, teach);
   const PodRequest& req = prepared.req;
+  if (blind_score != nullptr) {
+    NodeDecision blind;
+    EvaluateNode(req, nullptr, {}, now, config, blind);
+    *blind_score = blind.score;
+  }
   std::string& key_text = prepared.key_text;
   const ClusterState::View view = state.view();
   const bool any_bookings = ledger.size() > 0;
@@ -377,13 +388,16 @@ void ExtenderCore::Impl::Decide(std::string_view verb, const IncomingPod& pod,
     isolation_text = &NodeProfile::isolation_reason_batch;
   }
   out.resize(nodes.size());
-  const bool parallel = pool != nullptr && nodes.size() >= kParallelMinNodes;
+  const bool parallel =
+      own_reuse == nullptr && pool != nullptr && nodes.size() >= kParallelMinNodes;
   // A request on one thread takes a free set of reusable decisions, if any
   // (a large request's chunks run on several threads and evaluate afresh).
   DecisionReuse* reusing = nullptr;
   DecisionReuse* reusing_least_harm = nullptr;  // the same set's second looks
   std::unique_lock<std::mutex> reuse_lock;
-  if (reuse_decisions && !parallel) {
+  if (own_reuse != nullptr) {
+    reusing = own_reuse;
+  } else if (reuse_decisions && !parallel) {
     for (Reusable& r : reusable) {
       std::unique_lock<std::mutex> lock(r.mu, std::try_to_lock);
       if (!lock.owns_lock()) continue;
@@ -400,7 +414,10 @@ void ExtenderCore::Impl::Decide(std::string_view verb, const IncomingPod& pod,
     constexpr size_t kBatch = 16;
     // Decisions for pods of this shape (core/decision_reuse.h), when this
     // request holds a set of them.
-    DecisionReuse::Table* reuse = reusing != nullptr ? &reusing->For(req) : nullptr;
+    DecisionReuse::Table* reuse = nullptr;
+    if (reusing != nullptr) {
+      reuse = own_reuse != nullptr ? &reusing->ForKeeping(req) : &reusing->For(req);
+    }
     uint64_t reused = 0, evaluated = 0;
     for (size_t base = begin; base < end; base += kBatch) {
       const size_t count = std::min(kBatch, end - base);
@@ -623,6 +640,7 @@ void ExtenderCore::Impl::Decide(std::string_view verb, const IncomingPod& pod,
     }
   }
 
+  if (!record) return;
   std::shared_ptr<LoggedDecision> logged = log.NewRecord();
   logged->at = now;
   logged->verb = std::string(verb);
@@ -661,6 +679,28 @@ void ExtenderCore::FilterKnownNodes(const IncomingPod& pod, bool teach,
     }
   }
   impl_->Decide("placement.filter", pod, names, out, /*book=*/false, teach);
+}
+
+void ExtenderCore::Verdicts(const IncomingPod& pod, DecisionReuse& reuse,
+                            std::vector<std::string_view>& names, std::vector<NodeDecision>& out,
+                            int& blind_score) {
+  names.clear();
+  {
+    const ClusterState::View view = impl_->state.view();
+    names.reserve(view.entries().size());
+    for (const ClusterState::Entry* entry : view.entries()) {
+      if (entry->snapshot.load() != nullptr) names.push_back(entry->name);
+    }
+  }
+  impl_->Decide("placement.verdicts", pod, names, out, /*book=*/false, /*teach=*/false, &reuse,
+                /*record=*/false, &blind_score);
+}
+
+uint64_t ExtenderCore::BookingsGeneration(std::string_view node) const {
+  const ClusterState::View view = impl_->state.view();
+  const ClusterState::Entry* entry = view.Find(node);
+  const BookingList* bookings = entry != nullptr ? entry->bookings.load() : nullptr;
+  return bookings != nullptr ? bookings->generation : 0;
 }
 
 void ExtenderCore::FilterNodes(const IncomingPod& pod, std::span<const std::string_view> nodes,

@@ -32,6 +32,8 @@
 
 namespace neighborly::extender {
 
+class DecisionReuse;  // core/decision_reuse.h
+
 // Operator view of one pod on a node.
 struct PodSummary {
   std::string uid;
@@ -190,6 +192,16 @@ class ExtenderCore : public Decider {
   // As /prioritize, but books nothing.
   void Score(const IncomingPod& pod, std::span<const std::string_view> nodes, bool teach,
              std::vector<NodeDecision>& out);
+  // Issue 25, streamed verdicts (placement/verdict_stream.h): the verdict on
+  // every node with telemetry of `pod`'s shape, evaluated as FilterKnownNodes
+  // evaluates (scores included) with `reuse` as the decisions kept for the
+  // caller's shapes; `blind_score` gets the score of a node without
+  // telemetry. Teaches nothing and records nothing in the decision log (a
+  // stream evaluates its shapes again on every refresh).
+  void Verdicts(const IncomingPod& pod, DecisionReuse& reuse, std::vector<std::string_view>& names,
+                std::vector<NodeDecision>& out, int& blind_score);
+  // The generation of `node`'s booking list (0: none booked there).
+  uint64_t BookingsGeneration(std::string_view node) const;
   // The scheduler placed `pod` (non-empty uid) on `node`: evaluates it there
   // (against the node's other bookings, not its own) and books that footprint
   // on exactly that node, replacing any booking of the same UID elsewhere.

@@ -14,8 +14,11 @@ constexpr std::array<std::string_view, PlacementMetrics::kCodes> kCodeNames = {
     "ABORTED",   "OUT_OF_RANGE",   "UNIMPLEMENTED",     "INTERNAL",           "UNAVAILABLE",
     "DATA_LOSS", "UNAUTHENTICATED"};
 
-constexpr PlacementMethod kAllMethods[] = {PlacementMethod::kFilter, PlacementMethod::kScore,
-                                           PlacementMethod::kReserve, PlacementMethod::kUnreserve};
+constexpr PlacementMethod kAllMethods[] = {
+    PlacementMethod::kFilter,           PlacementMethod::kScore,
+    PlacementMethod::kReserve,          PlacementMethod::kUnreserve,
+    PlacementMethod::kVerdictsSubscribe, PlacementMethod::kVerdictsReserve,
+    PlacementMethod::kVerdictsUnreserve};
 
 }  // namespace
 
@@ -29,6 +32,12 @@ std::string_view PlacementMethodName(PlacementMethod m) {
       return "Reserve";
     case PlacementMethod::kUnreserve:
       return "Unreserve";
+    case PlacementMethod::kVerdictsSubscribe:
+      return "VerdictsSubscribe";
+    case PlacementMethod::kVerdictsReserve:
+      return "VerdictsReserve";
+    case PlacementMethod::kVerdictsUnreserve:
+      return "VerdictsUnreserve";
   }
   return "unknown";
 }

@@ -24,8 +24,18 @@ class PrometheusWriter;
 
 namespace neighborly::extender {
 
-enum class PlacementMethod : uint8_t { kFilter, kScore, kReserve, kUnreserve };
-std::string_view PlacementMethodName(PlacementMethod m);  // "Filter", ...
+// The Verdicts* methods are the messages of the Verdicts stream (issue 25),
+// each counted and timed as it is handled, as a call would be.
+enum class PlacementMethod : uint8_t {
+  kFilter,
+  kScore,
+  kReserve,
+  kUnreserve,
+  kVerdictsSubscribe,
+  kVerdictsReserve,
+  kVerdictsUnreserve,
+};
+std::string_view PlacementMethodName(PlacementMethod m);  // "Filter", ..., "VerdictsReserve"
 
 class PlacementMetrics {
  public:
@@ -50,7 +60,7 @@ class PlacementMetrics {
   void AppendPrometheus(std::string& out) const;
 
  private:
-  static constexpr size_t kMethods = 4;
+  static constexpr size_t kMethods = 7;
   struct PerMethod {
     std::array<std::atomic<uint64_t>, kBucketsSeconds.size() + 1> buckets{};
     std::atomic<uint64_t> count{0};

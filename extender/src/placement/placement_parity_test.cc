@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "common/clock.h"
 #include "common/quantity.h"
 #include "extender/src/http/http_server.h"
@@ -276,6 +277,287 @@ TEST_F(PlacementParityTest, SameRefusalsReasonsAndScoresOnBothPaths) {
   EXPECT_GE(scores_seen_.size(), 3u);
   EXPECT_GT(http_core_.bookings(), 0u);
   EXPECT_EQ(http_core_.bookings(), grpc_core_.bookings());
+}
+
+// Issue 25: the streamed path and the calls, one model. Two cores fed the
+// same reports on the same clock: one answers the plugin's calls (Filter,
+// Score, Reserve), the other its Verdicts stream, read here as the plugin
+// reads it (a table per shape, deltas applied, a booking's ack awaited). The
+// same pod sequence goes through both; every refusal, reason, score, chosen
+// node and booking must agree, before and after every booking.
+class StreamedParityTest : public PlacementParityTest {
+ protected:
+  void SetUp() override {
+    PlacementParityTest::SetUp();
+    if (HasFatalFailure()) return;
+    absl::StatusOr<agent::Scenario> scenario = agent::LoadScenarioFile(
+        std::string(NEIGHBORLY_SOURCE_DIR) + "/deploy/examples/content-platform.yaml");
+    ASSERT_TRUE(scenario.ok()) << scenario.status();
+    for (const telemetry::v1::NodeReport& node : scenario->nodes) {
+      agent::SimulatedNode simulated(node, "boot-" + node.node_name());
+      ASSERT_TRUE(
+          stream_core_.Ingest(simulated.NextReport(clock_.Now() - absl::Seconds(1), absl::Seconds(1)))
+              .ok());
+    }
+    absl::StatusOr<std::unique_ptr<PlacementServer>> server = PlacementServer::Start(
+        stream_core_,
+        {.address = "127.0.0.1:0",
+         .service = {.learn_from_unauthenticated = true,
+                     .verdicts_refresh = absl::Milliseconds(5)}},
+        &stream_metrics_);
+    ASSERT_TRUE(server.ok()) << server.status();
+    stream_server_ = std::move(*server);
+    stream_stub_ = pv1::Placement::NewStub(
+        grpc::CreateChannel("127.0.0.1:" + std::to_string(stream_server_->port()),
+                            grpc::InsecureChannelCredentials()));
+    stream_context_.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(60));
+    stream_ = stream_stub_->Verdicts(&stream_context_);
+    pv1::VerdictsUpdate first;
+    ASSERT_TRUE(stream_->Read(&first));
+    ASSERT_TRUE(first.ready());
+  }
+
+  void TearDown() override {
+    if (stream_) {
+      stream_->WritesDone();
+      pv1::VerdictsUpdate rest;
+      while (stream_->Read(&rest)) {
+      }
+      EXPECT_TRUE(stream_->Finish().ok());
+    }
+    PlacementParityTest::TearDown();
+  }
+
+  struct Verdict {
+    bool feasible = true;
+    std::string reason;
+    int score = 0;
+  };
+  struct Table {
+    bool ready = false;
+    int blind_score = 0;
+    std::map<std::string, Verdict> nodes;
+  };
+
+  // Reads one update and applies it; returns it.
+  pv1::VerdictsUpdate ReadOne() {
+    pv1::VerdictsUpdate u;
+    EXPECT_TRUE(stream_->Read(&u)) << "the stream ended";
+    if (!u.has_table()) return u;
+    const pv1::VerdictTable& t = u.table();
+    for (const auto& [id, text] : t.new_reasons()) reasons_[id] = text;
+    Table& table = tables_[t.shape_id()];
+    if (t.full()) {
+      table.nodes.clear();
+      table.ready = true;
+    } else {
+      deltas_ += t.verdicts_size();
+    }
+    table.blind_score = t.blind_score();
+    for (const pv1::NodeVerdict& v : t.verdicts()) {
+      if (v.removed()) {
+        table.nodes.erase(v.node_name());
+        continue;
+      }
+      table.nodes[v.node_name()] = {
+          v.feasible(), v.reason_id() != 0 ? reasons_.at(v.reason_id()) : v.reason(), v.score()};
+    }
+    return u;
+  }
+
+  // The shape's table, subscribed on the pod's first sight.
+  const Table& TableFor(const pv1::Pod& pod) {
+    // As the plugin keys shapes: not by UID or name, but by the name of a
+    // pod without an owner (its workload key comes from it).
+    pv1::Pod shape = pod;
+    shape.clear_uid();
+    if (shape.owner_references_size() > 0) shape.clear_name();
+    const std::string key = shape.DebugString();
+    auto [it, fresh] = shape_ids_.try_emplace(key, shape_ids_.size() + 1);
+    if (fresh) {
+      pv1::VerdictsRequest subscribe;
+      subscribe.mutable_subscribe()->set_shape_id(it->second);
+      *subscribe.mutable_subscribe()->mutable_pod() = pod;
+      EXPECT_TRUE(stream_->Write(subscribe));
+      while (!tables_[it->second].ready && !HasFailure()) ReadOne();
+    }
+    return tables_[it->second];
+  }
+
+  // Books on the stream and reads until its ack; returns whether it booked.
+  bool StreamReserve(const pv1::Pod& pod, const std::string& node) {
+    pv1::VerdictsRequest reserve;
+    reserve.mutable_reserve()->set_booking_id(++booking_id_);
+    *reserve.mutable_reserve()->mutable_pod() = pod;
+    reserve.mutable_reserve()->set_node_name(node);
+    EXPECT_TRUE(stream_->Write(reserve));
+    for (int read = 0; read < 10'000; ++read) {
+      const pv1::VerdictsUpdate u = ReadOne();
+      if (u.has_ack() && u.ack().booking_id() == booking_id_) {
+        EXPECT_EQ(u.ack().error(), "");
+        if (u.ack().done()) {
+          EXPECT_NE(u.ack().bookings_generation(), 0u);
+        }
+        return u.ack().done();
+      }
+    }
+    return false;
+  }
+
+  // One pod through both paths; returns the nodes refused.
+  size_t CompareStreamed(const pv1::Pod& pod) {
+    SCOPED_TRACE(pod.uid());
+    // As the plugin calls: Filter over every known node, Score over those
+    // that passed.
+    const std::map<std::string, std::string> refusals = GrpcRefusals(pod, /*with_names=*/false);
+    pv1::ScoreRequest request;
+    *request.mutable_pod() = pod;
+    for (const std::string& n : names_) {
+      if (!refusals.contains(n)) request.add_node_names(n);
+    }
+    pv1::ScoreResponse scores;
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(20));
+    EXPECT_TRUE(stub_->Score(&context, request, &scores).ok());
+    EXPECT_EQ(scores.scores_size(), request.node_names_size());
+
+    const Table& table = TableFor(pod);
+    std::string best;
+    int best_score = -1;
+    int scored = 0;
+    for (const std::string& n : names_) {
+      auto it = table.nodes.find(n);
+      const Verdict v = it != table.nodes.end() ? it->second : Verdict{true, "", table.blind_score};
+      const auto refused = refusals.find(n);
+      EXPECT_EQ(!v.feasible, refused != refusals.end()) << n;
+      if (refused != refusals.end()) {
+        EXPECT_EQ(v.reason, refused->second) << n;
+        continue;
+      }
+      if (scored >= scores.scores_size()) break;
+      const pv1::NodeScore& s = scores.scores(scored++);
+      EXPECT_EQ(s.node_name(), n);
+      EXPECT_EQ(v.score, s.score()) << n;
+      scores_seen_.insert(s.score());
+      if (s.has_telemetry() && s.score() > best_score) {
+        best = n;
+        best_score = s.score();
+      }
+    }
+    if (!best.empty()) {
+      // The scheduler binds where the best score is; both paths book it there.
+      pv1::ReserveRequest reserve;
+      *reserve.mutable_pod() = pod;
+      reserve.set_node_name(best);
+      pv1::ReserveResponse reserved;
+      grpc::ClientContext reserve_context;
+      EXPECT_TRUE(stub_->Reserve(&reserve_context, reserve, &reserved).ok());
+      EXPECT_EQ(StreamReserve(pod, best), reserved.booked()) << best;
+      booked_ += reserved.booked() ? 1 : 0;
+    }
+    std::map<std::string, int> sync_bookings, stream_bookings;
+    for (const NodeSummary& n : grpc_core_.Nodes()) sync_bookings[n.name] = n.bookings;
+    for (const NodeSummary& n : stream_core_.Nodes()) stream_bookings[n.name] = n.bookings;
+    EXPECT_EQ(sync_bookings, stream_bookings);
+    return refusals.size();
+  }
+
+  ExtenderCore stream_core_{ModelConfig(), clock_};
+  PlacementMetrics stream_metrics_;
+  std::unique_ptr<PlacementServer> stream_server_;
+  std::unique_ptr<pv1::Placement::Stub> stream_stub_;
+  grpc::ClientContext stream_context_;
+  std::unique_ptr<grpc::ClientReaderWriter<pv1::VerdictsRequest, pv1::VerdictsUpdate>> stream_;
+  std::map<std::string, uint64_t> shape_ids_;
+  std::map<uint64_t, Table> tables_;
+  std::map<uint32_t, std::string> reasons_;
+  uint64_t booking_id_ = 0;
+  int deltas_ = 0;
+  int booked_ = 0;
+};
+
+TEST_F(StreamedParityTest, SameRefusalsReasonsScoresAndBookingsStreamedAndCalled) {
+  const json incoming = json::parse(ReadFile(std::string(NEIGHBORLY_SOURCE_DIR) +
+                                             "/deploy/examples/content-platform-incoming.json"));
+  std::vector<json> pods(incoming["pods"].begin(), incoming["pods"].end());
+  ASSERT_EQ(pods.size(), 3u);
+  pods.push_back(json::parse(R"({"metadata": {"uid": "u-pinned", "namespace": "shop",
+      "name": "checkout-0", "labels": {"app": "checkout"},
+      "ownerReferences": [{"kind": "StatefulSet", "name": "checkout", "controller": true}]},
+      "spec": {"containers": [{"name": "c", "resources": {"limits": {"cpu": "6", "memory": "8Gi"}}}]}})"));
+  pods.push_back(json::parse(R"({"metadata": {"uid": "u-unknown", "namespace": "default",
+      "name": "mystery"}, "spec": {"containers": [{"name": "c"}]}})"));
+  // Rounds of replicas of every shape: each booking changes what the next
+  // replicas see, through the deltas on the stream.
+  size_t refusals = 0;
+  for (int round = 0; round < 4; ++round) {
+    for (const json& pod : pods) {
+      pv1::Pod proto = ToProto(pod);
+      proto.set_uid(absl::StrCat(proto.uid(), "-r", round));
+      proto.set_name(absl::StrCat(proto.name(), "-r", round));
+      refusals += CompareStreamed(proto);
+      if (HasFailure()) return;
+    }
+  }
+  EXPECT_GT(refusals, 3u);
+  EXPECT_GE(scores_seen_.size(), 3u);
+  EXPECT_GT(booked_, 4);
+  EXPECT_GT(deltas_, 0) << "no booking changed a verdict: the comparison saw no deltas";
+  // The owned pods' replicas share their shape's table; a pod without an
+  // owner is a shape of its own each round (named differently each time).
+  EXPECT_LT(shape_ids_.size(), 20u);
+  EXPECT_GT(shape_ids_.size(), 5u);
+  EXPECT_EQ(grpc_core_.bookings(), stream_core_.bookings());
+  EXPECT_EQ(stream_metrics_.requests(PlacementMethod::kVerdictsSubscribe, 0), shape_ids_.size());
+  EXPECT_EQ(stream_metrics_.requests(PlacementMethod::kVerdictsReserve, 0),
+            static_cast<uint64_t>(booking_id_));
+}
+
+TEST_F(StreamedParityTest, BadMessagesAreRefusedByNameAndShapesAreBounded) {
+  // A subscription without a pod, a booking without a node: each answered
+  // with what is wrong, and the stream goes on.
+  pv1::VerdictsRequest bad;
+  bad.mutable_subscribe()->set_shape_id(1);
+  ASSERT_TRUE(stream_->Write(bad));
+  pv1::VerdictsUpdate u = ReadOne();
+  ASSERT_TRUE(u.has_refused());
+  EXPECT_EQ(u.refused().shape_id(), 1u);
+  EXPECT_EQ(u.refused().error(), "pod is missing");
+  pv1::VerdictsRequest reserve;
+  reserve.mutable_reserve()->set_booking_id(5);
+  reserve.mutable_reserve()->mutable_pod()->set_uid("u-1");
+  ASSERT_TRUE(stream_->Write(reserve));
+  do {
+    u = ReadOne();
+  } while (!u.has_ack() && !HasFailure());
+  EXPECT_EQ(u.ack().booking_id(), 5u);
+  EXPECT_FALSE(u.ack().done());
+  EXPECT_EQ(u.ack().error(), "node_name is empty");
+  EXPECT_EQ(stream_core_.bookings(), 0u);
+
+  // 17 shapes (pods without an owner, named apart): the 17th drops the
+  // least recently used, the first.
+  uint64_t dropped = 0;
+  for (int i = 1; i <= 17; ++i) {
+    pv1::VerdictsRequest subscribe;
+    subscribe.mutable_subscribe()->set_shape_id(100 + i);
+    pv1::Pod* pod = subscribe.mutable_subscribe()->mutable_pod();
+    pod->set_namespace_("default");
+    pod->set_uid(absl::StrCat("u-bare-", i));
+    pod->set_name(absl::StrCat("bare-", i));
+    pod->add_containers()->set_name("c");
+    ASSERT_TRUE(stream_->Write(subscribe));
+    while (!tables_[100 + i].ready && !HasFailure()) {
+      u = ReadOne();
+      if (u.kind_case() == pv1::VerdictsUpdate::kDroppedShapeId) dropped = u.dropped_shape_id();
+      if (u.has_refused()) {
+        ADD_FAILURE() << "shape " << u.refused().shape_id() << " refused: " << u.refused().error();
+        return;
+      }
+    }
+    EXPECT_EQ(tables_[100 + i].nodes.size(), 6u);  // every node with telemetry
+  }
+  EXPECT_EQ(dropped, 101u);
 }
 
 }  // namespace

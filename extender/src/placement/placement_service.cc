@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/grpc_server.h"
 #include "common/host_port.h"
+#include "extender/src/placement/verdict_stream.h"
 #include "grpcpp/resource_quota.h"
 #include "grpcpp/security/auth_context.h"
 
@@ -208,6 +209,18 @@ grpc::Status PlacementService::Unreserve(grpc::ServerContext* context,
   }
   response->set_released(core_.Unreserve(request->pod_uid(), request->node_name()));
   return record.Finish(grpc::Status::OK);
+}
+
+grpc::Status PlacementService::Verdicts(
+    grpc::ServerContext* context,
+    grpc::ServerReaderWriter<pv1::VerdictsUpdate, pv1::VerdictsRequest>* stream) {
+  VerdictStream::Options options;
+  options.limits = options_.limits;
+  options.max_shapes = options_.verdicts_max_shapes;
+  options.refresh = options_.verdicts_refresh;
+  options.teach = Teaches(*context);
+  VerdictStream verdicts(core_, std::move(options), metrics_);
+  return verdicts.Run(context, stream);
 }
 
 absl::StatusOr<std::unique_ptr<PlacementServer>> PlacementServer::Start(ExtenderCore& core,

@@ -7,6 +7,8 @@
 //   Score      0..10 per named node, as /prioritize, booking nothing
 //   Reserve    books the pod's footprint on the node the scheduler picked
 //   Unreserve  releases that booking
+//   Verdicts   a stream: per subscribed pod shape, the verdicts on every node
+//              and their changes; bookings on the stream (verdict_stream.h)
 //
 // Served with gRPC's synchronous API on the server's own threads: the
 // telemetry ingest lowers the priority of every thread its callbacks run on
@@ -49,6 +51,9 @@ class PlacementService final : public placement::v1::Placement::Service {
     // What "now" is when a call's deadline is checked; nullptr: the real
     // clock (tests move it past a deadline to see the refusal).
     const Clock* deadline_clock = nullptr;
+    // The Verdicts stream's bounds (verdict_stream.h; placement.verdicts.*).
+    size_t verdicts_max_shapes = 16;
+    absl::Duration verdicts_refresh = absl::Milliseconds(50);
   };
   // `metrics` may be null.
   PlacementService(ExtenderCore& core, Options options, PlacementMetrics* metrics);
@@ -62,6 +67,10 @@ class PlacementService final : public placement::v1::Placement::Service {
   grpc::Status Unreserve(grpc::ServerContext* context,
                          const placement::v1::UnreserveRequest* request,
                          placement::v1::UnreserveResponse* response) override;
+  // Issue 25: one long-lived stream of verdict tables (verdict_stream.h).
+  grpc::Status Verdicts(grpc::ServerContext* context,
+                        grpc::ServerReaderWriter<placement::v1::VerdictsUpdate,
+                                                 placement::v1::VerdictsRequest>* stream) override;
 
  private:
   // What one call needs, reused by the next (a 5,000-node Filter's decisions

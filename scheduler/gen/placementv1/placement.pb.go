@@ -810,6 +810,717 @@ func (x *UnreserveResponse) GetReleased() bool {
 	return false
 }
 
+// Streamed verdicts (issue 25, docs/placement.md "Streamed verdicts").
+//
+// The plugin subscribes a pod shape (what the model reads of a pod: not its
+// UID or name) with one pod of that shape; the extender answers with the
+// shape's table, its verdict on every node with telemetry, computed by the
+// same evaluation as Filter and Score, and from then on with deltas (the
+// nodes whose verdict changed) as snapshots and bookings change. Reserve and
+// Unreserve travel on the same ordered stream; each is acked after the
+// deltas it caused, so once the ack is read the plugin's copy of every table
+// already holds that node's new verdicts.
+type VerdictsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Types that are valid to be assigned to Kind:
+	//
+	//	*VerdictsRequest_Subscribe
+	//	*VerdictsRequest_Reserve
+	//	*VerdictsRequest_Unreserve
+	Kind          isVerdictsRequest_Kind `protobuf_oneof:"kind"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *VerdictsRequest) Reset() {
+	*x = VerdictsRequest{}
+	mi := &file_neighborly_placement_v1_placement_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *VerdictsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*VerdictsRequest) ProtoMessage() {}
+
+func (x *VerdictsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_neighborly_placement_v1_placement_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use VerdictsRequest.ProtoReflect.Descriptor instead.
+func (*VerdictsRequest) Descriptor() ([]byte, []int) {
+	return file_neighborly_placement_v1_placement_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *VerdictsRequest) GetKind() isVerdictsRequest_Kind {
+	if x != nil {
+		return x.Kind
+	}
+	return nil
+}
+
+func (x *VerdictsRequest) GetSubscribe() *VerdictsSubscribe {
+	if x != nil {
+		if x, ok := x.Kind.(*VerdictsRequest_Subscribe); ok {
+			return x.Subscribe
+		}
+	}
+	return nil
+}
+
+func (x *VerdictsRequest) GetReserve() *VerdictsReserve {
+	if x != nil {
+		if x, ok := x.Kind.(*VerdictsRequest_Reserve); ok {
+			return x.Reserve
+		}
+	}
+	return nil
+}
+
+func (x *VerdictsRequest) GetUnreserve() *VerdictsUnreserve {
+	if x != nil {
+		if x, ok := x.Kind.(*VerdictsRequest_Unreserve); ok {
+			return x.Unreserve
+		}
+	}
+	return nil
+}
+
+type isVerdictsRequest_Kind interface {
+	isVerdictsRequest_Kind()
+}
+
+type VerdictsRequest_Subscribe struct {
+	Subscribe *VerdictsSubscribe `protobuf:"bytes,1,opt,name=subscribe,proto3,oneof"`
+}
+
+type VerdictsRequest_Reserve struct {
+	Reserve *VerdictsReserve `protobuf:"bytes,2,opt,name=reserve,proto3,oneof"`
+}
+
+type VerdictsRequest_Unreserve struct {
+	Unreserve *VerdictsUnreserve `protobuf:"bytes,3,opt,name=unreserve,proto3,oneof"`
+}
+
+func (*VerdictsRequest_Subscribe) isVerdictsRequest_Kind() {}
+
+func (*VerdictsRequest_Reserve) isVerdictsRequest_Kind() {}
+
+func (*VerdictsRequest_Unreserve) isVerdictsRequest_Kind() {}
+
+type VerdictsSubscribe struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Chosen by the plugin, unique on the stream; tables carry it back.
+	ShapeId uint64 `protobuf:"varint,1,opt,name=shape_id,json=shapeId,proto3" json:"shape_id,omitempty"`
+	// A pod of the shape (its UID and name are not used).
+	Pod           *Pod `protobuf:"bytes,2,opt,name=pod,proto3" json:"pod,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *VerdictsSubscribe) Reset() {
+	*x = VerdictsSubscribe{}
+	mi := &file_neighborly_placement_v1_placement_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *VerdictsSubscribe) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*VerdictsSubscribe) ProtoMessage() {}
+
+func (x *VerdictsSubscribe) ProtoReflect() protoreflect.Message {
+	mi := &file_neighborly_placement_v1_placement_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use VerdictsSubscribe.ProtoReflect.Descriptor instead.
+func (*VerdictsSubscribe) Descriptor() ([]byte, []int) {
+	return file_neighborly_placement_v1_placement_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *VerdictsSubscribe) GetShapeId() uint64 {
+	if x != nil {
+		return x.ShapeId
+	}
+	return 0
+}
+
+func (x *VerdictsSubscribe) GetPod() *Pod {
+	if x != nil {
+		return x.Pod
+	}
+	return nil
+}
+
+type VerdictsReserve struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Chosen by the plugin, increasing on the stream; the ack carries it back.
+	// The booking itself is idempotent by the pod's UID, so a reconnect resends
+	// every unacked one.
+	BookingId     uint64 `protobuf:"varint,1,opt,name=booking_id,json=bookingId,proto3" json:"booking_id,omitempty"`
+	Pod           *Pod   `protobuf:"bytes,2,opt,name=pod,proto3" json:"pod,omitempty"`
+	NodeName      string `protobuf:"bytes,3,opt,name=node_name,json=nodeName,proto3" json:"node_name,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *VerdictsReserve) Reset() {
+	*x = VerdictsReserve{}
+	mi := &file_neighborly_placement_v1_placement_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *VerdictsReserve) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*VerdictsReserve) ProtoMessage() {}
+
+func (x *VerdictsReserve) ProtoReflect() protoreflect.Message {
+	mi := &file_neighborly_placement_v1_placement_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use VerdictsReserve.ProtoReflect.Descriptor instead.
+func (*VerdictsReserve) Descriptor() ([]byte, []int) {
+	return file_neighborly_placement_v1_placement_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *VerdictsReserve) GetBookingId() uint64 {
+	if x != nil {
+		return x.BookingId
+	}
+	return 0
+}
+
+func (x *VerdictsReserve) GetPod() *Pod {
+	if x != nil {
+		return x.Pod
+	}
+	return nil
+}
+
+func (x *VerdictsReserve) GetNodeName() string {
+	if x != nil {
+		return x.NodeName
+	}
+	return ""
+}
+
+type VerdictsUnreserve struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	BookingId     uint64                 `protobuf:"varint,1,opt,name=booking_id,json=bookingId,proto3" json:"booking_id,omitempty"`
+	PodUid        string                 `protobuf:"bytes,2,opt,name=pod_uid,json=podUid,proto3" json:"pod_uid,omitempty"`
+	NodeName      string                 `protobuf:"bytes,3,opt,name=node_name,json=nodeName,proto3" json:"node_name,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *VerdictsUnreserve) Reset() {
+	*x = VerdictsUnreserve{}
+	mi := &file_neighborly_placement_v1_placement_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *VerdictsUnreserve) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*VerdictsUnreserve) ProtoMessage() {}
+
+func (x *VerdictsUnreserve) ProtoReflect() protoreflect.Message {
+	mi := &file_neighborly_placement_v1_placement_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use VerdictsUnreserve.ProtoReflect.Descriptor instead.
+func (*VerdictsUnreserve) Descriptor() ([]byte, []int) {
+	return file_neighborly_placement_v1_placement_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *VerdictsUnreserve) GetBookingId() uint64 {
+	if x != nil {
+		return x.BookingId
+	}
+	return 0
+}
+
+func (x *VerdictsUnreserve) GetPodUid() string {
+	if x != nil {
+		return x.PodUid
+	}
+	return ""
+}
+
+func (x *VerdictsUnreserve) GetNodeName() string {
+	if x != nil {
+		return x.NodeName
+	}
+	return ""
+}
+
+type VerdictsUpdate struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Types that are valid to be assigned to Kind:
+	//
+	//	*VerdictsUpdate_Table
+	//	*VerdictsUpdate_Ack
+	//	*VerdictsUpdate_DroppedShapeId
+	//	*VerdictsUpdate_Refused
+	//	*VerdictsUpdate_Ready
+	Kind          isVerdictsUpdate_Kind `protobuf_oneof:"kind"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *VerdictsUpdate) Reset() {
+	*x = VerdictsUpdate{}
+	mi := &file_neighborly_placement_v1_placement_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *VerdictsUpdate) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*VerdictsUpdate) ProtoMessage() {}
+
+func (x *VerdictsUpdate) ProtoReflect() protoreflect.Message {
+	mi := &file_neighborly_placement_v1_placement_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use VerdictsUpdate.ProtoReflect.Descriptor instead.
+func (*VerdictsUpdate) Descriptor() ([]byte, []int) {
+	return file_neighborly_placement_v1_placement_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *VerdictsUpdate) GetKind() isVerdictsUpdate_Kind {
+	if x != nil {
+		return x.Kind
+	}
+	return nil
+}
+
+func (x *VerdictsUpdate) GetTable() *VerdictTable {
+	if x != nil {
+		if x, ok := x.Kind.(*VerdictsUpdate_Table); ok {
+			return x.Table
+		}
+	}
+	return nil
+}
+
+func (x *VerdictsUpdate) GetAck() *BookingAck {
+	if x != nil {
+		if x, ok := x.Kind.(*VerdictsUpdate_Ack); ok {
+			return x.Ack
+		}
+	}
+	return nil
+}
+
+func (x *VerdictsUpdate) GetDroppedShapeId() uint64 {
+	if x != nil {
+		if x, ok := x.Kind.(*VerdictsUpdate_DroppedShapeId); ok {
+			return x.DroppedShapeId
+		}
+	}
+	return 0
+}
+
+func (x *VerdictsUpdate) GetRefused() *SubscribeRefused {
+	if x != nil {
+		if x, ok := x.Kind.(*VerdictsUpdate_Refused); ok {
+			return x.Refused
+		}
+	}
+	return nil
+}
+
+func (x *VerdictsUpdate) GetReady() bool {
+	if x != nil {
+		if x, ok := x.Kind.(*VerdictsUpdate_Ready); ok {
+			return x.Ready
+		}
+	}
+	return false
+}
+
+type isVerdictsUpdate_Kind interface {
+	isVerdictsUpdate_Kind()
+}
+
+type VerdictsUpdate_Table struct {
+	Table *VerdictTable `protobuf:"bytes,1,opt,name=table,proto3,oneof"`
+}
+
+type VerdictsUpdate_Ack struct {
+	Ack *BookingAck `protobuf:"bytes,2,opt,name=ack,proto3,oneof"`
+}
+
+type VerdictsUpdate_DroppedShapeId struct {
+	// The extender dropped this shape (its bound of shapes per stream, least
+	// recently used first): the plugin subscribes it again when it needs it.
+	DroppedShapeId uint64 `protobuf:"varint,3,opt,name=dropped_shape_id,json=droppedShapeId,proto3,oneof"`
+}
+
+type VerdictsUpdate_Refused struct {
+	// A subscription the extender could not take (the pod is invalid).
+	Refused *SubscribeRefused `protobuf:"bytes,4,opt,name=refused,proto3,oneof"`
+}
+
+type VerdictsUpdate_Ready struct {
+	// The first message of every stream: the extender serves it (a plugin
+	// sends bookings on the stream from then on, resending unacked ones
+	// after a reconnect).
+	Ready bool `protobuf:"varint,5,opt,name=ready,proto3,oneof"`
+}
+
+func (*VerdictsUpdate_Table) isVerdictsUpdate_Kind() {}
+
+func (*VerdictsUpdate_Ack) isVerdictsUpdate_Kind() {}
+
+func (*VerdictsUpdate_DroppedShapeId) isVerdictsUpdate_Kind() {}
+
+func (*VerdictsUpdate_Refused) isVerdictsUpdate_Kind() {}
+
+func (*VerdictsUpdate_Ready) isVerdictsUpdate_Kind() {}
+
+type VerdictTable struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	ShapeId uint64                 `protobuf:"varint,1,opt,name=shape_id,json=shapeId,proto3" json:"shape_id,omitempty"`
+	// True: these verdicts replace the shape's whole table; false: a delta.
+	Full     bool           `protobuf:"varint,2,opt,name=full,proto3" json:"full,omitempty"`
+	Verdicts []*NodeVerdict `protobuf:"bytes,3,rep,name=verdicts,proto3" json:"verdicts,omitempty"`
+	// Reason texts first used in this message, by id (ids are the stream's).
+	NewReasons map[uint32]string `protobuf:"bytes,4,rep,name=new_reasons,json=newReasons,proto3" json:"new_reasons,omitempty" protobuf_key:"varint,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// The score of a node without telemetry (the model's blind score).
+	BlindScore    int32 `protobuf:"varint,5,opt,name=blind_score,json=blindScore,proto3" json:"blind_score,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *VerdictTable) Reset() {
+	*x = VerdictTable{}
+	mi := &file_neighborly_placement_v1_placement_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *VerdictTable) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*VerdictTable) ProtoMessage() {}
+
+func (x *VerdictTable) ProtoReflect() protoreflect.Message {
+	mi := &file_neighborly_placement_v1_placement_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use VerdictTable.ProtoReflect.Descriptor instead.
+func (*VerdictTable) Descriptor() ([]byte, []int) {
+	return file_neighborly_placement_v1_placement_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *VerdictTable) GetShapeId() uint64 {
+	if x != nil {
+		return x.ShapeId
+	}
+	return 0
+}
+
+func (x *VerdictTable) GetFull() bool {
+	if x != nil {
+		return x.Full
+	}
+	return false
+}
+
+func (x *VerdictTable) GetVerdicts() []*NodeVerdict {
+	if x != nil {
+		return x.Verdicts
+	}
+	return nil
+}
+
+func (x *VerdictTable) GetNewReasons() map[uint32]string {
+	if x != nil {
+		return x.NewReasons
+	}
+	return nil
+}
+
+func (x *VerdictTable) GetBlindScore() int32 {
+	if x != nil {
+		return x.BlindScore
+	}
+	return 0
+}
+
+type NodeVerdict struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	NodeName string                 `protobuf:"bytes,1,opt,name=node_name,json=nodeName,proto3" json:"node_name,omitempty"`
+	Feasible bool                   `protobuf:"varint,2,opt,name=feasible,proto3" json:"feasible,omitempty"`
+	// When refused: the id of the reason (VerdictTable.new_reasons), or 0 and
+	// the text in `reason`.
+	ReasonId uint32 `protobuf:"varint,3,opt,name=reason_id,json=reasonId,proto3" json:"reason_id,omitempty"`
+	Reason   string `protobuf:"bytes,4,opt,name=reason,proto3" json:"reason,omitempty"`
+	Score    int32  `protobuf:"varint,5,opt,name=score,proto3" json:"score,omitempty"` // 0..10, as Score
+	// The node left the table (its telemetry is gone): it is feasible with the
+	// blind score, as a node the extender does not know.
+	Removed       bool `protobuf:"varint,6,opt,name=removed,proto3" json:"removed,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *NodeVerdict) Reset() {
+	*x = NodeVerdict{}
+	mi := &file_neighborly_placement_v1_placement_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *NodeVerdict) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*NodeVerdict) ProtoMessage() {}
+
+func (x *NodeVerdict) ProtoReflect() protoreflect.Message {
+	mi := &file_neighborly_placement_v1_placement_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use NodeVerdict.ProtoReflect.Descriptor instead.
+func (*NodeVerdict) Descriptor() ([]byte, []int) {
+	return file_neighborly_placement_v1_placement_proto_rawDescGZIP(), []int{19}
+}
+
+func (x *NodeVerdict) GetNodeName() string {
+	if x != nil {
+		return x.NodeName
+	}
+	return ""
+}
+
+func (x *NodeVerdict) GetFeasible() bool {
+	if x != nil {
+		return x.Feasible
+	}
+	return false
+}
+
+func (x *NodeVerdict) GetReasonId() uint32 {
+	if x != nil {
+		return x.ReasonId
+	}
+	return 0
+}
+
+func (x *NodeVerdict) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *NodeVerdict) GetScore() int32 {
+	if x != nil {
+		return x.Score
+	}
+	return 0
+}
+
+func (x *NodeVerdict) GetRemoved() bool {
+	if x != nil {
+		return x.Removed
+	}
+	return false
+}
+
+type BookingAck struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	BookingId uint64                 `protobuf:"varint,1,opt,name=booking_id,json=bookingId,proto3" json:"booking_id,omitempty"`
+	// Reserve: booked; Unreserve: released (as ReserveResponse, UnreserveResponse).
+	Done bool `protobuf:"varint,2,opt,name=done,proto3" json:"done,omitempty"`
+	// The node's booking list generation after it (0: none booked there).
+	BookingsGeneration uint64 `protobuf:"varint,3,opt,name=bookings_generation,json=bookingsGeneration,proto3" json:"bookings_generation,omitempty"`
+	// Non-empty: the request was invalid (nothing was booked or released).
+	Error         string `protobuf:"bytes,4,opt,name=error,proto3" json:"error,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BookingAck) Reset() {
+	*x = BookingAck{}
+	mi := &file_neighborly_placement_v1_placement_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BookingAck) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BookingAck) ProtoMessage() {}
+
+func (x *BookingAck) ProtoReflect() protoreflect.Message {
+	mi := &file_neighborly_placement_v1_placement_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BookingAck.ProtoReflect.Descriptor instead.
+func (*BookingAck) Descriptor() ([]byte, []int) {
+	return file_neighborly_placement_v1_placement_proto_rawDescGZIP(), []int{20}
+}
+
+func (x *BookingAck) GetBookingId() uint64 {
+	if x != nil {
+		return x.BookingId
+	}
+	return 0
+}
+
+func (x *BookingAck) GetDone() bool {
+	if x != nil {
+		return x.Done
+	}
+	return false
+}
+
+func (x *BookingAck) GetBookingsGeneration() uint64 {
+	if x != nil {
+		return x.BookingsGeneration
+	}
+	return 0
+}
+
+func (x *BookingAck) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
+}
+
+type SubscribeRefused struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	ShapeId       uint64                 `protobuf:"varint,1,opt,name=shape_id,json=shapeId,proto3" json:"shape_id,omitempty"`
+	Error         string                 `protobuf:"bytes,2,opt,name=error,proto3" json:"error,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SubscribeRefused) Reset() {
+	*x = SubscribeRefused{}
+	mi := &file_neighborly_placement_v1_placement_proto_msgTypes[21]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SubscribeRefused) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SubscribeRefused) ProtoMessage() {}
+
+func (x *SubscribeRefused) ProtoReflect() protoreflect.Message {
+	mi := &file_neighborly_placement_v1_placement_proto_msgTypes[21]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SubscribeRefused.ProtoReflect.Descriptor instead.
+func (*SubscribeRefused) Descriptor() ([]byte, []int) {
+	return file_neighborly_placement_v1_placement_proto_rawDescGZIP(), []int{21}
+}
+
+func (x *SubscribeRefused) GetShapeId() uint64 {
+	if x != nil {
+		return x.ShapeId
+	}
+	return 0
+}
+
+func (x *SubscribeRefused) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
+}
+
 var File_neighborly_placement_v1_placement_proto protoreflect.FileDescriptor
 
 const file_neighborly_placement_v1_placement_proto_rawDesc = "" +
@@ -879,12 +1590,66 @@ const file_neighborly_placement_v1_placement_proto_rawDesc = "" +
 	"\apod_uid\x18\x01 \x01(\tR\x06podUid\x12\x1b\n" +
 	"\tnode_name\x18\x02 \x01(\tR\bnodeName\"/\n" +
 	"\x11UnreserveResponse\x12\x1a\n" +
-	"\breleased\x18\x01 \x01(\bR\breleased2\x80\x03\n" +
+	"\breleased\x18\x01 \x01(\bR\breleased\"\xf7\x01\n" +
+	"\x0fVerdictsRequest\x12J\n" +
+	"\tsubscribe\x18\x01 \x01(\v2*.neighborly.placement.v1.VerdictsSubscribeH\x00R\tsubscribe\x12D\n" +
+	"\areserve\x18\x02 \x01(\v2(.neighborly.placement.v1.VerdictsReserveH\x00R\areserve\x12J\n" +
+	"\tunreserve\x18\x03 \x01(\v2*.neighborly.placement.v1.VerdictsUnreserveH\x00R\tunreserveB\x06\n" +
+	"\x04kind\"^\n" +
+	"\x11VerdictsSubscribe\x12\x19\n" +
+	"\bshape_id\x18\x01 \x01(\x04R\ashapeId\x12.\n" +
+	"\x03pod\x18\x02 \x01(\v2\x1c.neighborly.placement.v1.PodR\x03pod\"}\n" +
+	"\x0fVerdictsReserve\x12\x1d\n" +
+	"\n" +
+	"booking_id\x18\x01 \x01(\x04R\tbookingId\x12.\n" +
+	"\x03pod\x18\x02 \x01(\v2\x1c.neighborly.placement.v1.PodR\x03pod\x12\x1b\n" +
+	"\tnode_name\x18\x03 \x01(\tR\bnodeName\"h\n" +
+	"\x11VerdictsUnreserve\x12\x1d\n" +
+	"\n" +
+	"booking_id\x18\x01 \x01(\x04R\tbookingId\x12\x17\n" +
+	"\apod_uid\x18\x02 \x01(\tR\x06podUid\x12\x1b\n" +
+	"\tnode_name\x18\x03 \x01(\tR\bnodeName\"\x9b\x02\n" +
+	"\x0eVerdictsUpdate\x12=\n" +
+	"\x05table\x18\x01 \x01(\v2%.neighborly.placement.v1.VerdictTableH\x00R\x05table\x127\n" +
+	"\x03ack\x18\x02 \x01(\v2#.neighborly.placement.v1.BookingAckH\x00R\x03ack\x12*\n" +
+	"\x10dropped_shape_id\x18\x03 \x01(\x04H\x00R\x0edroppedShapeId\x12E\n" +
+	"\arefused\x18\x04 \x01(\v2).neighborly.placement.v1.SubscribeRefusedH\x00R\arefused\x12\x16\n" +
+	"\x05ready\x18\x05 \x01(\bH\x00R\x05readyB\x06\n" +
+	"\x04kind\"\xb7\x02\n" +
+	"\fVerdictTable\x12\x19\n" +
+	"\bshape_id\x18\x01 \x01(\x04R\ashapeId\x12\x12\n" +
+	"\x04full\x18\x02 \x01(\bR\x04full\x12@\n" +
+	"\bverdicts\x18\x03 \x03(\v2$.neighborly.placement.v1.NodeVerdictR\bverdicts\x12V\n" +
+	"\vnew_reasons\x18\x04 \x03(\v25.neighborly.placement.v1.VerdictTable.NewReasonsEntryR\n" +
+	"newReasons\x12\x1f\n" +
+	"\vblind_score\x18\x05 \x01(\x05R\n" +
+	"blindScore\x1a=\n" +
+	"\x0fNewReasonsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\rR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xab\x01\n" +
+	"\vNodeVerdict\x12\x1b\n" +
+	"\tnode_name\x18\x01 \x01(\tR\bnodeName\x12\x1a\n" +
+	"\bfeasible\x18\x02 \x01(\bR\bfeasible\x12\x1b\n" +
+	"\treason_id\x18\x03 \x01(\rR\breasonId\x12\x16\n" +
+	"\x06reason\x18\x04 \x01(\tR\x06reason\x12\x14\n" +
+	"\x05score\x18\x05 \x01(\x05R\x05score\x12\x18\n" +
+	"\aremoved\x18\x06 \x01(\bR\aremoved\"\x86\x01\n" +
+	"\n" +
+	"BookingAck\x12\x1d\n" +
+	"\n" +
+	"booking_id\x18\x01 \x01(\x04R\tbookingId\x12\x12\n" +
+	"\x04done\x18\x02 \x01(\bR\x04done\x12/\n" +
+	"\x13bookings_generation\x18\x03 \x01(\x04R\x12bookingsGeneration\x12\x14\n" +
+	"\x05error\x18\x04 \x01(\tR\x05error\"C\n" +
+	"\x10SubscribeRefused\x12\x19\n" +
+	"\bshape_id\x18\x01 \x01(\x04R\ashapeId\x12\x14\n" +
+	"\x05error\x18\x02 \x01(\tR\x05error2\xe3\x03\n" +
 	"\tPlacement\x12Y\n" +
 	"\x06Filter\x12&.neighborly.placement.v1.FilterRequest\x1a'.neighborly.placement.v1.FilterResponse\x12V\n" +
 	"\x05Score\x12%.neighborly.placement.v1.ScoreRequest\x1a&.neighborly.placement.v1.ScoreResponse\x12\\\n" +
 	"\aReserve\x12'.neighborly.placement.v1.ReserveRequest\x1a(.neighborly.placement.v1.ReserveResponse\x12b\n" +
-	"\tUnreserve\x12).neighborly.placement.v1.UnreserveRequest\x1a*.neighborly.placement.v1.UnreserveResponseB6Z4neighborly.dev/scheduler/gen/placementv1;placementv1b\x06proto3"
+	"\tUnreserve\x12).neighborly.placement.v1.UnreserveRequest\x1a*.neighborly.placement.v1.UnreserveResponse\x12a\n" +
+	"\bVerdicts\x12(.neighborly.placement.v1.VerdictsRequest\x1a'.neighborly.placement.v1.VerdictsUpdate(\x010\x01B6Z4neighborly.dev/scheduler/gen/placementv1;placementv1b\x06proto3"
 
 var (
 	file_neighborly_placement_v1_placement_proto_rawDescOnce sync.Once
@@ -898,7 +1663,7 @@ func file_neighborly_placement_v1_placement_proto_rawDescGZIP() []byte {
 	return file_neighborly_placement_v1_placement_proto_rawDescData
 }
 
-var file_neighborly_placement_v1_placement_proto_msgTypes = make([]protoimpl.MessageInfo, 15)
+var file_neighborly_placement_v1_placement_proto_msgTypes = make([]protoimpl.MessageInfo, 25)
 var file_neighborly_placement_v1_placement_proto_goTypes = []any{
 	(*Pod)(nil),               // 0: neighborly.placement.v1.Pod
 	(*OwnerReference)(nil),    // 1: neighborly.placement.v1.OwnerReference
@@ -913,12 +1678,22 @@ var file_neighborly_placement_v1_placement_proto_goTypes = []any{
 	(*ReserveResponse)(nil),   // 10: neighborly.placement.v1.ReserveResponse
 	(*UnreserveRequest)(nil),  // 11: neighborly.placement.v1.UnreserveRequest
 	(*UnreserveResponse)(nil), // 12: neighborly.placement.v1.UnreserveResponse
-	nil,                       // 13: neighborly.placement.v1.Pod.LabelsEntry
-	nil,                       // 14: neighborly.placement.v1.Pod.AnnotationsEntry
+	(*VerdictsRequest)(nil),   // 13: neighborly.placement.v1.VerdictsRequest
+	(*VerdictsSubscribe)(nil), // 14: neighborly.placement.v1.VerdictsSubscribe
+	(*VerdictsReserve)(nil),   // 15: neighborly.placement.v1.VerdictsReserve
+	(*VerdictsUnreserve)(nil), // 16: neighborly.placement.v1.VerdictsUnreserve
+	(*VerdictsUpdate)(nil),    // 17: neighborly.placement.v1.VerdictsUpdate
+	(*VerdictTable)(nil),      // 18: neighborly.placement.v1.VerdictTable
+	(*NodeVerdict)(nil),       // 19: neighborly.placement.v1.NodeVerdict
+	(*BookingAck)(nil),        // 20: neighborly.placement.v1.BookingAck
+	(*SubscribeRefused)(nil),  // 21: neighborly.placement.v1.SubscribeRefused
+	nil,                       // 22: neighborly.placement.v1.Pod.LabelsEntry
+	nil,                       // 23: neighborly.placement.v1.Pod.AnnotationsEntry
+	nil,                       // 24: neighborly.placement.v1.VerdictTable.NewReasonsEntry
 }
 var file_neighborly_placement_v1_placement_proto_depIdxs = []int32{
-	13, // 0: neighborly.placement.v1.Pod.labels:type_name -> neighborly.placement.v1.Pod.LabelsEntry
-	14, // 1: neighborly.placement.v1.Pod.annotations:type_name -> neighborly.placement.v1.Pod.AnnotationsEntry
+	22, // 0: neighborly.placement.v1.Pod.labels:type_name -> neighborly.placement.v1.Pod.LabelsEntry
+	23, // 1: neighborly.placement.v1.Pod.annotations:type_name -> neighborly.placement.v1.Pod.AnnotationsEntry
 	1,  // 2: neighborly.placement.v1.Pod.owner_references:type_name -> neighborly.placement.v1.OwnerReference
 	2,  // 3: neighborly.placement.v1.Pod.containers:type_name -> neighborly.placement.v1.Container
 	2,  // 4: neighborly.placement.v1.Pod.init_containers:type_name -> neighborly.placement.v1.Container
@@ -927,19 +1702,31 @@ var file_neighborly_placement_v1_placement_proto_depIdxs = []int32{
 	0,  // 7: neighborly.placement.v1.ScoreRequest.pod:type_name -> neighborly.placement.v1.Pod
 	8,  // 8: neighborly.placement.v1.ScoreResponse.scores:type_name -> neighborly.placement.v1.NodeScore
 	0,  // 9: neighborly.placement.v1.ReserveRequest.pod:type_name -> neighborly.placement.v1.Pod
-	3,  // 10: neighborly.placement.v1.Placement.Filter:input_type -> neighborly.placement.v1.FilterRequest
-	6,  // 11: neighborly.placement.v1.Placement.Score:input_type -> neighborly.placement.v1.ScoreRequest
-	9,  // 12: neighborly.placement.v1.Placement.Reserve:input_type -> neighborly.placement.v1.ReserveRequest
-	11, // 13: neighborly.placement.v1.Placement.Unreserve:input_type -> neighborly.placement.v1.UnreserveRequest
-	4,  // 14: neighborly.placement.v1.Placement.Filter:output_type -> neighborly.placement.v1.FilterResponse
-	7,  // 15: neighborly.placement.v1.Placement.Score:output_type -> neighborly.placement.v1.ScoreResponse
-	10, // 16: neighborly.placement.v1.Placement.Reserve:output_type -> neighborly.placement.v1.ReserveResponse
-	12, // 17: neighborly.placement.v1.Placement.Unreserve:output_type -> neighborly.placement.v1.UnreserveResponse
-	14, // [14:18] is the sub-list for method output_type
-	10, // [10:14] is the sub-list for method input_type
-	10, // [10:10] is the sub-list for extension type_name
-	10, // [10:10] is the sub-list for extension extendee
-	0,  // [0:10] is the sub-list for field type_name
+	14, // 10: neighborly.placement.v1.VerdictsRequest.subscribe:type_name -> neighborly.placement.v1.VerdictsSubscribe
+	15, // 11: neighborly.placement.v1.VerdictsRequest.reserve:type_name -> neighborly.placement.v1.VerdictsReserve
+	16, // 12: neighborly.placement.v1.VerdictsRequest.unreserve:type_name -> neighborly.placement.v1.VerdictsUnreserve
+	0,  // 13: neighborly.placement.v1.VerdictsSubscribe.pod:type_name -> neighborly.placement.v1.Pod
+	0,  // 14: neighborly.placement.v1.VerdictsReserve.pod:type_name -> neighborly.placement.v1.Pod
+	18, // 15: neighborly.placement.v1.VerdictsUpdate.table:type_name -> neighborly.placement.v1.VerdictTable
+	20, // 16: neighborly.placement.v1.VerdictsUpdate.ack:type_name -> neighborly.placement.v1.BookingAck
+	21, // 17: neighborly.placement.v1.VerdictsUpdate.refused:type_name -> neighborly.placement.v1.SubscribeRefused
+	19, // 18: neighborly.placement.v1.VerdictTable.verdicts:type_name -> neighborly.placement.v1.NodeVerdict
+	24, // 19: neighborly.placement.v1.VerdictTable.new_reasons:type_name -> neighborly.placement.v1.VerdictTable.NewReasonsEntry
+	3,  // 20: neighborly.placement.v1.Placement.Filter:input_type -> neighborly.placement.v1.FilterRequest
+	6,  // 21: neighborly.placement.v1.Placement.Score:input_type -> neighborly.placement.v1.ScoreRequest
+	9,  // 22: neighborly.placement.v1.Placement.Reserve:input_type -> neighborly.placement.v1.ReserveRequest
+	11, // 23: neighborly.placement.v1.Placement.Unreserve:input_type -> neighborly.placement.v1.UnreserveRequest
+	13, // 24: neighborly.placement.v1.Placement.Verdicts:input_type -> neighborly.placement.v1.VerdictsRequest
+	4,  // 25: neighborly.placement.v1.Placement.Filter:output_type -> neighborly.placement.v1.FilterResponse
+	7,  // 26: neighborly.placement.v1.Placement.Score:output_type -> neighborly.placement.v1.ScoreResponse
+	10, // 27: neighborly.placement.v1.Placement.Reserve:output_type -> neighborly.placement.v1.ReserveResponse
+	12, // 28: neighborly.placement.v1.Placement.Unreserve:output_type -> neighborly.placement.v1.UnreserveResponse
+	17, // 29: neighborly.placement.v1.Placement.Verdicts:output_type -> neighborly.placement.v1.VerdictsUpdate
+	25, // [25:30] is the sub-list for method output_type
+	20, // [20:25] is the sub-list for method input_type
+	20, // [20:20] is the sub-list for extension type_name
+	20, // [20:20] is the sub-list for extension extendee
+	0,  // [0:20] is the sub-list for field type_name
 }
 
 func init() { file_neighborly_placement_v1_placement_proto_init() }
@@ -948,13 +1735,25 @@ func file_neighborly_placement_v1_placement_proto_init() {
 		return
 	}
 	file_neighborly_placement_v1_placement_proto_msgTypes[2].OneofWrappers = []any{}
+	file_neighborly_placement_v1_placement_proto_msgTypes[13].OneofWrappers = []any{
+		(*VerdictsRequest_Subscribe)(nil),
+		(*VerdictsRequest_Reserve)(nil),
+		(*VerdictsRequest_Unreserve)(nil),
+	}
+	file_neighborly_placement_v1_placement_proto_msgTypes[17].OneofWrappers = []any{
+		(*VerdictsUpdate_Table)(nil),
+		(*VerdictsUpdate_Ack)(nil),
+		(*VerdictsUpdate_DroppedShapeId)(nil),
+		(*VerdictsUpdate_Refused)(nil),
+		(*VerdictsUpdate_Ready)(nil),
+	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_neighborly_placement_v1_placement_proto_rawDesc), len(file_neighborly_placement_v1_placement_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   15,
+			NumMessages:   25,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

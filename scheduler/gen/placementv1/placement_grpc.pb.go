@@ -45,6 +45,7 @@ const (
 	Placement_Score_FullMethodName     = "/neighborly.placement.v1.Placement/Score"
 	Placement_Reserve_FullMethodName   = "/neighborly.placement.v1.Placement/Reserve"
 	Placement_Unreserve_FullMethodName = "/neighborly.placement.v1.Placement/Unreserve"
+	Placement_Verdicts_FullMethodName  = "/neighborly.placement.v1.Placement/Verdicts"
 )
 
 // PlacementClient is the client API for Placement service.
@@ -55,6 +56,9 @@ type PlacementClient interface {
 	Score(ctx context.Context, in *ScoreRequest, opts ...grpc.CallOption) (*ScoreResponse, error)
 	Reserve(ctx context.Context, in *ReserveRequest, opts ...grpc.CallOption) (*ReserveResponse, error)
 	Unreserve(ctx context.Context, in *UnreserveRequest, opts ...grpc.CallOption) (*UnreserveResponse, error)
+	// Issue 25: streamed verdict tables. One long-lived stream per scheduler;
+	// see "Streamed verdicts" below.
+	Verdicts(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[VerdictsRequest, VerdictsUpdate], error)
 }
 
 type placementClient struct {
@@ -105,6 +109,19 @@ func (c *placementClient) Unreserve(ctx context.Context, in *UnreserveRequest, o
 	return out, nil
 }
 
+func (c *placementClient) Verdicts(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[VerdictsRequest, VerdictsUpdate], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &Placement_ServiceDesc.Streams[0], Placement_Verdicts_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[VerdictsRequest, VerdictsUpdate]{ClientStream: stream}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Placement_VerdictsClient = grpc.BidiStreamingClient[VerdictsRequest, VerdictsUpdate]
+
 // PlacementServer is the server API for Placement service.
 // All implementations must embed UnimplementedPlacementServer
 // for forward compatibility.
@@ -113,6 +130,9 @@ type PlacementServer interface {
 	Score(context.Context, *ScoreRequest) (*ScoreResponse, error)
 	Reserve(context.Context, *ReserveRequest) (*ReserveResponse, error)
 	Unreserve(context.Context, *UnreserveRequest) (*UnreserveResponse, error)
+	// Issue 25: streamed verdict tables. One long-lived stream per scheduler;
+	// see "Streamed verdicts" below.
+	Verdicts(grpc.BidiStreamingServer[VerdictsRequest, VerdictsUpdate]) error
 	mustEmbedUnimplementedPlacementServer()
 }
 
@@ -134,6 +154,9 @@ func (UnimplementedPlacementServer) Reserve(context.Context, *ReserveRequest) (*
 }
 func (UnimplementedPlacementServer) Unreserve(context.Context, *UnreserveRequest) (*UnreserveResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Unreserve not implemented")
+}
+func (UnimplementedPlacementServer) Verdicts(grpc.BidiStreamingServer[VerdictsRequest, VerdictsUpdate]) error {
+	return status.Error(codes.Unimplemented, "method Verdicts not implemented")
 }
 func (UnimplementedPlacementServer) mustEmbedUnimplementedPlacementServer() {}
 func (UnimplementedPlacementServer) testEmbeddedByValue()                   {}
@@ -228,6 +251,13 @@ func _Placement_Unreserve_Handler(srv interface{}, ctx context.Context, dec func
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Placement_Verdicts_Handler(srv interface{}, stream grpc.ServerStream) error {
+	return srv.(PlacementServer).Verdicts(&grpc.GenericServerStream[VerdictsRequest, VerdictsUpdate]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Placement_VerdictsServer = grpc.BidiStreamingServer[VerdictsRequest, VerdictsUpdate]
+
 // Placement_ServiceDesc is the grpc.ServiceDesc for Placement service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -252,6 +282,13 @@ var Placement_ServiceDesc = grpc.ServiceDesc{
 			Handler:    _Placement_Unreserve_Handler,
 		},
 	},
-	Streams:  []grpc.StreamDesc{},
+	Streams: []grpc.StreamDesc{
+		{
+			StreamName:    "Verdicts",
+			Handler:       _Placement_Verdicts_Handler,
+			ServerStreams: true,
+			ClientStreams: true,
+		},
+	},
 	Metadata: "neighborly/placement/v1/placement.proto",
 }

@@ -1,0 +1,280 @@
+#include "extender/src/placement/verdict_stream.h"
+
+#include <algorithm>
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+#include <thread>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+
+namespace neighborly::extender {
+namespace {
+
+namespace pv1 = ::neighborly::placement::v1;
+
+// Times one message's handling into the placement metrics.
+class Timed {
+ public:
+  Timed(PlacementMetrics* metrics, PlacementMethod method)
+      : metrics_(metrics), method_(method), start_(std::chrono::steady_clock::now()) {}
+  void Done(grpc::StatusCode code) {
+    if (metrics_ != nullptr) {
+      metrics_->Record(method_, static_cast<int>(code),
+                       absl::FromChrono(std::chrono::steady_clock::now() - start_));
+    }
+  }
+
+ private:
+  PlacementMetrics* metrics_;
+  PlacementMethod method_;
+  std::chrono::steady_clock::time_point start_;
+};
+
+// "" when `name` is a usable node name, else what is wrong with it.
+std::string CheckName(std::string_view field, std::string_view name, size_t max_bytes) {
+  if (name.empty()) return absl::StrCat(std::string(field), " is empty");
+  if (name.size() > max_bytes) {
+    return absl::StrCat(std::string(field), " is ", name.size(), " bytes, at most ", max_bytes);
+  }
+  return "";
+}
+
+}  // namespace
+
+VerdictStream::VerdictStream(ExtenderCore& core, Options options, PlacementMetrics* metrics)
+    : core_(core),
+      options_(std::move(options)),
+      metrics_(metrics),
+      reuse_(std::max<size_t>(1, options_.max_shapes)) {}
+
+grpc::Status VerdictStream::Run(grpc::ServerContext* context, Stream* stream) {
+  // The reader queues; this thread handles, refreshes and writes.
+  std::mutex mu;
+  std::condition_variable cv;
+  std::deque<pv1::VerdictsRequest> queue;  // guarded by mu
+  bool closed = false;                     // guarded by mu
+  std::thread reader([&] {
+    pv1::VerdictsRequest request;
+    while (stream->Read(&request)) {
+      std::lock_guard<std::mutex> lock(mu);
+      queue.push_back(std::move(request));
+      request.Clear();
+      cv.notify_one();
+    }
+    std::lock_guard<std::mutex> lock(mu);
+    closed = true;
+    cv.notify_one();
+  });
+  {
+    pv1::VerdictsUpdate ready;
+    ready.set_ready(true);
+    if (!stream->Write(ready)) context->TryCancel();
+  }
+  const auto refresh = absl::ToChronoNanoseconds(options_.refresh);
+  auto next_refresh = std::chrono::steady_clock::now() + refresh;
+  bool ok = true;
+  std::deque<pv1::VerdictsRequest> batch;
+  std::vector<pv1::VerdictsUpdate> acks;
+  while (ok) {
+    {
+      std::unique_lock<std::mutex> lock(mu);
+      cv.wait_until(lock, next_refresh, [&] { return closed || !queue.empty(); });
+      if (closed && queue.empty()) break;
+      batch.swap(queue);
+    }
+    if (context->IsCancelled()) break;
+    // Every message of the batch in order; the bookings' acks after the
+    // refresh that wrote their deltas.
+    acks.clear();
+    for (const pv1::VerdictsRequest& request : batch) {
+      if (!(ok = Handle(request, *stream, acks))) break;
+    }
+    batch.clear();
+    const auto now = std::chrono::steady_clock::now();
+    if (ok && (!acks.empty() || now >= next_refresh)) {
+      ok = RefreshAll(*stream);
+      next_refresh = now + refresh;
+    }
+    for (size_t i = 0; ok && i < acks.size(); ++i) ok = stream->Write(acks[i]);
+  }
+  // A broken stream: end the call so that the reader's Read returns.
+  if (!ok) context->TryCancel();
+  reader.join();
+  return grpc::Status::OK;
+}
+
+bool VerdictStream::Handle(const pv1::VerdictsRequest& request, Stream& stream,
+                           std::vector<pv1::VerdictsUpdate>& acks) {
+  switch (request.kind_case()) {
+    case pv1::VerdictsRequest::kSubscribe:
+      return Subscribe(request.subscribe(), stream);
+    case pv1::VerdictsRequest::kReserve: {
+      Timed timed(metrics_, PlacementMethod::kVerdictsReserve);
+      const pv1::VerdictsReserve& r = request.reserve();
+      pv1::VerdictsUpdate& update = acks.emplace_back();
+      pv1::BookingAck* ack = update.mutable_ack();
+      ack->set_booking_id(r.booking_id());
+      std::string error = CheckName("node_name", r.node_name(), options_.limits.max_name_bytes);
+      IncomingPod pod;
+      if (error.empty() && !r.has_pod()) error = "pod is missing";
+      if (error.empty()) {
+        absl::Status status = PodFromProto(r.pod(), options_.limits, pod);
+        if (!status.ok()) error = std::string(status.message());
+      }
+      if (error.empty() && pod.uid.empty()) error = "pod.uid is empty";
+      if (!error.empty()) {
+        ack->set_error(error);
+        timed.Done(grpc::StatusCode::INVALID_ARGUMENT);
+        return true;
+      }
+      ack->set_done(core_.Reserve(pod, r.node_name(), options_.teach));
+      ack->set_bookings_generation(core_.BookingsGeneration(r.node_name()));
+      timed.Done(grpc::StatusCode::OK);
+      return true;
+    }
+    case pv1::VerdictsRequest::kUnreserve: {
+      Timed timed(metrics_, PlacementMethod::kVerdictsUnreserve);
+      const pv1::VerdictsUnreserve& r = request.unreserve();
+      pv1::VerdictsUpdate& update = acks.emplace_back();
+      pv1::BookingAck* ack = update.mutable_ack();
+      ack->set_booking_id(r.booking_id());
+      std::string error = CheckName("pod_uid", r.pod_uid(), options_.limits.max_uid_bytes);
+      if (error.empty()) {
+        error = CheckName("node_name", r.node_name(), options_.limits.max_name_bytes);
+      }
+      if (!error.empty()) {
+        ack->set_error(error);
+        timed.Done(grpc::StatusCode::INVALID_ARGUMENT);
+        return true;
+      }
+      ack->set_done(core_.Unreserve(r.pod_uid(), r.node_name()));
+      ack->set_bookings_generation(core_.BookingsGeneration(r.node_name()));
+      timed.Done(grpc::StatusCode::OK);
+      return true;
+    }
+    case pv1::VerdictsRequest::KIND_NOT_SET:
+      break;
+  }
+  return true;  // an empty message: nothing to do
+}
+
+bool VerdictStream::Subscribe(const pv1::VerdictsSubscribe& subscribe, Stream& stream) {
+  Timed timed(metrics_, PlacementMethod::kVerdictsSubscribe);
+  auto refuse = [&](std::string error) {
+    pv1::VerdictsUpdate update;
+    update.mutable_refused()->set_shape_id(subscribe.shape_id());
+    update.mutable_refused()->set_error(std::move(error));
+    timed.Done(grpc::StatusCode::INVALID_ARGUMENT);
+    return stream.Write(update);
+  };
+  if (subscribe.shape_id() == 0) return refuse("shape_id is 0");
+  if (!subscribe.has_pod()) return refuse("pod is missing");
+  auto shape = std::make_unique<Shape>();
+  shape->id = subscribe.shape_id();
+  absl::Status status = PodFromProto(subscribe.pod(), options_.limits, shape->pod);
+  if (!status.ok()) return refuse(std::string(status.message()));
+  // The shape, not the pod: nothing is looked up by its UID. The name stays:
+  // the workload key needs one (an empty name has no workload profile), and
+  // a pod without an owner takes it from its name (the plugin's shape key
+  // holds the name of such a pod).
+  shape->pod.uid.clear();
+  shape->last_used = ++clock_;
+  // The same id again replaces its table; a new one beyond the bound drops
+  // the least recently used.
+  auto same = std::find_if(shapes_.begin(), shapes_.end(),
+                           [&](const std::unique_ptr<Shape>& s) { return s->id == shape->id; });
+  if (same != shapes_.end()) {
+    *same = std::move(shape);
+  } else {
+    if (shapes_.size() >= std::max<size_t>(1, options_.max_shapes)) {
+      auto oldest = std::min_element(
+          shapes_.begin(), shapes_.end(),
+          [](const auto& a, const auto& b) { return a->last_used < b->last_used; });
+      pv1::VerdictsUpdate dropped;
+      dropped.set_dropped_shape_id((*oldest)->id);
+      shapes_.erase(oldest);
+      if (!stream.Write(dropped)) return false;
+    }
+    shapes_.push_back(std::move(shape));
+    same = shapes_.end() - 1;
+  }
+  const bool ok = Refresh(**same, /*full=*/true, stream);
+  timed.Done(grpc::StatusCode::OK);
+  return ok;
+}
+
+bool VerdictStream::RefreshAll(Stream& stream) {
+  for (const std::unique_ptr<Shape>& shape : shapes_) {
+    if (!Refresh(*shape, /*full=*/false, stream)) return false;
+  }
+  return true;
+}
+
+uint32_t VerdictStream::ReasonId(const std::string& reason, pv1::VerdictTable& table) {
+  auto it = reasons_.find(reason);
+  if (it != reasons_.end()) return it->second;
+  if (reasons_.size() >= options_.max_reasons) return 0;
+  const uint32_t id = static_cast<uint32_t>(reasons_.size() + 1);
+  reasons_.emplace(reason, id);
+  (*table.mutable_new_reasons())[id] = reason;
+  return id;
+}
+
+bool VerdictStream::Refresh(Shape& shape, bool full, Stream& stream) {
+  int blind_score = 0;
+  core_.Verdicts(shape.pod, reuse_, names_, decisions_, blind_score);
+  const uint64_t refresh = ++refreshes_;
+  pv1::VerdictsUpdate update;
+  pv1::VerdictTable& table = *update.mutable_table();
+  table.set_shape_id(shape.id);
+  table.set_full(full);
+  table.set_blind_score(blind_score);
+  if (full) shape.sent.clear();
+  for (size_t i = 0; i < names_.size(); ++i) {
+    const NodeDecision& d = decisions_[i];
+    const int32_t score = std::clamp(d.score, 0, 10);  // as Score
+    auto [it, inserted] = shape.sent.try_emplace(names_[i]);
+    Sent& sent = it->second;
+    sent.refresh = refresh;
+    if (!inserted && sent.feasible == d.feasible && sent.score == score &&
+        (d.feasible || sent.reason == d.reason)) {
+      continue;
+    }
+    sent.feasible = d.feasible;
+    sent.score = score;
+    sent.reason_id = d.feasible ? 0 : ReasonId(d.reason, table);
+    if (d.feasible) {
+      sent.reason.clear();
+    } else {
+      sent.reason = d.reason;
+    }
+    pv1::NodeVerdict* v = table.add_verdicts();
+    v->set_node_name(names_[i].data(), names_[i].size());
+    v->set_feasible(sent.feasible);
+    v->set_score(score);
+    v->set_reason_id(sent.reason_id);
+    if (!d.feasible && sent.reason_id == 0) v->set_reason(sent.reason);
+  }
+  // Nodes whose telemetry is gone since the last refresh.
+  if (shape.sent.size() > names_.size()) {
+    for (auto it = shape.sent.begin(); it != shape.sent.end();) {
+      if (it->second.refresh == refresh) {
+        ++it;
+        continue;
+      }
+      pv1::NodeVerdict* v = table.add_verdicts();
+      v->set_node_name(it->first.data(), it->first.size());
+      v->set_removed(true);
+      shape.sent.erase(it++);
+    }
+  }
+  const bool changed = full || table.verdicts_size() > 0 || blind_score != shape.blind_score;
+  shape.blind_score = blind_score;
+  if (!changed) return true;
+  return stream.Write(update);
+}
+
+}  // namespace neighborly::extender

@@ -1,0 +1,109 @@
+// One Verdicts stream of the placement service (issue 25): the scheduler
+// plugin's copy of the model's verdicts, kept current from the extender.
+//
+// The plugin subscribes a pod shape with one pod of it; the stream answers
+// with the shape's table (a verdict on every node with telemetry: feasible or
+// refused with a reason id, the 0..10 score), computed by the core's own
+// evaluation (ExtenderCore::Verdicts, the one FilterKnownNodes runs), and
+// then, every `refresh` and after every booking it takes, with deltas: the
+// nodes whose verdict changed. The core's decision reuse, one table per
+// subscribed shape here, keeps a refresh to the nodes whose snapshot or
+// bookings changed since the last. Reserve and Unreserve arrive on the same
+// stream; each is applied, the tables refreshed and their deltas written, and
+// only then acked, so the plugin holds every node's post-booking verdicts by
+// the time it reads the ack.
+//
+// The handler's thread does all the work and all the writes; a reader thread
+// of its own queues what the plugin sends.
+//
+//   VerdictStream stream(core, {.limits = limits, .teach = true}, &metrics);
+//   return stream.Run(context, reader_writer);   // until the plugin goes
+#ifndef NEIGHBORLY_EXTENDER_SRC_PLACEMENT_VERDICT_STREAM_H_
+#define NEIGHBORLY_EXTENDER_SRC_PLACEMENT_VERDICT_STREAM_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/time/time.h"
+#include "extender/src/core/decision_reuse.h"
+#include "extender/src/core/extender_core.h"
+#include "extender/src/placement/placement_metrics.h"
+#include "extender/src/placement/pod_from_proto.h"
+#include "grpcpp/grpcpp.h"
+#include "neighborly/placement/v1/placement.grpc.pb.h"
+
+namespace neighborly::extender {
+
+class VerdictStream {
+ public:
+  using Stream = grpc::ServerReaderWriterInterface<placement::v1::VerdictsUpdate,
+                                                   placement::v1::VerdictsRequest>;
+  struct Options {
+    PlacementLimits limits;
+    // Shapes subscribed at once; a new one beyond drops the least recently
+    // subscribed or booked (the plugin is told and subscribes it again when
+    // it needs it). Each holds a decision slot per node (~350 bytes): 16
+    // shapes of 5,000 nodes are 28 MB.
+    size_t max_shapes = 16;
+    // How often the tables are brought up to date with telemetry (bookings
+    // on the stream bring them up to date at once).
+    absl::Duration refresh = absl::Milliseconds(50);
+    // Reason texts given an id; beyond, texts travel inline.
+    size_t max_reasons = 65'536;
+    // Whether Reserve on the stream teaches the registry (an authenticated scheduler).
+    bool teach = false;
+  };
+  // `metrics` may be null.
+  VerdictStream(ExtenderCore& core, Options options, PlacementMetrics* metrics);
+
+  // Serves the stream until the plugin closes it or the call ends.
+  grpc::Status Run(grpc::ServerContext* context, Stream* stream);
+
+ private:
+  // What the plugin was last sent for one node of one shape.
+  struct Sent {
+    bool feasible = true;
+    uint32_t reason_id = 0;
+    std::string reason;  // when refused
+    int32_t score = 0;
+    uint64_t refresh = 0;  // the refresh that last saw the node
+  };
+  struct Shape {
+    uint64_t id = 0;
+    IncomingPod pod;  // without UID
+    uint64_t last_used = 0;
+    int32_t blind_score = -1;
+    // Node names are the core's (valid as long as it).
+    absl::flat_hash_map<std::string_view, Sent> sent;
+  };
+
+  // Handles one message; false when the stream broke.
+  bool Handle(const placement::v1::VerdictsRequest& request, Stream& stream,
+              std::vector<placement::v1::VerdictsUpdate>& acks);
+  bool Subscribe(const placement::v1::VerdictsSubscribe& subscribe, Stream& stream);
+  // Brings `shape`'s table up to date and writes what changed (everything
+  // when `full`); false when the stream broke.
+  bool Refresh(Shape& shape, bool full, Stream& stream);
+  bool RefreshAll(Stream& stream);
+  uint32_t ReasonId(const std::string& reason, placement::v1::VerdictTable& table);
+
+  ExtenderCore& core_;
+  const Options options_;
+  PlacementMetrics* metrics_;
+  DecisionReuse reuse_;
+  std::vector<std::unique_ptr<Shape>> shapes_;
+  absl::flat_hash_map<std::string, uint32_t> reasons_;
+  uint64_t clock_ = 0;
+  uint64_t refreshes_ = 0;
+  // Scratch reused by every refresh.
+  std::vector<std::string_view> names_;
+  std::vector<NodeDecision> decisions_;
+};
+
+}  // namespace neighborly::extender
+
+#endif  // NEIGHBORLY_EXTENDER_SRC_PLACEMENT_VERDICT_STREAM_H_

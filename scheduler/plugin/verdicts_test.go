@@ -1,0 +1,353 @@
+package plugin
+
+import (
+	"context"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
+
+	placementv1 "neighborly.dev/scheduler/gen/placementv1"
+)
+
+// streamingPlacement is fakePlacement with a Verdicts stream: its tables are
+// the fake's refusals and scores over `nodes`; a Reserve on the stream
+// refuses the node to every shape ("booked") and is acked after that delta,
+// `ackDelay` later (or never with holdAcks).
+type streamingPlacement struct {
+	fakePlacement
+	nodes    []string
+	ackDelay time.Duration
+	holdAcks bool
+	// breakAfterReserve: the first stream ends when its first Reserve arrives.
+	breakAfterReserve bool
+
+	smu        sync.Mutex
+	subscribes int
+	reserves   []string // "uid@node#booking", in arrival order
+	streams    int
+}
+
+func (f *streamingPlacement) verdicts(booked map[string]bool, shape uint64, full bool) *placementv1.VerdictsUpdate {
+	t := &placementv1.VerdictTable{ShapeId: shape, Full: full, BlindScore: 5, NewReasons: map[uint32]string{}}
+	for _, n := range f.nodes {
+		v := &placementv1.NodeVerdict{NodeName: n, Feasible: true, Score: f.scores[n]}
+		if why, ok := f.refused[n]; ok {
+			// Reasons by id for one, inline for the others.
+			v.Feasible = false
+			if n == "n3" {
+				v.ReasonId = 7
+				t.NewReasons[7] = why
+			} else {
+				v.Reason = why
+			}
+		}
+		if booked[n] {
+			v.Feasible, v.Reason, v.ReasonId = false, "booked", 0
+		}
+		if full || booked[n] {
+			t.Verdicts = append(t.Verdicts, v)
+		}
+	}
+	return &placementv1.VerdictsUpdate{Kind: &placementv1.VerdictsUpdate_Table{Table: t}}
+}
+
+func (f *streamingPlacement) Verdicts(stream placementv1.Placement_VerdictsServer) error {
+	f.smu.Lock()
+	f.streams++
+	first := f.streams == 1
+	f.smu.Unlock()
+	if err := stream.Send(&placementv1.VerdictsUpdate{Kind: &placementv1.VerdictsUpdate_Ready{Ready: true}}); err != nil {
+		return err
+	}
+	var shapes []uint64
+	for {
+		r, err := stream.Recv()
+		if err != nil {
+			return nil
+		}
+		switch k := r.Kind.(type) {
+		case *placementv1.VerdictsRequest_Subscribe:
+			f.smu.Lock()
+			f.subscribes++
+			f.smu.Unlock()
+			shapes = append(shapes, k.Subscribe.ShapeId)
+			if err := stream.Send(f.verdicts(nil, k.Subscribe.ShapeId, true)); err != nil {
+				return err
+			}
+		case *placementv1.VerdictsRequest_Reserve:
+			node := k.Reserve.NodeName
+			f.smu.Lock()
+			f.reserves = append(f.reserves, k.Reserve.Pod.GetUid()+"@"+node)
+			f.smu.Unlock()
+			if first && f.breakAfterReserve {
+				return nil // the stream breaks before the ack
+			}
+			time.Sleep(f.ackDelay)
+			if f.holdAcks {
+				continue
+			}
+			for _, s := range shapes {
+				if err := stream.Send(f.verdicts(map[string]bool{node: true}, s, false)); err != nil {
+					return err
+				}
+			}
+			ack := &placementv1.BookingAck{BookingId: k.Reserve.BookingId, Done: true, BookingsGeneration: 9}
+			if err := stream.Send(&placementv1.VerdictsUpdate{Kind: &placementv1.VerdictsUpdate_Ack{Ack: ack}}); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+func (f *streamingPlacement) counts() (filters, scoreCalls, subscribes int, reserves []string) {
+	f.mu.Lock()
+	filters, scoreCalls = len(f.filters), len(f.scoreReqs)
+	f.mu.Unlock()
+	f.smu.Lock()
+	defer f.smu.Unlock()
+	return filters, scoreCalls, f.subscribes, append([]string(nil), f.reserves...)
+}
+
+func newStreaming() *streamingPlacement {
+	return &streamingPlacement{
+		fakePlacement: fakePlacement{
+			refused: map[string]string{"n2": "membw 91% > 80% on NUMA node 0", "n3": "isolation: a latency-critical pod runs here"},
+			scores:  map[string]int32{"n1": 9, "n4": 2},
+		},
+		nodes: []string{"n1", "n2", "n3", "n4"},
+	}
+}
+
+// streamedPlugin serves f and returns a plugin whose table for testPod's
+// shape is ready.
+func streamedPlugin(t *testing.T, f *streamingPlacement, a Args) *Plugin {
+	t.Helper()
+	a.Address, a.Insecure = serveServer(t, f), true
+	on := true
+	a.StreamedVerdicts = &on
+	p := newPlugin(t, a)
+	// The first two pods of the shape take the calls; the second subscribes it.
+	for i := 0; i < 2; i++ {
+		if _, st := p.PreFilter(context.Background(), framework.NewCycleState(), testPod(), nil); st != nil {
+			t.Fatal(st)
+		}
+		if _, _, subs, _ := f.counts(); i == 0 && subs != 0 {
+			t.Fatalf("the shape's first pod subscribed it")
+		}
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for p.verdicts.table(podMessage(testPod())) == nil {
+		if time.Now().After(deadline) {
+			t.Fatal("the shape's table never arrived")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	return p
+}
+
+// serveServer starts srv on a free loopback port, plaintext.
+func serveServer(t *testing.T, srv placementv1.PlacementServer) string {
+	t.Helper()
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := grpc.NewServer()
+	placementv1.RegisterPlacementServer(s, srv)
+	go func() { _ = s.Serve(lis) }()
+	t.Cleanup(s.Stop)
+	return lis.Addr().String()
+}
+
+func shapeReplica(uid string) *v1.Pod {
+	p := testPod()
+	p.UID = types.UID(uid)
+	p.Name = "indexer-" + uid
+	return p
+}
+
+type cycleResult struct {
+	refused map[string]string
+	scores  map[string]int64
+}
+
+// runCycle runs PreFilter, Filter on every node, PreScore and Score on the
+// feasible ones.
+func runCycle(t *testing.T, p *Plugin, pod *v1.Pod, nodes []string) cycleResult {
+	t.Helper()
+	ctx := context.Background()
+	state := framework.NewCycleState()
+	if _, st := p.PreFilter(ctx, state, pod, nil); st != nil {
+		t.Fatalf("PreFilter: %v", st)
+	}
+	res := cycleResult{refused: map[string]string{}, scores: map[string]int64{}}
+	var feasible []fwk.NodeInfo
+	for _, n := range nodes {
+		if st := p.Filter(ctx, state, pod, nodeInfo(n)); st != nil {
+			res.refused[n] = st.Message()
+			continue
+		}
+		feasible = append(feasible, nodeInfo(n))
+	}
+	if st := p.PreScore(ctx, state, pod, feasible); st != nil {
+		t.Fatalf("PreScore: %v", st)
+	}
+	for _, n := range feasible {
+		s, st := p.Score(ctx, state, pod, n)
+		if st != nil {
+			t.Fatalf("Score(%s): %v", n.Node().Name, st)
+		}
+		res.scores[n.Node().Name] = s
+	}
+	return res
+}
+
+func TestStreamedVerdictsServeAKnownShapeWithoutCalls(t *testing.T) {
+	f := newStreaming()
+	p := streamedPlugin(t, f, Args{})
+	filters0, scores0, subs, _ := f.counts()
+	if filters0 != 2 || subs != 1 {
+		t.Fatalf("the first two pods: %d Filter calls and %d subscriptions, want 2 and 1", filters0, subs)
+	}
+	nodes := append(f.nodes, "unknown")
+	got := runCycle(t, p, shapeReplica("uid-2"), nodes)
+	filters, scoreCalls, _, _ := f.counts()
+	if filters != filters0 || scoreCalls != scores0 {
+		t.Errorf("a known shape made calls: Filter %d -> %d, Score %d -> %d", filters0, filters, scores0, scoreCalls)
+	}
+	want := cycleResult{
+		refused: map[string]string{"n2": "neighborly: membw 91% > 80% on NUMA node 0", "n3": "neighborly: isolation: a latency-critical pod runs here"},
+		// n1, n4 as the table says; a node without telemetry gets the blind score.
+		scores: map[string]int64{"n1": 9, "n4": 2, "unknown": 5},
+	}
+	if !equalCycle(got, want) {
+		t.Errorf("streamed cycle = %+v, want %+v", got, want)
+	}
+	// The same pod through the calls (the plugin with the stream off) agrees.
+	a := Args{Address: p.args.Address, Insecure: true}
+	off := false
+	a.StreamedVerdicts = &off
+	sync := runCycle(t, newPlugin(t, a), shapeReplica("uid-3"), nodes)
+	// The fake's Score call leaves out nodes it has no score for: the plugin's
+	// neutral 5, the blind score the table gives them.
+	if !equalCycle(sync, want) {
+		t.Errorf("synchronous cycle = %+v, want %+v", sync, want)
+	}
+}
+
+func equalCycle(a, b cycleResult) bool {
+	if len(a.refused) != len(b.refused) || len(a.scores) != len(b.scores) {
+		return false
+	}
+	for k, v := range a.refused {
+		if b.refused[k] != v {
+			return false
+		}
+	}
+	for k, v := range a.scores {
+		if w, ok := b.scores[k]; !ok || w != v {
+			return false
+		}
+	}
+	return true
+}
+
+func TestStreamedReserveIsAckedAfterItsDeltaAndItsNodeWaits(t *testing.T) {
+	f := newStreaming()
+	f.ackDelay = 150 * time.Millisecond
+	p := streamedPlugin(t, f, Args{})
+	start := time.Now()
+	if st := p.Reserve(context.Background(), framework.NewCycleState(), shapeReplica("uid-2"), "n1"); st != nil {
+		t.Fatal(st)
+	}
+	if d := time.Since(start); d > 50*time.Millisecond {
+		t.Errorf("Reserve waited %v for the extender", d)
+	}
+	state := framework.NewCycleState()
+	pod := shapeReplica("uid-3")
+	if _, st := p.PreFilter(context.Background(), state, pod, nil); st != nil {
+		t.Fatal(st)
+	}
+	// n4 has no booking in flight: answered at once.
+	start = time.Now()
+	if st := p.Filter(context.Background(), state, pod, nodeInfo("n4")); st != nil {
+		t.Errorf("Filter(n4) = %v", st)
+	}
+	if d := time.Since(start); d > 50*time.Millisecond {
+		t.Errorf("Filter on a node without a pending booking waited %v", d)
+	}
+	// n1 waits for the ack, and then sees the booking's verdict.
+	st := p.Filter(context.Background(), state, pod, nodeInfo("n1"))
+	if st == nil || !strings.Contains(st.Message(), "booked") {
+		t.Errorf("Filter(n1) after the booking = %v, want the refusal the ack came after", st)
+	}
+	if d := time.Since(start); d < 100*time.Millisecond {
+		t.Errorf("Filter(n1) answered after %v, before the ack", d)
+	}
+	if _, _, _, reserves := f.counts(); len(reserves) != 1 || reserves[0] != "uid-2@n1" {
+		t.Errorf("reserves on the stream = %v", reserves)
+	}
+	if f.reserved != nil {
+		t.Errorf("synchronous Reserve calls = %v, want none", f.reserved)
+	}
+}
+
+func TestStreamedPendingNodeFailsOpenAtTheDeadline(t *testing.T) {
+	f := newStreaming()
+	f.holdAcks = true
+	p := streamedPlugin(t, f, Args{FilterTimeout: Duration{80 * time.Millisecond}})
+	if st := p.Reserve(context.Background(), framework.NewCycleState(), shapeReplica("uid-2"), "n2"); st != nil {
+		t.Fatal(st)
+	}
+	state := framework.NewCycleState()
+	pod := shapeReplica("uid-3")
+	if _, st := p.PreFilter(context.Background(), state, pod, nil); st != nil {
+		t.Fatal(st)
+	}
+	start := time.Now()
+	// n2 is refused in the table, but its booking is never acked: the plugin
+	// does not decide on the stale verdict, it lets the node through.
+	if st := p.Filter(context.Background(), state, pod, nodeInfo("n2")); st != nil {
+		t.Errorf("Filter(n2) with its booking unacked past the deadline = %v, want fail-open", st)
+	}
+	if d := time.Since(start); d < 60*time.Millisecond || d > 2*time.Second {
+		t.Errorf("waited %v, want about the 80ms deadline", d)
+	}
+}
+
+func TestStreamedReconnectResendsUnackedBookings(t *testing.T) {
+	f := newStreaming()
+	f.breakAfterReserve = true
+	p := streamedPlugin(t, f, Args{})
+	if st := p.Reserve(context.Background(), framework.NewCycleState(), shapeReplica("uid-2"), "n4"); st != nil {
+		t.Fatal(st)
+	}
+	// The first stream ends without the ack; the second gets the booking
+	// again, acks it, and the shape's table is fetched again.
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		_, _, subs, reserves := f.counts()
+		if len(reserves) == 2 && subs == 2 && p.verdicts.pendingTotal.Load() == 0 {
+			if reserves[0] != "uid-2@n4" || reserves[1] != "uid-2@n4" {
+				t.Errorf("reserves = %v", reserves)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after the reconnect: reserves %v, subscriptions %d, pending %d", reserves, subs, p.verdicts.pendingTotal.Load())
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	got := runCycle(t, p, shapeReplica("uid-3"), f.nodes)
+	if !strings.Contains(got.refused["n4"], "booked") {
+		t.Errorf("after the reconnect n4 = %q, want the booking's verdict", got.refused["n4"])
+	}
+}
