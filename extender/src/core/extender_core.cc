@@ -1017,6 +1017,24 @@ void ExtenderCore::ForEachReport(const std::function<void(const tv1::NodeReport&
   }
 }
 
+void ExtenderCore::PodClasses(std::string_view node,
+                              google::protobuf::RepeatedPtrField<tv1::PodClass>* out) const {
+  const ClusterState::View view = impl_->state.view();
+  const ClusterState::Entry* entry = view.Find(node);
+  const NodeSnapshot* snap = entry != nullptr ? entry->snapshot.load() : nullptr;
+  if (snap == nullptr) return;
+  const auto& pods = snap->report.pods();
+  const size_t n = std::min<size_t>(pods.size(), snap->profile.pods.size());
+  out->Reserve(static_cast<int>(n));
+  for (size_t i = 0; i < n; ++i) {
+    const ResidentPod& resident = snap->profile.pods[i];
+    tv1::PodClass* c = out->Add();
+    c->set_uid(pods[static_cast<int>(i)].uid());
+    c->set_workload_class(std::string(ContentionClassName(resident.contention_class)));
+    c->set_source(std::string(ClassSourceName(resident.source)));
+  }
+}
+
 size_t ExtenderCore::MarkAntagonists(const std::set<std::string>& workloads) {
   size_t marked = 0;
   for (const std::string& key : workloads) {

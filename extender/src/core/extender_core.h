@@ -222,6 +222,11 @@ class ExtenderCore : public Decider {
   // reference is valid only during the call).
   std::optional<telemetry::v1::NodeReport> Report(std::string_view name) const;
   void ForEachReport(const std::function<void(const telemetry::v1::NodeReport&)>& visit) const;
+  // Issue 27: the class the model resolved for each pod of `node`'s newest
+  // report (uid, class, source), for the agent's resctrl allocator (the
+  // telemetry ack's AllocationPolicy.pods); empty when the node has none.
+  void PodClasses(std::string_view node,
+                  google::protobuf::RepeatedPtrField<telemetry::v1::PodClass>* out) const;
   // Feedback from interference attribution (issue 26): each workload named
   // repeatedly as an antagonist is an aggressor in placement from now on (its
   // residents and its next replicas are treated as batch). Returns how many

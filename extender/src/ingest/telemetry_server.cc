@@ -180,7 +180,12 @@ class ReportReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grp
     counters_.reports_accepted.fetch_add(1, std::memory_order_relaxed);
     tv1::ReportAck ack;
     ack.set_sequence(sequence);
-    if (policy_.allocation_policy) *ack.mutable_allocation_policy() = *policy_.allocation_policy;
+    if (policy_.allocation_policy) {
+      *ack.mutable_allocation_policy() = *policy_.allocation_policy;
+      // The model's class of each of the node's pods: the agent caps an
+      // unlabelled streamer the model calls batch, not only annotated ones.
+      core_.PodClasses(node, ack.mutable_allocation_policy()->mutable_pods());
+    }
     if (const std::optional<absl::Duration> ask = service_.pacer().Observe(window_end, window)) {
       const int64_t ns = absl::ToInt64Nanoseconds(*ask);
       ack.mutable_interval()->set_seconds(ns / 1'000'000'000);

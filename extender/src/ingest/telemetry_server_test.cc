@@ -2,6 +2,7 @@
 #include "extender/src/ingest/telemetry_server.h"
 
 #include <chrono>
+#include <map>
 #include <string>
 #include <thread>
 
@@ -238,10 +239,30 @@ TEST(TelemetryAllocationTest, AckCarriesThePolicy) {
   ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(20));
   auto stream = stub->Report(&ctx);
   for (uint64_t seq = 1; seq <= 2; ++seq) {
-    ASSERT_TRUE(stream->Write(TwoSocketNode("node-1", seq)));
+    tv1::NodeReport report = TwoSocketNode("node-1", seq);
+    // An annotated service, an unlabelled streamer, a quiet unlabelled pod.
+    AddPod(report, {.uid = "lc",
+                    .name = "article",
+                    .annotations = {{"neighborly.io/class", "latency-critical"}},
+                    .membw_bytes_per_second = 2'800'000'000});
+    AddPod(report, {.uid = "scan", .name = "scan", .membw_bytes_per_second = 22'100'000'000});
+    AddPod(report, {.uid = "web", .name = "web", .membw_bytes_per_second = 100'000'000});
+    ASSERT_TRUE(stream->Write(report));
     tv1::ReportAck ack;
     ASSERT_TRUE(stream->Read(&ack));
     ASSERT_TRUE(ack.has_allocation_policy()) << seq;
+    // The model's class of each pod: the streamer is batch though unlabelled.
+    ASSERT_EQ(ack.allocation_policy().pods_size(), 3) << seq;
+    std::map<std::string, std::string> classes, sources;
+    for (const tv1::PodClass& pod : ack.allocation_policy().pods()) {
+      classes[pod.uid()] = pod.workload_class();
+      sources[pod.uid()] = pod.source();
+    }
+    EXPECT_EQ(classes["lc"], "latency-critical");
+    EXPECT_EQ(sources["lc"], "annotation");
+    EXPECT_EQ(classes["scan"], "batch");
+    EXPECT_EQ(sources["scan"], "measured");
+    EXPECT_EQ(classes["web"], "standard");
     ASSERT_EQ(ack.allocation_policy().classes_size(), 1);
     const tv1::ClassAllocation& c = ack.allocation_policy().classes(0);
     EXPECT_EQ(c.workload_class(), "batch");

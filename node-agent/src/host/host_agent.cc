@@ -118,6 +118,11 @@ class HostAgentImpl final : public HostAgent {
                               .mba_percent = c.mba_percent(),
                               .mba_mbps = c.mba_mbps()});
     }
+    for (const tv1::PodClass& pod : policy->pods()) {
+      if (!pod.uid().empty() && !pod.workload_class().empty()) {
+        view.pod_classes[pod.uid()] = absl::AsciiStrToLower(pod.workload_class());
+      }
+    }
     policy_ = std::move(view);
   }
 

@@ -250,10 +250,16 @@ void ResctrlAllocator::Sync(const std::optional<AllocationPolicyView>& policy,
     for (const auto& [id, v] : line.values) ids.insert(id);
   }
 
+  // Each pod's class: the extender's model where it names one, else the annotation.
+  auto class_of = [&](const AllocPod& pod) -> std::string_view {
+    auto it = policy->pod_classes.find(pod.uid);
+    return it != policy->pod_classes.end() ? std::string_view(it->second)
+                                           : std::string_view(pod.workload_class);
+  };
   // Where the latency-critical pods are: their L3 domains, and those domains' NUMA nodes.
   std::set<uint32_t> lc_l3, lc_numa;
   for (const AllocPod& pod : pods) {
-    if (pod.workload_class != kLatencyCritical) continue;
+    if (class_of(pod) != kLatencyCritical) continue;
     lc_l3.insert(pod.l3_domains.begin(), pod.l3_domains.end());
     for (uint32_t d : pod.l3_domains) {
       if (auto it = l3_numa.find(d); it != l3_numa.end()) {
@@ -274,7 +280,7 @@ void ResctrlAllocator::Sync(const std::optional<AllocationPolicyView>& policy,
     // The pods of this class beside a latency-critical one.
     std::vector<const AllocPod*> members;
     for (const AllocPod& pod : pods) {
-      if (pod.workload_class != cls.workload_class) continue;
+      if (class_of(pod) != cls.workload_class) continue;
       std::set<uint32_t> numa;
       for (uint32_t d : pod.l3_domains) {
         const std::set<uint32_t> n = domain_numa(d);

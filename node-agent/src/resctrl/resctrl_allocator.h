@@ -44,12 +44,18 @@ struct ClassCapPolicy {
 
 struct AllocationPolicyView {
   std::vector<ClassCapPolicy> classes = {};
+  // uid -> the class the extender's model resolved for the pod (the ack's
+  // AllocationPolicy.pods): it wins over the pod's annotation, so a pod the
+  // model calls batch from its measurements is capped though unlabelled.
+  std::map<std::string, std::string, std::less<>> pod_classes = {};
 };
 
 // A pod as the allocator needs it.
 struct AllocPod {
   std::string uid = {};
-  std::string workload_class = {};  // neighborly.io/class: "batch", "latency-critical"
+  // neighborly.io/class: "batch", "latency-critical"; used where the policy
+  // names no class for the pod (AllocationPolicyView::pod_classes).
+  std::string workload_class = {};
   std::set<uint32_t> l3_domains = {};  // where its CPUs are (every domain for the shared pool)
   std::vector<int> tids = {};
 };

@@ -178,6 +178,40 @@ TEST(ResctrlAllocatorTest, IntelCapsTheSharedDomainAndMovesMonGroups) {
   EXPECT_TRUE(host->fake->IsDirectory(monitor.GroupDir(kBatch)));
 }
 
+// The extender's model names each pod's class in the ack: an unlabelled
+// streaming Job it measured as an aggressor is capped like a labelled one,
+// and its class wins over an annotation the agent reads (which the model
+// itself honours first; here it says "standard" for a pod annotated batch).
+TEST(ResctrlAllocatorTest, ModelClassFromTheAckWinsOverTheAnnotation) {
+  std::unique_ptr<Host> host = IntelCatMba();
+  ResctrlAllocator allocator(*host->fake, host->Detect(), /*enabled=*/true);
+  ASSERT_TRUE(allocator.Start().ok());
+  std::vector<AllocPod> pods = Pods();
+  pods[1].workload_class = "";  // the streamer: no annotation
+  pods[2].l3_domains = {0};     // annotated batch, beside the latency-critical pod
+
+  // Without the model's classes only the annotated pod is capped.
+  allocator.Sync(BatchPolicy(0.25, 50), pods, kTwoSockets);
+  EXPECT_EQ(allocator.GroupOf(kBatch), "");
+  EXPECT_EQ(allocator.GroupOf(kFar), "neighborly-batch");
+
+  AllocationPolicyView policy = BatchPolicy(0.25, 50);
+  policy.pod_classes = {{kBatch, "batch"}, {kFar, "standard"}};
+  allocator.Sync(policy, pods, kTwoSockets);
+  EXPECT_EQ(allocator.GroupOf(kBatch), "neighborly-batch");
+  EXPECT_EQ(allocator.GroupOf(kFar), "");
+  // (The fake kernel appends to tasks files: the streamer's threads joined,
+  // the annotated pod's went back to the default group.)
+  EXPECT_THAT(host->Read("/sys/fs/resctrl/neighborly-batch/tasks"), HasSubstr("200\n201\n"));
+  EXPECT_THAT(host->Read("/sys/fs/resctrl/tasks"), HasSubstr("300\n"));
+
+  // The model also says where the latency-critical pods are: with none, nothing is capped.
+  policy.pod_classes[kLc] = "standard";
+  allocator.Sync(policy, pods, kTwoSockets);
+  EXPECT_THAT(allocator.caps(), IsEmpty());
+  EXPECT_FALSE(host->fake->Exists("/sys/fs/resctrl/neighborly-batch"));
+}
+
 // AMD: MBA in 1/8 GB/s per CCX. In NPS4 two CCDs share a NUMA node: a batch
 // pod on the other CCD of the latency-critical pod's node gets the bandwidth
 // cap, not the cache cap (it does not share that L3).
