@@ -20,7 +20,7 @@
 #                       (default build/bench-scheduler/<UTC time>)
 #   NEIGHBORLY_BENCH_CPUPROFILE=1  a CPU profile of the test process per workload
 #   NEIGHBORLY_EXTENDER=PATH  another neighborly-extender binary (default: BUILD_DIR's)
-#   NEIGHBORLY_PLUGIN_STREAMED=1  the plugin with streamedVerdicts: true (0: false, the default)
+#   NEIGHBORLY_PLUGIN_STREAMED=0  the plugin with streamedVerdicts: false, the calls in every cycle (1: true, the default)
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="$(realpath "${1:-${root}/build/default}")"

@@ -145,6 +145,26 @@ func (e *extender) requests(t *testing.T) map[string]int {
 	return counts
 }
 
+var placementTotal = regexp.MustCompile(`(?m)^neighborly_placement_requests_total\{method="([A-Za-z]+)",code="([A-Z_]+)"\} (\d+)`)
+
+// placementRequests returns neighborly_placement_requests_total by method and
+// code ("VerdictsReserve/OK").
+func (e *extender) placementRequests(t *testing.T) map[string]int {
+	t.Helper()
+	resp, err := e.client.Get(e.url("/metrics"))
+	if err != nil {
+		t.Fatalf("scraping the extender's /metrics: %v", err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	counts := map[string]int{}
+	for _, m := range placementTotal.FindAllStringSubmatch(string(body), -1) {
+		n, _ := strconv.Atoi(m[3])
+		counts[m[1]+"/"+m[2]] += n
+	}
+	return counts
+}
+
 // schedulerConfig renders the chart's KubeSchedulerConfiguration (the
 // scheduler ConfigMap of mode second-scheduler) and adapts exactly two things
 // to a process outside a cluster: clientConnection.kubeconfig (in a pod it is

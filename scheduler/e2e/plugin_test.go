@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -119,6 +120,48 @@ func TestNeighborlySchedulerWithPlugin(t *testing.T) {
 			t.Errorf("%s/%s bound to %s; the demo says Neighborly picks %s (scores %v)", pod.Namespace, pod.Name, got, picks[i].node, picks[i].scores)
 		}
 	}
+
+	// Issue 25, streamedVerdicts: replicas of a controller share a shape (the
+	// name is not part of it: docs/placement.md, "Streamed verdicts"). The
+	// Job's first pod above was its shape's first; the second subscribes it
+	// (its cycle makes the calls); the third is placed from the streamed
+	// table: no Filter or Score call for it, its Reserve on the stream.
+	owned := pods[len(pods)-1]
+	if len(owned.OwnerReferences) == 0 {
+		t.Fatalf("%s/%s: the incoming pods' last is expected to carry its Job's owner reference", owned.Namespace, owned.Name)
+	}
+	var replica *v1.Pod
+	var got string
+	for i := 1; i <= 2; i++ {
+		replica = owned.DeepCopy()
+		replica.Name, replica.UID, replica.ResourceVersion = fmt.Sprintf("%s-replica-%d", owned.Name, i), "", ""
+		createPod(t, cp, replica)
+		got = waitScheduled(t, cp, replica.Namespace, replica.Name, 60*time.Second)
+		if i == 1 {
+			// The subscription's full table arrives within the extender's
+			// refresh (50 ms); give it a moment on a loaded machine.
+			for deadline := time.Now().Add(10 * time.Second); ext.placementRequests(t)["VerdictsSubscribe/OK"] < 1; {
+				if time.Now().After(deadline) {
+					t.Fatalf("the plugin did not subscribe the replicas' shape on the Verdicts stream: %v", ext.placementRequests(t))
+				}
+				time.Sleep(100 * time.Millisecond)
+			}
+			time.Sleep(500 * time.Millisecond)
+		}
+	}
+	verbs := ext.decisionVerbs(t, replica.Namespace, replica.Name)
+	joined := strings.Join(verbs, " ")
+	if !strings.Contains(joined, "placement.reserve@"+got) || strings.Contains(joined, "placement.filter") ||
+		strings.Contains(joined, "placement.score") {
+		t.Errorf("%s/%s: decisions %v, want the streamed path's (placement.reserve@%s only, no filter or score call)",
+			replica.Namespace, replica.Name, verbs, got)
+	}
+	streamed := ext.placementRequests(t)
+	if streamed["VerdictsSubscribe/OK"] < 1 || streamed["VerdictsReserve/OK"] < 1 {
+		t.Errorf("the extender's placement requests %v: the plugin did not use the Verdicts stream", streamed)
+	}
+	t.Logf("%s/%s bound to %s from the streamed table; decisions %v, placement requests %v",
+		replica.Namespace, replica.Name, got, verbs, streamed)
 
 	// failOpen: false and a hung extender: the pod waits, with an event naming
 	// Neighborly, and is bound once the extender answers again.

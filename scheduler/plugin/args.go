@@ -54,8 +54,7 @@ type Args struct {
 	// extender. False: the pod waits for the extender (its cycle fails and it
 	// is retried).
 	FailOpen *bool `json:"failOpen,omitempty"`
-	// StreamedVerdicts (default false until the real scheduler is seen to use
-	// the tables; issue 25): Filter and Score read the
+	// StreamedVerdicts (default true; issue 25): Filter and Score read the
 	// extender's verdict tables, kept current over one long-lived stream,
 	// instead of calling it in every cycle (a pod shape seen for the first
 	// time takes the calls once); Reserve and Unreserve go on that stream
@@ -110,8 +109,8 @@ func (a *Args) SetDefaults() {
 		a.FailOpen = &t
 	}
 	if a.StreamedVerdicts == nil {
-		f := false
-		a.StreamedVerdicts = &f
+		t := true
+		a.StreamedVerdicts = &t
 	}
 }
 

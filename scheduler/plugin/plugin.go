@@ -35,7 +35,7 @@ const (
 //	Reserve   -> Reserve: the extender books the pod on the chosen node.
 //	Unreserve -> Unreserve: the booking is released.
 //
-// With StreamedVerdicts (off by default), a pod whose shape's verdict table the
+// With StreamedVerdicts (on by default), a pod whose shape's verdict table the
 // plugin holds makes no call in its cycle: PreFilter picks the table, Filter
 // and Score read it (verdicts.go), Reserve and Unreserve go on the stream
 // without waiting; the first pod of a shape makes the calls above and
