@@ -3,6 +3,7 @@ package plugin
 import (
 	"context"
 	"sort"
+	"strings"
 
 	v1 "k8s.io/api/core/v1"
 	fwk "k8s.io/kube-scheduler/framework"
@@ -26,8 +27,12 @@ var _ fwk.SignPlugin = (*Plugin)(nil)
 type podShape struct {
 	Namespace string `json:"namespace"`
 	// Only for a pod without owner references: the extender takes its
-	// workload key from its name and labels.
+	// workload key from its name and labels. A generated suffix
+	// (generateName's five characters) is cut off, NameStem says so: bare
+	// pods of one generateName share a shape, as the extender gives them
+	// one workload key (extender/src/model/workload_key.h).
 	Name           string            `json:"name,omitempty"`
+	NameStem       bool              `json:"nameStem,omitempty"`
 	Labels         map[string]string `json:"labels,omitempty"`
 	Annotations    map[string]string `json:"annotations,omitempty"`
 	QOSClass       string            `json:"qos,omitempty"`
@@ -71,7 +76,7 @@ func shapeOf(m *placementv1.Pod) podShape {
 		shape.Owners = append(shape.Owners, ownerShape{Kind: o.Kind, Name: o.Name, Controller: o.Controller})
 	}
 	if len(shape.Owners) == 0 {
-		shape.Name = m.Name
+		shape.Name, shape.NameStem = nameStem(m.Name, m.Labels)
 	}
 	// The order of owner references carries no meaning; containers' order
 	// does (init containers run in order, NUMA admission follows it).
@@ -89,4 +94,32 @@ func shapeOf(m *placementv1.Pod) podShape {
 		shape.InitContainers = append(shape.InitContainers, containerShape{c.CpuRequestMillicores, c.CpuLimitMillicores, c.MemoryRequestBytes, c.MemoryLimitBytes})
 	}
 	return shape
+}
+
+// generatedAlphabet is the alphabet of the API server's generated name
+// suffixes (k8s.io/apiserver's names.SimpleNameGenerator, via
+// utilrand.String).
+const generatedAlphabet = "bcdfghjklmnpqrstvwxz2456789"
+
+// nameStem is a bare pod's name as the extender's workload key reads it: the
+// name without a generated five-character suffix ("pod-x2k4q" -> "pod",
+// true), or the whole name where there is none or where the suffix can
+// matter to the key (a controller-revision-hash label: the StatefulSet rule
+// reads an all-digit suffix as an ordinal). Every other rule of the
+// extender's WorkloadKeyFromLabels reads only what comes before the suffix
+// or the labels, so two pods with the same stem and labels get the same key.
+func nameStem(name string, labels map[string]string) (string, bool) {
+	if _, ok := labels["controller-revision-hash"]; ok {
+		return name, false
+	}
+	dash := strings.LastIndexByte(name, '-')
+	if dash <= 0 || len(name)-dash-1 != 5 {
+		return name, false
+	}
+	for _, c := range name[dash+1:] {
+		if !strings.ContainsRune(generatedAlphabet, c) {
+			return name, false
+		}
+	}
+	return name[:dash], true
 }

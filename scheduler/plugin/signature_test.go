@@ -73,3 +73,45 @@ func TestSignPodCoversWhatTheVerdictReads(t *testing.T) {
 		}
 	}
 }
+
+// Bare pods of one generateName (scheduler_perf's, a script's) share a
+// shape: the extender gives them one workload key. A name without a
+// generated suffix, or a StatefulSet's labels, keep the whole name.
+func TestSignPodBarePodsOfOneGenerateNameSignAlike(t *testing.T) {
+	p := &Plugin{}
+	bare := func(uid, name string, labels map[string]string) *v1.Pod {
+		pod := replica(uid, name)
+		pod.OwnerReferences = nil
+		pod.Labels = labels
+		return pod
+	}
+	a := signature(t, p, bare("u1", "pod-x2k4q", nil))
+	if got := signature(t, p, bare("u2", "pod-b7dzm", nil)); got != a {
+		t.Errorf("two pods of generateName pod- sign differently:\n%s\n%s", a, got)
+	}
+	for name, pod := range map[string]*v1.Pod{
+		"another generateName":     bare("u3", "job-x2k4q", nil),
+		"no generated suffix":      bare("u4", "pod", nil),
+		"a suffix outside the set": bare("u5", "pod-x2k4a", nil),
+		"a suffix of six":          bare("u6", "pod-x2k4qq", nil),
+		"an owner":                 replica("u7", "pod-x2k4q"),
+	} {
+		if got := signature(t, p, pod); got == a {
+			t.Errorf("%s: signs like pod-x2k4q:\n%s", name, got)
+		}
+	}
+	// The StatefulSet rule reads an all-digit suffix ("db-24567": ordinal
+	// 24567): with its labels the name is kept whole.
+	sts := map[string]string{"controller-revision-hash": "db-5d8f", "statefulset.kubernetes.io/pod-name": "x"}
+	if signature(t, p, bare("u8", "db-24567", sts)) == signature(t, p, bare("u9", "db-bcdfg", sts)) {
+		t.Errorf("pods with StatefulSet labels sign alike across their suffixes")
+	}
+	for _, c := range []struct {
+		name, stem string
+		cut        bool
+	}{{"pod-x2k4q", "pod", true}, {"a-b-22222", "a-b", true}, {"-x2k4q", "-x2k4q", false}, {"web", "web", false}} {
+		if stem, cut := nameStem(c.name, nil); stem != c.stem || cut != c.cut {
+			t.Errorf("nameStem(%q) = %q, %v; want %q, %v", c.name, stem, cut, c.stem, c.cut)
+		}
+	}
+}
