@@ -513,6 +513,39 @@ TEST_F(StreamedParityTest, SameRefusalsReasonsScoresAndBookingsStreamedAndCalled
             static_cast<uint64_t>(booking_id_));
 }
 
+// A node whose telemetry arrives after the subscription joins the table as
+// one delta; the nodes already sent are not sent again (a refresh compares
+// what it sent slot by slot, and matches slots by name when the node list
+// changes).
+TEST_F(StreamedParityTest, ANodeJoiningLaterArrivesAsOneDelta) {
+  const json incoming = json::parse(ReadFile(std::string(NEIGHBORLY_SOURCE_DIR) +
+                                             "/deploy/examples/content-platform-incoming.json"));
+  const pv1::Pod pod = ToProto(incoming["pods"][0]);
+  const Table& table = TableFor(pod);
+  ASSERT_EQ(table.nodes.size(), 6u);
+  const std::map<std::string, Verdict> before = table.nodes;
+
+  absl::StatusOr<agent::Scenario> scenario = agent::LoadScenarioFile(
+      std::string(NEIGHBORLY_SOURCE_DIR) + "/deploy/examples/content-platform.yaml");
+  ASSERT_TRUE(scenario.ok()) << scenario.status();
+  telemetry::v1::NodeReport node = scenario->nodes.front();
+  node.set_node_name("node-joined-later");
+  agent::SimulatedNode simulated(node, "boot-node-joined-later");
+  ASSERT_TRUE(
+      stream_core_.Ingest(simulated.NextReport(clock_.Now() - absl::Seconds(1), absl::Seconds(1)))
+          .ok());
+  const int deltas = deltas_;
+  while (!table.nodes.contains("node-joined-later") && !HasFailure()) ReadOne();
+  EXPECT_EQ(deltas_ - deltas, 1) << "only the new node's verdict travels";
+  EXPECT_EQ(table.nodes.size(), 7u);
+  for (const auto& [name, verdict] : before) {
+    ASSERT_TRUE(table.nodes.contains(name)) << name;
+    EXPECT_EQ(table.nodes.at(name).feasible, verdict.feasible) << name;
+    EXPECT_EQ(table.nodes.at(name).score, verdict.score) << name;
+    EXPECT_EQ(table.nodes.at(name).reason, verdict.reason) << name;
+  }
+}
+
 TEST_F(StreamedParityTest, BadMessagesAreRefusedByNameAndShapesAreBounded) {
   // A subscription without a pod, a booking without a node: each answered
   // with what is wrong, and the stream goes on.
