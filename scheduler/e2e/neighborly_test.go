@@ -131,18 +131,7 @@ var requestsTotal = regexp.MustCompile(`(?m)^neighborly_extender_http_requests_t
 // requests returns neighborly_extender_http_requests_total by verb and code ("filter/200").
 func (e *extender) requests(t *testing.T) map[string]int {
 	t.Helper()
-	resp, err := e.client.Get(e.url("/metrics"))
-	if err != nil {
-		t.Fatalf("scraping the extender's /metrics: %v", err)
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
-	counts := map[string]int{}
-	for _, m := range requestsTotal.FindAllStringSubmatch(string(body), -1) {
-		n, _ := strconv.Atoi(m[3])
-		counts[m[1]+"/"+m[2]] += n
-	}
-	return counts
+	return e.counts(t, requestsTotal)
 }
 
 var placementTotal = regexp.MustCompile(`(?m)^neighborly_placement_requests_total\{method="([A-Za-z]+)",code="([A-Z_]+)"\} (\d+)`)
@@ -151,6 +140,13 @@ var placementTotal = regexp.MustCompile(`(?m)^neighborly_placement_requests_tota
 // code ("VerdictsReserve/OK").
 func (e *extender) placementRequests(t *testing.T) map[string]int {
 	t.Helper()
+	return e.counts(t, placementTotal)
+}
+
+// counts scrapes the extender's /metrics and sums the samples `series`
+// matches by its two labels ("a/b"); the third group is the value.
+func (e *extender) counts(t *testing.T, series *regexp.Regexp) map[string]int {
+	t.Helper()
 	resp, err := e.client.Get(e.url("/metrics"))
 	if err != nil {
 		t.Fatalf("scraping the extender's /metrics: %v", err)
@@ -158,7 +154,7 @@ func (e *extender) placementRequests(t *testing.T) map[string]int {
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(resp.Body)
 	counts := map[string]int{}
-	for _, m := range placementTotal.FindAllStringSubmatch(string(body), -1) {
+	for _, m := range series.FindAllStringSubmatch(string(body), -1) {
 		n, _ := strconv.Atoi(m[3])
 		counts[m[1]+"/"+m[2]] += n
 	}

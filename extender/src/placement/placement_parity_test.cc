@@ -514,9 +514,8 @@ TEST_F(StreamedParityTest, SameRefusalsReasonsScoresAndBookingsStreamedAndCalled
 }
 
 // A node whose telemetry arrives after the subscription joins the table as
-// one delta; the nodes already sent are not sent again (a refresh compares
-// what it sent slot by slot, and matches slots by name when the node list
-// changes).
+// one delta; the nodes already sent are not sent again (a refresh writes only
+// the verdicts that differ from what it sent).
 TEST_F(StreamedParityTest, ANodeJoiningLaterArrivesAsOneDelta) {
   const json incoming = json::parse(ReadFile(std::string(NEIGHBORLY_SOURCE_DIR) +
                                              "/deploy/examples/content-platform-incoming.json"));
