@@ -351,6 +351,76 @@ void BM_CoreLcRefused(benchmark::State& state) {
 }
 BENCHMARK(BM_CoreLcRefused)->Unit(benchmark::kMicrosecond)->Iterations(7000);
 
+// One refresh of a verdict stream's table (issue 25): 5,000 nodes of 20-pod
+// reports at 1 Hz, the stream's 50 ms between refreshes (250 nodes report
+// in that time, outside the timing) and a booking on one node per refresh,
+// as a plugin's Reserve; one iteration is one refresh of one shape (a
+// standard Burstable pod, SchedulingBasic's). `incremental` 0 is the control:
+// every node visited each refresh, its decision reused when unchanged (the
+// stream before the journal); 1 visits only the nodes the journal lists.
+// Counters: nodes evaluated or visited per refresh, and the share of
+// refreshes that were full.
+void BM_VerdictRefresh(benchmark::State& state) {
+  constexpr int kNodes = 5000;
+  const bool incremental = state.range(0) != 0;
+  FakeClock clock;
+  const absl::Time start = absl::FromUnixSeconds(1'700'000'001);
+  clock.Set(start);
+  extender::ExtenderCore core(ModelConfig{}, clock, {});
+  std::vector<telemetry::v1::NodeReport> reports;
+  for (int i = 0; i < kNodes; ++i) reports.push_back(SoakReport(i, 20));
+  uint64_t next_report = 0;
+  auto report = [&] {
+    telemetry::v1::NodeReport& r = reports[next_report % kNodes];
+    const uint64_t wobble = (next_report / kNodes * 2654435761u + r.sequence()) % 8;
+    ++next_report;
+    r.set_sequence(r.sequence() + 1);
+    r.mutable_window_start()->set_seconds(absl::ToUnixSeconds(clock.Now()) - 1);
+    extender::testing::SetMeasured(r, 0, (8 + wobble) << 20, (5 + wobble) * 1'000'000'000);
+    extender::testing::SetMeasured(r, 1, (4 + wobble) << 20, (3 + wobble) * 1'000'000'000);
+    if (absl::Status st = core.Ingest(r); !st.ok()) {
+      std::fprintf(stderr, "report rejected: %s\n", std::string(st.message()).c_str());
+      std::abort();
+    }
+  };
+  for (int i = 0; i < kNodes; ++i) report();
+  const IncomingPod shape = [] {
+    IncomingPod pod;
+    pod.namespace_name = "bench";
+    pod.name = "pod";
+    pod.qos = extender::QosClass::kBurstable;
+    pod.cpu_request_millicores = 100;
+    pod.memory_request_bytes = int64_t{500} << 20;
+    return pod;
+  }();
+  const std::vector<std::string> names = Names(kNodes);
+  extender::ExtenderCore::VerdictTracker tracker(incremental);
+  extender::ExtenderCore::VerdictChanges changes;
+  core.Verdicts(shape, tracker, changes);  // the table's first, full refresh
+  const extender::ExtenderCore::VerdictRefreshStats before = core.verdict_refresh_stats();
+  uint64_t k = 0;
+  for (auto _ : state) {
+    state.PauseTiming();
+    clock.Set(clock.Now() + absl::Milliseconds(50));
+    const auto due = static_cast<uint64_t>(absl::ToDoubleSeconds(clock.Now() - start) * kNodes);
+    while (next_report < due + kNodes) report();
+    IncomingPod pod = shape;
+    pod.uid = absl::StrFormat("bench-pod-%012d", k);
+    core.Reserve(pod, names[(k * 7919) % kNodes], /*teach=*/false);
+    ++k;
+    state.ResumeTiming();
+    core.Verdicts(shape, tracker, changes);
+    benchmark::DoNotOptimize(changes.decisions.data());
+  }
+  const extender::ExtenderCore::VerdictRefreshStats after = core.verdict_refresh_stats();
+  const double refreshes = static_cast<double>(std::max<uint64_t>(1, state.iterations()));
+  state.counters["nodes_per_refresh"] =
+      static_cast<double>(after.nodes_visited - before.nodes_visited) / refreshes;
+  state.counters["full_share"] = static_cast<double>(after.full - before.full) / refreshes;
+  state.SetLabel(incremental ? "journal: changed nodes only" : "control: every node visited");
+}
+BENCHMARK(BM_VerdictRefresh)->Arg(0)->Arg(1)->ArgName("incremental")->Unit(benchmark::kMicrosecond);
+
 }  // namespace
 }  // namespace neighborly::bench
 

@@ -96,6 +96,18 @@ void AppendStateMetrics(const ExtenderCore& core, PrometheusWriter& page) {
                {{"how", "evaluated"}}, static_cast<double>(reuse.least_harm_evaluated));
   page.Counter("neighborly_extender_least_harm_decisions_total", kLeastHarmDecisionsHelp,
                {{"how", "reused"}}, static_cast<double>(reuse.least_harm_reused));
+  const ExtenderCore::VerdictRefreshStats refreshes = core.verdict_refresh_stats();
+  constexpr std::string_view kRefreshesHelp =
+      "Refreshes of the placement plugin's streamed verdict tables: incremental (only the nodes "
+      "that changed since the last) or full (every node: a new shape, or one that rests on the "
+      "whole fleet).";
+  page.Counter("neighborly_placement_verdict_refreshes_total", kRefreshesHelp,
+               {{"kind", "full"}}, static_cast<double>(refreshes.full));
+  page.Counter("neighborly_placement_verdict_refreshes_total", kRefreshesHelp,
+               {{"kind", "incremental"}}, static_cast<double>(refreshes.incremental));
+  page.Counter("neighborly_placement_verdict_nodes_total",
+               "Nodes the verdict tables' refreshes decided (evaluated, or reused unchanged).", {},
+               static_cast<double>(refreshes.nodes_visited));
   page.Counter("neighborly_extender_least_harm_total",
                "Filter and prioritize requests in which predicted interference refused every "
                "candidate and the least-harm fallback passed the least harmful ones "

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
 #include <random>
 #include <string>
 #include <vector>
@@ -223,6 +224,139 @@ TEST(DecisionReuseTest, LeastHarmFallbackDecidesExactlyAsEvaluatingEveryTime) {
   EXPECT_GT(stats.least_harm_reused, 4 * stats.least_harm_evaluated) << stats.least_harm_evaluated;
   EXPECT_GT(stats.least_harm_evaluated, 0u);
   EXPECT_EQ(evaluating.reuse_stats().least_harm_reused, 0u);
+}
+
+// A verdict tracker (issue 25) keeps each shape's table of every node
+// current by evaluating only what changed: applied refresh after refresh,
+// its tables equal a core's that evaluates every node every time, field by
+// field, while nodes report (busy and quiet by turns, so that a shape comes
+// to be refused everywhere and the least-harm fallback decides), pods are
+// booked, reserved and unreserved, bookings expire, pinned guesses come and
+// go and telemetry goes stale (the whole fleet's, and a few silent nodes'
+// alone); most refreshes visit a few nodes only.
+TEST(VerdictTrackerTest, IncrementalTablesEqualEvaluatingEveryNode) {
+  constexpr int kNodes = 40;
+  FakeClock clock;
+  clock.Set(absl::FromUnixSeconds(1'700'000'000));
+  ModelConfig config;
+  config.booking_ttl = absl::Seconds(3);
+  ExtenderCore tracking(config, clock, {.max_nodes = 64, .reuse_decisions = true});
+  ExtenderCore evaluating(config, clock, {.max_nodes = 64, .reuse_decisions = false});
+  std::vector<uint64_t> sequence(kNodes, 0);
+  bool busy_phase = false;
+  auto report = [&](int n, uint64_t wobble) {
+    const absl::Time window = clock.Now() - absl::Seconds(1);
+    const tv1::NodeReport r = busy_phase || n % 4 == 0 ? BusyReport(n, ++sequence[n], window, wobble)
+                                                       : Report(n, 6, ++sequence[n], window, wobble);
+    ASSERT_TRUE(tracking.Ingest(r).ok());
+    ASSERT_TRUE(evaluating.Ingest(r).ok());
+  };
+  for (int n = 0; n < kNodes; ++n) report(n, 0);
+
+  // The shapes a stream subscribes: pinned latency-critical, batch, hinted,
+  // and a standard pod that pins nothing. No UID, as a stream's.
+  std::vector<IncomingPod> shapes = {Pod(0, 0), Pod(1, 1), Pod(2, 2), Pod(3, 0)};
+  shapes[3].qos = QosClass::kBurstable;
+  shapes[3].wants_exclusive_cpus = false;
+  shapes[3].cpu_limit_millicores = 0;
+  shapes[3].annotations.clear();
+  for (IncomingPod& shape : shapes) shape.uid.clear();
+  std::vector<ExtenderCore::VerdictTracker> trackers(shapes.size());
+  std::vector<std::map<std::string, std::string>> tables(shapes.size());
+  ExtenderCore::VerdictChanges changes;
+  std::vector<std::string_view> names;
+  std::vector<NodeDecision> want;
+  std::vector<std::string> all;
+  for (int n = 0; n < kNodes; ++n) all.push_back(absl::StrFormat("node-%03d", n));
+  const std::vector<std::string_view> candidates(all.begin(), all.end());
+
+  std::mt19937 random(35);
+  size_t incremental = 0, full = 0;
+  std::vector<size_t> full_of(shapes.size(), 0), fallback_of(shapes.size(), 0),
+      visited_of(shapes.size(), 0);
+  constexpr size_t kSteps = 700;
+  std::vector<absl::Time> next_due(kNodes);
+  for (int n = 0; n < kNodes; ++n) next_due[n] = clock.Now() + absl::Milliseconds(25 * n);
+  for (uint64_t k = 0; k < kSteps; ++k) {
+    busy_phase = (k / 150) % 2 == 1;
+    // 0-100 ms between refreshes (the stream's 50 ms), now and then 20 s
+    // (telemetry goes stale until each node reports again).
+    const int step = static_cast<int>(random() % 100);
+    clock.Set(clock.Now() + absl::Milliseconds(k % 250 == 249 ? 20'000 : step));
+    // Each node reports about once a second, as agents do; for a while one
+    // in eight falls silent (its telemetry ages into stale with no report,
+    // so only its decision's expiry can tell).
+    for (int n = 0; n < kNodes; ++n) {
+      if (clock.Now() < next_due[n] || (k >= 300 && k < 420 && n % 8 == 3)) continue;
+      report(n, random() % 8);
+      next_due[n] = clock.Now() + absl::Milliseconds(800 + static_cast<int>(random() % 400));
+    }
+    // The scheduler's side: bindings (exact), guesses (a prioritize books its
+    // best node; a pinned one is remembered as a guess), and unreserves.
+    const IncomingPod pod = Pod(1000 + k, static_cast<int>(random() % 4));
+    const std::string node = all[random() % kNodes];
+    switch (random() % 4) {
+      case 0:
+        ASSERT_EQ(tracking.Reserve(pod, node, false), evaluating.Reserve(pod, node, false));
+        break;
+      case 1:
+        tracking.Prioritize(pod, candidates, want);
+        evaluating.Prioritize(pod, candidates, want);
+        break;
+      case 2: {
+        const std::string uid = absl::StrCat("pod-", 1000 + k - random() % 10);
+        ASSERT_EQ(tracking.Unreserve(uid, node), evaluating.Unreserve(uid, node));
+        break;
+      }
+      default:
+        break;
+    }
+    for (size_t s = 0; s < shapes.size(); ++s) {
+      tracking.Verdicts(shapes[s], trackers[s], changes);
+      ASSERT_EQ(changes.names.size(), changes.decisions.size());
+      ASSERT_EQ(changes.names.size(), changes.ordinals.size());
+      if (changes.full) {
+        tables[s].clear();
+        ++full;
+        ++full_of[s];
+      } else {
+        ++incremental;
+      }
+      for (size_t i = 0; i < changes.names.size(); ++i) {
+        tables[s][std::string(changes.names[i])] = Describe(changes.decisions[i]);
+      }
+      evaluating.FilterKnownNodes(shapes[s], /*teach=*/false, names, want);
+      ASSERT_EQ(tables[s].size(), names.size()) << "step " << k << " shape " << s;
+      bool any_least_harm = false;
+      for (size_t i = 0; i < names.size(); ++i) {
+        ASSERT_EQ(tables[s][std::string(names[i])], Describe(want[i]))
+            << "step " << k << " shape " << s << " node " << names[i]
+            << (changes.full ? " full" : " incremental");
+        any_least_harm = any_least_harm || want[i].least_harm;
+      }
+      if (any_least_harm) ++fallback_of[s];
+      visited_of[s] += changes.names.size();
+    }
+  }
+  const ExtenderCore::VerdictRefreshStats stats = tracking.verdict_refresh_stats();
+  EXPECT_EQ(stats.full, full);
+  EXPECT_EQ(stats.incremental, incremental);
+  // The test means something only if the fallback decided some tables and
+  // most refreshes were incremental, visiting a few nodes each.
+  // The test means something only if the fallback decided many tables
+  // (the pinned latency-critical and hinted shapes, refused on most nodes)
+  // while the standard shape's were all incremental after its first, visiting
+  // a few nodes each, and the batch shape's were whole only when a pinned
+  // guess changed.
+  EXPECT_GT(fallback_of[0] + fallback_of[2], 200u);
+  EXPECT_EQ(full_of[3], 1u);
+  EXPECT_EQ(fallback_of[3], 0u);
+  EXPECT_LT(visited_of[3], kSteps * kNodes / 6);
+  EXPECT_LT(full_of[1], kSteps / 4);
+  EXPECT_GT(full_of[1], 1u);
+  uint64_t visited = 0;
+  for (size_t v : visited_of) visited += v;
+  EXPECT_EQ(stats.nodes_visited, visited);
 }
 
 TEST(DecisionReuseTest, ShapesDifferInWhatEvaluationReads) {

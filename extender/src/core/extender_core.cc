@@ -7,6 +7,7 @@
 #include <limits>
 #include <mutex>
 #include <optional>
+#include <queue>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/numbers.h"
@@ -92,14 +93,26 @@ struct ExtenderCore::Impl {
     std::string key_text;
   };
   Prepared Prepare(const IncomingPod& pod, absl::Time now, bool teach);
-  // `own_reuse`: the caller's decisions to reuse (a verdict stream's; the
-  // request is then evaluated on this thread); `record`: whether the decision
-  // log gets it; `blind_score`: where the score of a node without telemetry
-  // goes.
+  // What a verdict tracker's refresh (issue 25) asks of Decide beyond what a
+  // request does: it is evaluated on this thread with the tracker's own
+  // decisions to reuse, records nothing, and may be a part of the fleet.
+  struct Tracking {
+    DecisionReuse* reuse = nullptr;       // first looks kept for the shape
+    DecisionReuse* least_harm = nullptr;  // the fallback's second looks
+    Prepared* prepared = nullptr;         // the pod's request, prepared once
+    // Whether the least-harm fallback may run: `nodes` is every node with
+    // telemetry (a part of them cannot tell that none passes anywhere).
+    bool fallback = true;
+    int* blind_score = nullptr;  // the score of a node without telemetry
+    bool* fell_back = nullptr;   // whether the fallback ran
+    // Per node: until when its decision holds (InfinitePast: only now).
+    std::vector<absl::Time>* valid_until = nullptr;
+  };
   void Decide(std::string_view verb, const IncomingPod& pod,
               std::span<const std::string_view> nodes, std::vector<NodeDecision>& out, bool book,
-              bool teach, DecisionReuse* own_reuse = nullptr, bool record = true,
-              int* blind_score = nullptr);
+              bool teach, const Tracking* tracking = nullptr);
+  void TrackVerdicts(const IncomingPod& pod, VerdictTracker::State& tracker,
+                     VerdictChanges& changes);
   bool Reserve(const IncomingPod& pod, std::string_view node, bool teach, NodeDecision* decision);
   bool Unreserve(std::string_view pod_uid, std::string_view node);
   NodeSummary Summarize(const ClusterState::Entry& entry, const NodeSnapshot& snap, absl::Time now,
@@ -170,6 +183,10 @@ struct ExtenderCore::Impl {
   std::atomic<uint64_t> least_harm_evaluated{0};
   std::atomic<uint64_t> accepted{0};
   std::atomic<uint64_t> rejected{0};
+  // Verdict trackers' refreshes (issue 25): full, incremental, nodes evaluated.
+  std::atomic<uint64_t> verdicts_full{0};
+  std::atomic<uint64_t> verdicts_incremental{0};
+  std::atomic<uint64_t> verdicts_nodes{0};
   // Nodes with telemetry when the loaded state file was saved (readiness).
   size_t nodes_in_loaded_state = 0;
 };
@@ -366,15 +383,25 @@ ExtenderCore::Impl::Prepared ExtenderCore::Impl::Prepare(const IncomingPod& pod,
 void ExtenderCore::Impl::Decide(std::string_view verb, const IncomingPod& pod,
                                 std::span<const std::string_view> nodes,
                                 std::vector<NodeDecision>& out, bool book, bool teach,
-                                DecisionReuse* own_reuse, bool record, int* blind_score) {
+                                const Tracking* tracking) {
   const absl::Time now = clock.Now();
   ledger.Expire(now);
-  Prepared prepared = Prepare(pod, now, teach);
+  std::optional<Prepared> own_prepared;
+  if (tracking == nullptr || tracking->prepared == nullptr) {
+    own_prepared.emplace(Prepare(pod, now, teach));
+  }
+  Prepared& prepared = own_prepared ? *own_prepared : *tracking->prepared;
   const PodRequest& req = prepared.req;
-  if (blind_score != nullptr) {
+  DecisionReuse* own_reuse = tracking != nullptr ? tracking->reuse : nullptr;
+  const bool record = tracking == nullptr;
+  if (tracking != nullptr && tracking->blind_score != nullptr) {
     NodeDecision blind;
     EvaluateNode(req, nullptr, {}, now, config, blind);
-    *blind_score = blind.score;
+    *tracking->blind_score = blind.score;
+  }
+  if (tracking != nullptr && tracking->fell_back != nullptr) *tracking->fell_back = false;
+  if (tracking != nullptr && tracking->valid_until != nullptr) {
+    tracking->valid_until->assign(nodes.size(), absl::InfinitePast());
   }
   std::string& key_text = prepared.key_text;
   const ClusterState::View view = state.view();
@@ -397,6 +424,7 @@ void ExtenderCore::Impl::Decide(std::string_view verb, const IncomingPod& pod,
   std::unique_lock<std::mutex> reuse_lock;
   if (own_reuse != nullptr) {
     reusing = own_reuse;
+    reusing_least_harm = tracking->least_harm;
   } else if (reuse_decisions && !parallel) {
     for (Reusable& r : reusable) {
       std::unique_lock<std::mutex> lock(r.mu, std::try_to_lock);
@@ -410,6 +438,8 @@ void ExtenderCore::Impl::Decide(std::string_view verb, const IncomingPod& pod,
   // Candidates are looked up in batches, each level's memory fetched for the
   // whole batch before it is used (index slot, entry, snapshot), so that the
   // cache misses of a batch overlap instead of following one another.
+  std::vector<absl::Time>* const valid_until =
+      tracking != nullptr ? tracking->valid_until : nullptr;
   auto evaluate = [&](size_t begin, size_t end) {
     constexpr size_t kBatch = 16;
     // Decisions for pods of this shape (core/decision_reuse.h), when this
@@ -448,6 +478,12 @@ void ExtenderCore::Impl::Decide(std::string_view verb, const IncomingPod& pod,
       std::array<uint8_t, kBatch> missed;
       size_t misses = 0;
       for (size_t j = 0; j < count; ++j) {
+        if (valid_until != nullptr && snapshots[j] != nullptr &&
+            ::neighborly::extender::Reusable(*snapshots[j], booked[j], now)) {
+          (*valid_until)[base + j] =
+              std::min(snapshots[j]->profile.fresh_until,
+                       booked[j] != nullptr ? booked[j]->fold.valid_until : absl::InfiniteFuture());
+        }
         if (reuse != nullptr && snapshots[j] != nullptr &&
             reuse->Find(entries[j]->ordinal, snapshots[j]->generation,
                         booked[j] != nullptr ? booked[j]->generation : 0, now, out[base + j])) {
@@ -538,8 +574,9 @@ void ExtenderCore::Impl::Decide(std::string_view verb, const IncomingPod& pod,
   // booking there may be right ("in-flight: ...") is passed only when every
   // other is refused outright: where kube-scheduler did put that booking's
   // pod, the kubelet would refuse this one (a TopologyAffinityError).
-  if (config.least_harm_fallback &&
+  if (config.least_harm_fallback && (tracking == nullptr || tracking->fallback) &&
       std::none_of(out.begin(), out.end(), [](const NodeDecision& d) { return d.feasible; })) {
+    if (tracking != nullptr && tracking->fell_back != nullptr) *tracking->fell_back = true;
     std::vector<std::pair<size_t, NodeDecision>> trials;
     double least = std::numeric_limits<double>::infinity();
     // The second looks of this shape kept by the request's set, if it holds
@@ -681,19 +718,178 @@ void ExtenderCore::FilterKnownNodes(const IncomingPod& pod, bool teach,
   impl_->Decide("placement.filter", pod, names, out, /*book=*/false, teach);
 }
 
-void ExtenderCore::Verdicts(const IncomingPod& pod, DecisionReuse& reuse,
-                            std::vector<std::string_view>& names, std::vector<NodeDecision>& out,
-                            int& blind_score) {
-  names.clear();
-  {
-    const ClusterState::View view = impl_->state.view();
-    names.reserve(view.entries().size());
-    for (const ClusterState::Entry* entry : view.entries()) {
-      if (entry->snapshot.load() != nullptr) names.push_back(entry->name);
+struct ExtenderCore::VerdictTracker::State {
+  bool incremental = true;
+  bool started = false;
+  PodRequest req;          // what the table was evaluated for
+  bool fell_back = false;  // the last refresh ran the least-harm fallback
+  std::string guess;       // the pinned guess it was evaluated against ("": none)
+  uint64_t cursor = 0;     // the change journal's, after the last refresh
+  DecisionReuse reuse{1};
+  DecisionReuse least_harm{1};
+  struct Node {
+    absl::Time valid_until = absl::InfinitePast();  // when its decision may change
+    bool tracked = false;                           // has telemetry and a decision
+    bool feasible = false;
+    uint64_t mark = 0;  // the refresh that last queued it
+  };
+  std::vector<Node> nodes;  // by ordinal
+  size_t feasible = 0;      // tracked nodes that pass
+  // (valid_until, ordinal), earliest first. A node evaluated again pushes
+  // anew; an entry whose time is no longer its node's is stale and skipped.
+  using Expiry = std::pair<absl::Time, uint64_t>;
+  std::priority_queue<Expiry, std::vector<Expiry>, std::greater<Expiry>> expiries;
+  uint64_t refreshes = 0;
+  // Scratch.
+  std::vector<uint64_t> changed;
+  std::vector<absl::Time> valid;
+
+  // Takes the decisions of one refresh.
+  void Take(std::span<const uint64_t> ordinals, std::span<const NodeDecision> decisions) {
+    for (size_t i = 0; i < ordinals.size(); ++i) {
+      const uint64_t o = ordinals[i];
+      if (o >= nodes.size()) nodes.resize(o + 1);
+      Node& n = nodes[o];
+      if (n.tracked && n.feasible) --feasible;
+      n.tracked = true;
+      n.feasible = decisions[i].feasible;
+      if (n.feasible) ++feasible;
+      n.valid_until = valid[i];
+      if (n.valid_until != absl::InfiniteFuture()) expiries.push({n.valid_until, o});
+    }
+    // Stale entries beyond a few per node: rebuilt from the nodes.
+    if (expiries.size() > 4 * nodes.size() + 64) {
+      std::vector<Expiry> live;
+      for (uint64_t o = 0; o < nodes.size(); ++o) {
+        if (nodes[o].tracked && nodes[o].valid_until != absl::InfiniteFuture()) {
+          live.push_back({nodes[o].valid_until, o});
+        }
+      }
+      expiries = decltype(expiries)(std::greater<Expiry>(), std::move(live));
     }
   }
-  impl_->Decide("placement.verdicts", pod, names, out, /*book=*/false, /*teach=*/false, &reuse,
-                /*record=*/false, &blind_score);
+};
+
+ExtenderCore::VerdictTracker::VerdictTracker(bool incremental)
+    : state_(std::make_unique<State>()) {
+  state_->incremental = incremental;
+}
+ExtenderCore::VerdictTracker::~VerdictTracker() = default;
+ExtenderCore::VerdictTracker::VerdictTracker(VerdictTracker&&) noexcept = default;
+ExtenderCore::VerdictTracker& ExtenderCore::VerdictTracker::operator=(VerdictTracker&&) noexcept =
+    default;
+
+void ExtenderCore::Verdicts(const IncomingPod& pod, VerdictTracker& tracker,
+                            VerdictChanges& changes) {
+  impl_->TrackVerdicts(pod, *tracker.state_, changes);
+}
+
+ExtenderCore::VerdictRefreshStats ExtenderCore::verdict_refresh_stats() const {
+  return {impl_->verdicts_full.load(std::memory_order_relaxed),
+          impl_->verdicts_incremental.load(std::memory_order_relaxed),
+          impl_->verdicts_nodes.load(std::memory_order_relaxed)};
+}
+
+void ExtenderCore::Impl::TrackVerdicts(const IncomingPod& pod, VerdictTracker::State& st,
+                                       VerdictChanges& changes) {
+  const absl::Time now = clock.Now();
+  ledger.Expire(now);
+  Prepared prepared = Prepare(pod, now, /*teach=*/false);
+  const PodRequest& req = prepared.req;
+  // The pinned guess RefuseWherePinnedGuessFits would weigh: while it is the
+  // same one, its refusals are a node's own (they change with the node).
+  std::string guess;
+  if (req.exclusive_cpus && config.numa_admission && config.interference.enabled &&
+      config.interference.pinned_guesses_elsewhere) {
+    if (std::optional<PinnedGuess> g = LargestPinnedGuess(pod.uid, now)) {
+      guess = absl::StrCat(g->uid, "@", g->node, "@", absl::ToUnixNanos(g->expires_at));
+    }
+  }
+  changes.full = false;
+  changes.names.clear();
+  changes.ordinals.clear();
+  changes.decisions.clear();
+  bool fell_back = false;
+  Tracking tracking{.reuse = &st.reuse,
+                    .least_harm = &st.least_harm,
+                    .prepared = &prepared,
+                    .fallback = false,
+                    .blind_score = &changes.blind_score,
+                    .fell_back = &fell_back,
+                    .valid_until = &st.valid};
+  // A table of the same request, not resting on the whole fleet: only the
+  // nodes journalled since, and those whose decisions have expired.
+  st.changed.clear();
+  std::optional<uint64_t> next;
+  if (st.incremental && st.started && !st.fell_back && guess == st.guess &&
+      SameShape(req, st.req)) {
+    next = state.ChangedSince(st.cursor, st.changed);
+  }
+  if (next) {
+    while (!st.expiries.empty() && st.expiries.top().first <= now) {
+      const auto [at, o] = st.expiries.top();
+      st.expiries.pop();
+      if (o < st.nodes.size() && st.nodes[o].tracked && st.nodes[o].valid_until == at) {
+        st.changed.push_back(o);
+      }
+    }
+    const uint64_t mark = ++st.refreshes;
+    {
+      // Entries are never freed before the core: their names outlive the View.
+      const ClusterState::View view = state.view();
+      const std::span<ClusterState::Entry* const> entries = view.entries();
+      for (const uint64_t o : st.changed) {
+        if (o >= entries.size()) continue;
+        if (o >= st.nodes.size()) st.nodes.resize(o + 1);
+        if (st.nodes[o].mark == mark) continue;
+        st.nodes[o].mark = mark;
+        // Bookings on a node without telemetry: no verdict (as in a full table).
+        if (entries[o]->snapshot.load() == nullptr) continue;
+        changes.names.push_back(entries[o]->name);
+        changes.ordinals.push_back(o);
+      }
+    }
+    Decide("placement.verdicts", pod, changes.names, changes.decisions, /*book=*/false,
+           /*teach=*/false, &tracking);
+    st.Take(changes.ordinals, changes.decisions);
+    // No node passes now: the fallback, which weighs them all, decides.
+    if (!config.least_harm_fallback || st.feasible > 0) {
+      st.cursor = *next;
+      verdicts_incremental.fetch_add(1, std::memory_order_relaxed);
+      verdicts_nodes.fetch_add(changes.names.size(), std::memory_order_relaxed);
+      return;
+    }
+    changes.names.clear();
+    changes.ordinals.clear();
+    changes.decisions.clear();
+  }
+  // Every node with telemetry; what changes meanwhile is journalled after
+  // the cursor taken first.
+  st.cursor = state.journal_end();
+  {
+    const ClusterState::View view = state.view();
+    changes.names.reserve(view.entries().size());
+    changes.ordinals.reserve(view.entries().size());
+    for (const ClusterState::Entry* entry : view.entries()) {
+      if (entry->snapshot.load() == nullptr) continue;
+      changes.names.push_back(entry->name);
+      changes.ordinals.push_back(entry->ordinal);
+    }
+  }
+  tracking.fallback = true;
+  Decide("placement.verdicts", pod, changes.names, changes.decisions, /*book=*/false,
+         /*teach=*/false, &tracking);
+  for (VerdictTracker::State::Node& n : st.nodes) n = VerdictTracker::State::Node{.mark = n.mark};
+  st.feasible = 0;
+  st.expiries = {};
+  st.Take(changes.ordinals, changes.decisions);
+  st.started = true;
+  st.req = req;
+  st.guess = std::move(guess);
+  st.fell_back = fell_back;
+  changes.full = true;
+  verdicts_full.fetch_add(1, std::memory_order_relaxed);
+  verdicts_nodes.fetch_add(changes.names.size(), std::memory_order_relaxed);
 }
 
 uint64_t ExtenderCore::BookingsGeneration(std::string_view node) const {

@@ -192,14 +192,55 @@ class ExtenderCore : public Decider {
   // As /prioritize, but books nothing.
   void Score(const IncomingPod& pod, std::span<const std::string_view> nodes, bool teach,
              std::vector<NodeDecision>& out);
-  // Issue 25, streamed verdicts (placement/verdict_stream.h): the verdict on
-  // every node with telemetry of `pod`'s shape, evaluated as FilterKnownNodes
-  // evaluates (scores included) with `reuse` as the decisions kept for the
-  // caller's shapes; `blind_score` gets the score of a node without
-  // telemetry. Teaches nothing and records nothing in the decision log (a
-  // stream evaluates its shapes again on every refresh).
-  void Verdicts(const IncomingPod& pod, DecisionReuse& reuse, std::vector<std::string_view>& names,
-                std::vector<NodeDecision>& out, int& blind_score);
+  // Issue 25, streamed verdicts (placement/verdict_stream.h): what a verdict
+  // stream keeps for one pod shape between refreshes, so that a refresh
+  // evaluates only the nodes whose snapshot or bookings changed since the
+  // last (the cluster state's change journal) or whose last decision no
+  // longer holds (its telemetry went stale, a booking's fold expired), not
+  // all of them. One per shape, used by one thread at a time; movable.
+  class VerdictTracker {
+   public:
+    // `incremental` false: every refresh evaluates every node (reusing what
+    // it can), as before the journal; a benchmark's control.
+    explicit VerdictTracker(bool incremental = true);
+    ~VerdictTracker();
+    VerdictTracker(VerdictTracker&&) noexcept;
+    VerdictTracker& operator=(VerdictTracker&&) noexcept;
+
+   private:
+    friend class ExtenderCore;
+    struct State;
+    std::unique_ptr<State> state_;
+  };
+  // What one refresh of a shape found.
+  struct VerdictChanges {
+    // Every node with telemetry was evaluated, not only those that changed:
+    // the first refresh, a shape whose request changed (its workload's
+    // profile moved), one whose verdicts depend on the whole fleet this time
+    // (the least-harm fallback ran, or would: no node passes; a pinned guess
+    // appeared or ended), or a journal overrun.
+    bool full = false;
+    // The nodes evaluated (names valid as long as the core), their ordinals
+    // (ClusterState::Entry::ordinal) and decisions, in the same order.
+    std::vector<std::string_view> names;
+    std::vector<uint64_t> ordinals;
+    std::vector<NodeDecision> decisions;
+    int blind_score = 0;  // the score of a node without telemetry
+  };
+  // Brings `tracker`'s verdicts of `pod`'s shape up to date: every node
+  // evaluated as FilterKnownNodes evaluates (scores included), the same
+  // decisions, but only the nodes that may have changed since the tracker's
+  // last refresh are in `changes` unless it says `full`. Teaches nothing and
+  // records nothing in the decision log.
+  void Verdicts(const IncomingPod& pod, VerdictTracker& tracker, VerdictChanges& changes);
+  // How many refreshes were full / incremental, and the nodes they
+  // evaluated (for tests and metrics).
+  struct VerdictRefreshStats {
+    uint64_t full = 0;
+    uint64_t incremental = 0;
+    uint64_t nodes_visited = 0;
+  };
+  VerdictRefreshStats verdict_refresh_stats() const;
   // The generation of `node`'s booking list (0: none booked there).
   uint64_t BookingsGeneration(std::string_view node) const;
   // The scheduler placed `pod` (non-empty uid) on `node`: evaluates it there

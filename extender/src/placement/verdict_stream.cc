@@ -47,8 +47,7 @@ std::string CheckName(std::string_view field, std::string_view name, size_t max_
 VerdictStream::VerdictStream(ExtenderCore& core, Options options, PlacementMetrics* metrics)
     : core_(core),
       options_(std::move(options)),
-      metrics_(metrics),
-      reuse_(std::max<size_t>(1, options_.max_shapes)) {}
+      metrics_(metrics) {}
 
 grpc::Status VerdictStream::Run(grpc::ServerContext* context, Stream* stream) {
   // The reader queues; this thread handles, refreshes and writes.
@@ -224,25 +223,27 @@ uint32_t VerdictStream::ReasonId(const std::string& reason, pv1::VerdictTable& t
 }
 
 bool VerdictStream::Refresh(Shape& shape, bool full, Stream& stream) {
-  int blind_score = 0;
-  core_.Verdicts(shape.pod, reuse_, names_, decisions_, blind_score);
+  core_.Verdicts(shape.pod, shape.tracker, changes_);
   const uint64_t refresh = ++refreshes_;
   pv1::VerdictsUpdate update;
   pv1::VerdictTable& table = *update.mutable_table();
   table.set_shape_id(shape.id);
   table.set_full(full);
-  table.set_blind_score(blind_score);
+  table.set_blind_score(changes_.blind_score);
   if (full) shape.sent.clear();
-  for (size_t i = 0; i < names_.size(); ++i) {
-    const NodeDecision& d = decisions_[i];
+  for (size_t i = 0; i < changes_.names.size(); ++i) {
+    const NodeDecision& d = changes_.decisions[i];
+    const uint64_t ordinal = changes_.ordinals[i];
     const int32_t score = std::clamp(d.score, 0, 10);  // as Score
-    auto [it, inserted] = shape.sent.try_emplace(names_[i]);
-    Sent& sent = it->second;
+    if (ordinal >= shape.sent.size()) shape.sent.resize(ordinal + 1);
+    Sent& sent = shape.sent[ordinal];
+    const bool known = !sent.name.empty();
     sent.refresh = refresh;
-    if (!inserted && sent.feasible == d.feasible && sent.score == score &&
+    if (known && sent.feasible == d.feasible && sent.score == score &&
         (d.feasible || sent.reason == d.reason)) {
       continue;
     }
+    sent.name = changes_.names[i];
     sent.feasible = d.feasible;
     sent.score = score;
     sent.reason_id = d.feasible ? 0 : ReasonId(d.reason, table);
@@ -252,27 +253,26 @@ bool VerdictStream::Refresh(Shape& shape, bool full, Stream& stream) {
       sent.reason = d.reason;
     }
     pv1::NodeVerdict* v = table.add_verdicts();
-    v->set_node_name(names_[i].data(), names_[i].size());
+    v->set_node_name(sent.name.data(), sent.name.size());
     v->set_feasible(sent.feasible);
     v->set_score(score);
     v->set_reason_id(sent.reason_id);
     if (!d.feasible && sent.reason_id == 0) v->set_reason(sent.reason);
   }
-  // Nodes whose telemetry is gone since the last refresh.
-  if (shape.sent.size() > names_.size()) {
-    for (auto it = shape.sent.begin(); it != shape.sent.end();) {
-      if (it->second.refresh == refresh) {
-        ++it;
-        continue;
-      }
+  // A table of every node: one sent before and missing from it has lost its
+  // telemetry (the core keeps a node's last snapshot, so this is defensive).
+  if (changes_.full && !full) {
+    for (Sent& sent : shape.sent) {
+      if (sent.name.empty() || sent.refresh == refresh) continue;
       pv1::NodeVerdict* v = table.add_verdicts();
-      v->set_node_name(it->first.data(), it->first.size());
+      v->set_node_name(sent.name.data(), sent.name.size());
       v->set_removed(true);
-      shape.sent.erase(it++);
+      sent = Sent{};
     }
   }
-  const bool changed = full || table.verdicts_size() > 0 || blind_score != shape.blind_score;
-  shape.blind_score = blind_score;
+  const bool changed =
+      full || table.verdicts_size() > 0 || changes_.blind_score != shape.blind_score;
+  shape.blind_score = changes_.blind_score;
   if (!changed) return true;
   return stream.Write(update);
 }

@@ -6,9 +6,12 @@
 // refused with a reason id, the 0..10 score), computed by the core's own
 // evaluation (ExtenderCore::Verdicts, the one FilterKnownNodes runs), and
 // then, every `refresh` and after every booking it takes, with deltas: the
-// nodes whose verdict changed. The core's decision reuse, one table per
-// subscribed shape here, keeps a refresh to the nodes whose snapshot or
-// bookings changed since the last. Reserve and Unreserve arrive on the same
+// nodes whose verdict changed. Each subscribed shape's tracker
+// (ExtenderCore::VerdictTracker) keeps a refresh to the nodes whose snapshot
+// or bookings changed since the last or whose decision expired, read from
+// the cluster state's change journal: a refresh does not visit the rest of
+// the fleet unless the shape's verdicts rest on all of it (the least-harm
+// fallback). Reserve and Unreserve arrive on the same
 // stream; each is applied, the tables refreshed and their deltas written, and
 // only then acked, so the plugin holds every node's post-booking verdicts by
 // the time it reads the ack.
@@ -46,8 +49,9 @@ class VerdictStream {
     PlacementLimits limits;
     // Shapes subscribed at once; a new one beyond drops the least recently
     // subscribed or booked (the plugin is told and subscribes it again when
-    // it needs it). Each holds a decision slot per node (~350 bytes): 16
-    // shapes of 5,000 nodes are 28 MB.
+    // it needs it). Each holds a decision slot per node (~350 bytes, twice
+    // for a shape that reaches the least-harm fallback): 16 shapes of 5,000
+    // nodes are 28-56 MB.
     size_t max_shapes = 16;
     // How often the tables are brought up to date with telemetry (bookings
     // on the stream bring them up to date at once).
@@ -66,6 +70,7 @@ class VerdictStream {
  private:
   // What the plugin was last sent for one node of one shape.
   struct Sent {
+    std::string_view name;  // the core's; empty: nothing sent
     bool feasible = true;
     uint32_t reason_id = 0;
     std::string reason;  // when refused
@@ -77,8 +82,8 @@ class VerdictStream {
     IncomingPod pod;  // without UID
     uint64_t last_used = 0;
     int32_t blind_score = -1;
-    // Node names are the core's (valid as long as it).
-    absl::flat_hash_map<std::string_view, Sent> sent;
+    ExtenderCore::VerdictTracker tracker;
+    std::vector<Sent> sent;  // by node ordinal
   };
 
   // Handles one message; false when the stream broke.
@@ -94,14 +99,12 @@ class VerdictStream {
   ExtenderCore& core_;
   const Options options_;
   PlacementMetrics* metrics_;
-  DecisionReuse reuse_;
   std::vector<std::unique_ptr<Shape>> shapes_;
   absl::flat_hash_map<std::string, uint32_t> reasons_;
   uint64_t clock_ = 0;
   uint64_t refreshes_ = 0;
   // Scratch reused by every refresh.
-  std::vector<std::string_view> names_;
-  std::vector<NodeDecision> decisions_;
+  ExtenderCore::VerdictChanges changes_;
 };
 
 }  // namespace neighborly::extender

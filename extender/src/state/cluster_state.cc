@@ -14,7 +14,9 @@ uint64_t NextStateGeneration() {
 }
 
 ClusterState::ClusterState(size_t max_nodes)
-    : max_nodes_(max_nodes), by_ordinal_(new Entry*[std::max<size_t>(max_nodes, 1)]) {
+    : max_nodes_(max_nodes),
+      journal_(new uint32_t[kJournal]),
+      by_ordinal_(new Entry*[std::max<size_t>(max_nodes, 1)]) {
   owned_.reserve(max_nodes);
   const size_t capacity = std::bit_ceil(std::max<size_t>(2 * max_nodes, 16));
   index_.reset(new IndexSlot[capacity]);
@@ -103,14 +105,35 @@ size_t ClusterState::retired() const {
 }
 
 void ClusterState::PublishSnapshot(Entry& entry, std::unique_ptr<const NodeSnapshot> snapshot) {
-  Retire(entry.snapshot.exchange(snapshot.release(), std::memory_order_seq_cst),
-         /*reclaim=*/true);
+  const NodeSnapshot* old = entry.snapshot.exchange(snapshot.release(), std::memory_order_seq_cst);
+  Journal(entry);
+  Retire(old, /*reclaim=*/true);
+}
+
+void ClusterState::Journal(const Entry& entry) {
+  std::lock_guard<std::mutex> lock(journal_mu_);
+  journal_[journal_end_ % kJournal] = static_cast<uint32_t>(entry.ordinal);
+  ++journal_end_;
+}
+
+uint64_t ClusterState::journal_end() const {
+  std::lock_guard<std::mutex> lock(journal_mu_);
+  return journal_end_;
+}
+
+std::optional<uint64_t> ClusterState::ChangedSince(uint64_t cursor,
+                                                   std::vector<uint64_t>& ordinals) const {
+  std::lock_guard<std::mutex> lock(journal_mu_);
+  if (cursor > journal_end_ || journal_end_ - cursor > kJournal) return std::nullopt;
+  for (uint64_t at = cursor; at < journal_end_; ++at) ordinals.push_back(journal_[at % kJournal]);
+  return journal_end_;
 }
 
 void ClusterState::PublishBookings(Entry& entry, std::unique_ptr<const BookingList> bookings) {
   // Bookings are published by /prioritize: leave the freeing to ingest, unless
   // the lists retired add up.
   const BookingList* old = entry.bookings.exchange(bookings.release(), std::memory_order_seq_cst);
+  Journal(entry);
   size_t bytes = 0;
   if (old != nullptr) {
     bytes = old->capacity() * sizeof(Booking);

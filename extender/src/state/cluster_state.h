@@ -30,6 +30,7 @@
 #include <cstring>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -179,6 +180,26 @@ class ClusterState {
   void PublishBookings(Entry& entry, std::unique_ptr<const BookingList> bookings);
 
   size_t max_nodes() const { return max_nodes_; }
+
+  // The change journal (issue 25): the ordinal of each entry whose snapshot
+  // or booking list was replaced, in the order of the replacements, the last
+  // kJournal of them. A reader that keeps a cursor visits only the entries
+  // that changed since it last looked instead of all of them (a verdict
+  // stream's refresh). Appended after the pointer is replaced, so a reader
+  // that finds an entry here and then loads it sees that change or a later one.
+  //
+  //   uint64_t cursor = state.journal_end();   // ... evaluate everything
+  //   std::optional<uint64_t> next = state.ChangedSince(cursor, changed);
+  //   if (!next) { /* overrun: evaluate everything again */ }
+  static constexpr size_t kJournal = size_t{1} << 16;
+  // The cursor just past the newest change.
+  uint64_t journal_end() const;
+  // Appends the ordinals changed from `cursor` on to `ordinals` (one per
+  // change: an entry changed twice comes twice) and returns the cursor past
+  // them; nullopt when the journal no longer holds every change since
+  // `cursor` (more than kJournal since) or `cursor` is beyond its end.
+  std::optional<uint64_t> ChangedSince(uint64_t cursor, std::vector<uint64_t>& ordinals) const;
+
   // Retired objects not yet freed (for tests).
   size_t retired() const;
 
@@ -243,6 +264,11 @@ class ClusterState {
     std::memcpy(&y1, b.data() + n - 8, 8);
     return ((x0 ^ y0) | (x1 ^ y1)) == 0;
   }
+
+  void Journal(const Entry& entry);
+  mutable std::mutex journal_mu_;
+  std::unique_ptr<uint32_t[]> journal_;  // kJournal ordinals, a ring
+  uint64_t journal_end_ = 0;             // guarded by journal_mu_
 
   std::mutex create_mu_;
   std::vector<std::unique_ptr<Entry>> owned_;  // reserved for max_nodes: never reallocates

@@ -4,6 +4,7 @@
 #include <atomic>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -152,6 +153,44 @@ TEST(ClusterStateTest, ManyNodesAreFoundAndViewsListThemInCreationOrder) {
   }
   EXPECT_EQ(view.Find("n5000"), nullptr);
   EXPECT_EQ(view.Find(""), nullptr);
+}
+
+// The change journal (issue 25): every replaced snapshot and booking list,
+// in order, from any cursor still within its reach; an overrun or a cursor
+// from the future is said so rather than answered in part.
+TEST(ClusterStateTest, TheJournalListsWhatChangedSinceACursor) {
+  ClusterState state(8);
+  ClusterState::Entry* a = state.GetOrCreate("node-a");
+  ClusterState::Entry* b = state.GetOrCreate("node-b");
+  ClusterState::Entry* c = state.GetOrCreate("node-c");
+  const uint64_t start = state.journal_end();
+  EXPECT_EQ(start, 0u);
+  state.PublishSnapshot(*b, Snapshot("node-b", 1));
+  const uint64_t after_b = state.journal_end();
+  state.PublishBookings(*a, std::make_unique<const BookingList>());
+  state.PublishSnapshot(*b, Snapshot("node-b", 2));
+  state.PublishBookings(*c, nullptr);
+  std::vector<uint64_t> changed;
+  std::optional<uint64_t> next = state.ChangedSince(start, changed);
+  ASSERT_TRUE(next.has_value());
+  EXPECT_EQ(*next, state.journal_end());
+  EXPECT_EQ(changed, (std::vector<uint64_t>{b->ordinal, a->ordinal, b->ordinal, c->ordinal}));
+  changed.clear();
+  ASSERT_TRUE(state.ChangedSince(after_b, changed).has_value());
+  EXPECT_EQ(changed, (std::vector<uint64_t>{a->ordinal, b->ordinal, c->ordinal}));
+  changed.clear();
+  ASSERT_EQ(state.ChangedSince(*next, changed), next) << "nothing new";
+  EXPECT_TRUE(changed.empty());
+  EXPECT_FALSE(state.ChangedSince(*next + 1, changed).has_value()) << "a cursor from the future";
+  // More changes than the journal holds since `next`: an overrun, nothing appended.
+  for (size_t i = 0; i <= ClusterState::kJournal; ++i) {
+    state.PublishBookings(*a, std::make_unique<const BookingList>());
+  }
+  EXPECT_FALSE(state.ChangedSince(*next, changed).has_value());
+  EXPECT_TRUE(changed.empty());
+  // The newest kJournal changes are still there.
+  ASSERT_TRUE(state.ChangedSince(state.journal_end() - ClusterState::kJournal, changed));
+  EXPECT_EQ(changed.size(), ClusterState::kJournal);
 }
 
 // --- pod registry ---
