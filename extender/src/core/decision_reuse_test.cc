@@ -346,9 +346,11 @@ TEST(VerdictTrackerTest, IncrementalTablesEqualEvaluatingEveryNode) {
   // The test means something only if the fallback decided many tables
   // (the pinned latency-critical and hinted shapes, refused on most nodes)
   // while the standard shape's were all incremental after its first, visiting
-  // a few nodes each, and the batch shape's were whole only when a pinned
+  // a few nodes each, and the pinned shapes' were whole only when a pinned
   // guess changed.
   EXPECT_GT(fallback_of[0] + fallback_of[2], 200u);
+  EXPECT_LT(full_of[0] + full_of[2], kSteps / 2) << "the fallback's tables are incremental too";
+  EXPECT_LT(visited_of[0] + visited_of[2], kSteps * kNodes / 3);
   EXPECT_EQ(full_of[3], 1u);
   EXPECT_EQ(fallback_of[3], 0u);
   EXPECT_LT(visited_of[3], kSteps * kNodes / 6);

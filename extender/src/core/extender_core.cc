@@ -93,18 +93,15 @@ struct ExtenderCore::Impl {
     std::string key_text;
   };
   Prepared Prepare(const IncomingPod& pod, absl::Time now, bool teach);
-  // What a verdict tracker's refresh (issue 25) asks of Decide beyond what a
-  // request does: it is evaluated on this thread with the tracker's own
-  // decisions to reuse, records nothing, and may be a part of the fleet.
+  // What a verdict tracker's refresh (issue 25) asks of Decide instead of
+  // what a request does: first looks only (the tracker applies the
+  // least-harm fallback itself, from what it keeps of every node: `nodes`
+  // may be a part of the fleet), evaluated on this thread with the tracker's
+  // own decisions to reuse, nothing recorded.
   struct Tracking {
-    DecisionReuse* reuse = nullptr;       // first looks kept for the shape
-    DecisionReuse* least_harm = nullptr;  // the fallback's second looks
-    Prepared* prepared = nullptr;         // the pod's request, prepared once
-    // Whether the least-harm fallback may run: `nodes` is every node with
-    // telemetry (a part of them cannot tell that none passes anywhere).
-    bool fallback = true;
-    int* blind_score = nullptr;  // the score of a node without telemetry
-    bool* fell_back = nullptr;   // whether the fallback ran
+    DecisionReuse* reuse = nullptr;  // first looks kept for the shape
+    Prepared* prepared = nullptr;    // the pod's request, prepared once
+    int* blind_score = nullptr;      // the score of a node without telemetry
     // Per node: until when its decision holds (InfinitePast: only now).
     std::vector<absl::Time>* valid_until = nullptr;
   };
@@ -113,6 +110,11 @@ struct ExtenderCore::Impl {
               bool teach, const Tracking* tracking = nullptr);
   void TrackVerdicts(const IncomingPod& pod, VerdictTracker::State& tracker,
                      VerdictChanges& changes);
+  // The least-harm fallback's second look at a node (the soft filters off),
+  // from `harm_reuse` while kept there (null: evaluated), counted.
+  void SecondLook(const PodRequest& req, const ClusterState::Entry& entry,
+                  const NodeSnapshot& snapshot, absl::Time now, DecisionReuse::Table* harm_reuse,
+                  NodeDecision& look, uint64_t& reused, uint64_t& evaluated);
   bool Reserve(const IncomingPod& pod, std::string_view node, bool teach, NodeDecision* decision);
   bool Unreserve(std::string_view pod_uid, std::string_view node);
   NodeSummary Summarize(const ClusterState::Entry& entry, const NodeSnapshot& snap, absl::Time now,
@@ -399,7 +401,6 @@ void ExtenderCore::Impl::Decide(std::string_view verb, const IncomingPod& pod,
     EvaluateNode(req, nullptr, {}, now, config, blind);
     *tracking->blind_score = blind.score;
   }
-  if (tracking != nullptr && tracking->fell_back != nullptr) *tracking->fell_back = false;
   if (tracking != nullptr && tracking->valid_until != nullptr) {
     tracking->valid_until->assign(nodes.size(), absl::InfinitePast());
   }
@@ -424,7 +425,6 @@ void ExtenderCore::Impl::Decide(std::string_view verb, const IncomingPod& pod,
   std::unique_lock<std::mutex> reuse_lock;
   if (own_reuse != nullptr) {
     reusing = own_reuse;
-    reusing_least_harm = tracking->least_harm;
   } else if (reuse_decisions && !parallel) {
     for (Reusable& r : reusable) {
       std::unique_lock<std::mutex> lock(r.mu, std::try_to_lock);
@@ -574,9 +574,8 @@ void ExtenderCore::Impl::Decide(std::string_view verb, const IncomingPod& pod,
   // booking there may be right ("in-flight: ...") is passed only when every
   // other is refused outright: where kube-scheduler did put that booking's
   // pod, the kubelet would refuse this one (a TopologyAffinityError).
-  if (config.least_harm_fallback && (tracking == nullptr || tracking->fallback) &&
+  if (config.least_harm_fallback && tracking == nullptr &&
       std::none_of(out.begin(), out.end(), [](const NodeDecision& d) { return d.feasible; })) {
-    if (tracking != nullptr && tracking->fell_back != nullptr) *tracking->fell_back = true;
     std::vector<std::pair<size_t, NodeDecision>> trials;
     double least = std::numeric_limits<double>::infinity();
     // The second looks of this shape kept by the request's set, if it holds
@@ -595,21 +594,7 @@ void ExtenderCore::Impl::Decide(std::string_view verb, const IncomingPod& pod,
         const ClusterState::Entry* entry = view.Find(nodes[i], NodeNameHash(nodes[i]));
         const NodeSnapshot* snapshot = entry != nullptr ? entry->snapshot.load() : nullptr;
         if (snapshot == nullptr) continue;
-        const BookingList* booked = entry->bookings.load();
-        if (harm_reuse != nullptr &&
-            harm_reuse->Find(entry->ordinal, snapshot->generation,
-                             booked != nullptr ? booked->generation : 0, now, look)) {
-          ++harm_reused;
-        } else {
-          EvaluateNodeLeastHarmWith(
-              req, &snapshot->profile,
-              booked ? std::span<const Booking>(*booked) : std::span<const Booking>(), now,
-              least_harm_config, look, booked ? &booked->fold : nullptr);
-          if (harm_reuse != nullptr) {
-            ++harm_evaluated;
-            harm_reuse->Keep(entry->ordinal, *snapshot, booked, now, look);
-          }
-        }
+        SecondLook(req, *entry, *snapshot, now, harm_reuse, look, harm_reused, harm_evaluated);
         if (!look.feasible) continue;
         least = std::min(least, look.cost);
         trials.emplace_back(i, look);
@@ -703,6 +688,26 @@ void ExtenderCore::Prioritize(const IncomingPod& pod, std::span<const std::strin
   impl_->Decide("prioritize", pod, nodes, out, /*book=*/true, impl_->learn_from_scheduler);
 }
 
+void ExtenderCore::Impl::SecondLook(const PodRequest& req, const ClusterState::Entry& entry,
+                                    const NodeSnapshot& snapshot, absl::Time now,
+                                    DecisionReuse::Table* harm_reuse, NodeDecision& look,
+                                    uint64_t& reused, uint64_t& evaluated) {
+  const BookingList* booked = entry.bookings.load();
+  if (harm_reuse != nullptr &&
+      harm_reuse->Find(entry.ordinal, snapshot.generation,
+                       booked != nullptr ? booked->generation : 0, now, look)) {
+    ++reused;
+    return;
+  }
+  EvaluateNodeLeastHarmWith(req, &snapshot.profile,
+                            booked ? std::span<const Booking>(*booked) : std::span<const Booking>(),
+                            now, least_harm_config, look, booked ? &booked->fold : nullptr);
+  if (harm_reuse != nullptr) {
+    ++evaluated;
+    harm_reuse->Keep(entry.ordinal, snapshot, booked, now, look);
+  }
+}
+
 void ExtenderCore::FilterKnownNodes(const IncomingPod& pod, bool teach,
                                     std::vector<std::string_view>& names,
                                     std::vector<NodeDecision>& out) {
@@ -721,20 +726,29 @@ void ExtenderCore::FilterKnownNodes(const IncomingPod& pod, bool teach,
 struct ExtenderCore::VerdictTracker::State {
   bool incremental = true;
   bool started = false;
-  PodRequest req;          // what the table was evaluated for
-  bool fell_back = false;  // the last refresh ran the least-harm fallback
-  std::string guess;       // the pinned guess it was evaluated against ("": none)
-  uint64_t cursor = 0;     // the change journal's, after the last refresh
+  PodRequest req;       // what the table was evaluated for
+  std::string guess;    // the pinned guess it was evaluated against ("": none)
+  uint64_t cursor = 0;  // the change journal's, after the last refresh
   DecisionReuse reuse{1};
   DecisionReuse least_harm{1};
+  // How a node's first look refused it, where the least-harm fallback may
+  // pass it: softly, or softly for a guessed booking ("in-flight").
+  enum Soft : uint8_t { kNotSoft = 0, kSoft = 1, kSoftGuessed = 2 };
   struct Node {
     absl::Time valid_until = absl::InfinitePast();  // when its decision may change
     bool tracked = false;                           // has telemetry and a decision
-    bool feasible = false;
-    uint64_t mark = 0;  // the refresh that last queued it
+    bool feasible = false;                          // its first look passes
+    uint8_t soft = kNotSoft;
+    // Its second look (the fallback's), once taken for its current first look.
+    bool second_known = false;
+    bool second_feasible = false;
+    double second_cost = 0;
+    bool passed = false;  // the fallback passed it in the table as last given
+    uint64_t mark = 0;    // the refresh that last queued it
   };
   std::vector<Node> nodes;  // by ordinal
-  size_t feasible = 0;      // tracked nodes that pass
+  size_t feasible = 0;      // tracked nodes whose first look passes
+  size_t passed = 0;        // tracked nodes the fallback passes
   // (valid_until, ordinal), earliest first. A node evaluated again pushes
   // anew; an entry whose time is no longer its node's is stale and skipped.
   using Expiry = std::pair<absl::Time, uint64_t>;
@@ -743,17 +757,25 @@ struct ExtenderCore::VerdictTracker::State {
   // Scratch.
   std::vector<uint64_t> changed;
   std::vector<absl::Time> valid;
+  std::vector<std::string_view> more_names;
+  std::vector<uint64_t> more_ordinals;
+  std::vector<NodeDecision> more;
 
-  // Takes the decisions of one refresh.
+  // Takes the first looks of one refresh.
   void Take(std::span<const uint64_t> ordinals, std::span<const NodeDecision> decisions) {
     for (size_t i = 0; i < ordinals.size(); ++i) {
       const uint64_t o = ordinals[i];
       if (o >= nodes.size()) nodes.resize(o + 1);
       Node& n = nodes[o];
+      const NodeDecision& d = decisions[i];
       if (n.tracked && n.feasible) --feasible;
       n.tracked = true;
-      n.feasible = decisions[i].feasible;
+      n.feasible = d.feasible;
       if (n.feasible) ++feasible;
+      n.soft = !IsSoftRejection(d)                   ? kNotSoft
+               : d.reason.starts_with("in-flight") ? kSoftGuessed
+                                                     : kSoft;
+      n.second_known = false;
       n.valid_until = valid[i];
       if (n.valid_until != absl::InfiniteFuture()) expiries.push({n.valid_until, o});
     }
@@ -792,6 +814,7 @@ ExtenderCore::VerdictRefreshStats ExtenderCore::verdict_refresh_stats() const {
 
 void ExtenderCore::Impl::TrackVerdicts(const IncomingPod& pod, VerdictTracker::State& st,
                                        VerdictChanges& changes) {
+  using State = VerdictTracker::State;
   const absl::Time now = clock.Now();
   ledger.Expire(now);
   Prepared prepared = Prepare(pod, now, /*teach=*/false);
@@ -809,23 +832,28 @@ void ExtenderCore::Impl::TrackVerdicts(const IncomingPod& pod, VerdictTracker::S
   changes.names.clear();
   changes.ordinals.clear();
   changes.decisions.clear();
-  bool fell_back = false;
+  // First looks only: the least-harm fallback is applied below, from what
+  // the tracker keeps of every node.
   Tracking tracking{.reuse = &st.reuse,
-                    .least_harm = &st.least_harm,
                     .prepared = &prepared,
-                    .fallback = false,
                     .blind_score = &changes.blind_score,
-                    .fell_back = &fell_back,
                     .valid_until = &st.valid};
-  // A table of the same request, not resting on the whole fleet: only the
-  // nodes journalled since, and those whose decisions have expired.
+  // A table of the same request: only the nodes journalled since, and those
+  // whose decisions have expired.
   st.changed.clear();
   std::optional<uint64_t> next;
-  if (st.incremental && st.started && !st.fell_back && guess == st.guess &&
-      SameShape(req, st.req)) {
+  if (st.incremental && st.started && guess == st.guess && SameShape(req, st.req)) {
     next = state.ChangedSince(st.cursor, st.changed);
   }
+  // Otherwise every node with telemetry; what changes meanwhile is
+  // journalled after the cursor, taken before the fleet is read.
+  if (!next) st.cursor = state.journal_end();
+  const uint64_t mark = ++st.refreshes;
+  // Entries are never freed before the core: their names outlive the View.
+  const ClusterState::View view = state.view();
+  const std::span<ClusterState::Entry* const> entries = view.entries();
   if (next) {
+    st.cursor = *next;
     while (!st.expiries.empty() && st.expiries.top().first <= now) {
       const auto [at, o] = st.expiries.top();
       st.expiries.pop();
@@ -833,63 +861,129 @@ void ExtenderCore::Impl::TrackVerdicts(const IncomingPod& pod, VerdictTracker::S
         st.changed.push_back(o);
       }
     }
-    const uint64_t mark = ++st.refreshes;
-    {
-      // Entries are never freed before the core: their names outlive the View.
-      const ClusterState::View view = state.view();
-      const std::span<ClusterState::Entry* const> entries = view.entries();
-      for (const uint64_t o : st.changed) {
-        if (o >= entries.size()) continue;
-        if (o >= st.nodes.size()) st.nodes.resize(o + 1);
-        if (st.nodes[o].mark == mark) continue;
-        st.nodes[o].mark = mark;
-        // Bookings on a node without telemetry: no verdict (as in a full table).
-        if (entries[o]->snapshot.load() == nullptr) continue;
-        changes.names.push_back(entries[o]->name);
-        changes.ordinals.push_back(o);
-      }
-    }
-    Decide("placement.verdicts", pod, changes.names, changes.decisions, /*book=*/false,
-           /*teach=*/false, &tracking);
-    st.Take(changes.ordinals, changes.decisions);
-    // No node passes now: the fallback, which weighs them all, decides.
-    if (!config.least_harm_fallback || st.feasible > 0) {
-      st.cursor = *next;
-      verdicts_incremental.fetch_add(1, std::memory_order_relaxed);
-      verdicts_nodes.fetch_add(changes.names.size(), std::memory_order_relaxed);
-      return;
-    }
-    changes.names.clear();
-    changes.ordinals.clear();
-    changes.decisions.clear();
+  } else {
+    for (State::Node& n : st.nodes) n = State::Node{.mark = n.mark};
+    st.feasible = 0;
+    st.passed = 0;
+    st.expiries = {};
+    for (const ClusterState::Entry* entry : entries) st.changed.push_back(entry->ordinal);
+    changes.full = true;
   }
-  // Every node with telemetry; what changes meanwhile is journalled after
-  // the cursor taken first.
-  st.cursor = state.journal_end();
-  {
-    const ClusterState::View view = state.view();
-    changes.names.reserve(view.entries().size());
-    changes.ordinals.reserve(view.entries().size());
-    for (const ClusterState::Entry* entry : view.entries()) {
-      if (entry->snapshot.load() == nullptr) continue;
-      changes.names.push_back(entry->name);
-      changes.ordinals.push_back(entry->ordinal);
-    }
+  for (const uint64_t o : st.changed) {
+    if (o >= entries.size()) continue;
+    if (o >= st.nodes.size()) st.nodes.resize(o + 1);
+    if (st.nodes[o].mark == mark) continue;
+    st.nodes[o].mark = mark;
+    // Bookings on a node without telemetry: no verdict (as in a full table).
+    if (entries[o]->snapshot.load() == nullptr) continue;
+    changes.names.push_back(entries[o]->name);
+    changes.ordinals.push_back(o);
   }
-  tracking.fallback = true;
   Decide("placement.verdicts", pod, changes.names, changes.decisions, /*book=*/false,
          /*teach=*/false, &tracking);
-  for (VerdictTracker::State::Node& n : st.nodes) n = VerdictTracker::State::Node{.mark = n.mark};
-  st.feasible = 0;
-  st.expiries = {};
   st.Take(changes.ordinals, changes.decisions);
+
+  // The least-harm fallback, as Decide applies it to a whole fleet: when no
+  // node's first look passes, the nodes refused softly get a second look
+  // with the soft filters off, those not refused for a guessed booking
+  // first, and the least harmful of that group (within least_harm_margin of
+  // its least) pass. Second looks are kept per node like first looks, so
+  // only the changed nodes take one; a node whose pass changes with the
+  // group's least without a change of its own is given again.
+  const bool falling_back = config.least_harm_fallback && st.feasible == 0;
+  if (!falling_back && st.passed == 0) {
+    (changes.full ? verdicts_full : verdicts_incremental).fetch_add(1, std::memory_order_relaxed);
+    verdicts_nodes.fetch_add(changes.names.size(), std::memory_order_relaxed);
+    st.started = true;
+    st.req = req;
+    st.guess = std::move(guess);
+    return;
+  }
+  DecisionReuse::Table* harm_reuse = &st.least_harm.ForKeeping(req);
+  uint64_t harm_reused = 0, harm_evaluated = 0;
+  NodeDecision look;
+  // The group that passes (kSoft when any of its second looks passes, else
+  // kSoftGuessed) and the least cost in it.
+  uint8_t group = State::kNotSoft;
+  double least = std::numeric_limits<double>::infinity();
+  bool any_soft = false, any_guessed = false;
+  double least_soft = least, least_guessed = least;
+  if (falling_back) {
+    for (uint64_t o = 0; o < st.nodes.size() && o < entries.size(); ++o) {
+      State::Node& n = st.nodes[o];
+      if (!n.tracked || n.soft == State::kNotSoft) continue;
+      if (!n.second_known) {
+        const NodeSnapshot* snapshot = entries[o]->snapshot.load();
+        if (snapshot == nullptr) continue;
+        SecondLook(req, *entries[o], *snapshot, now, harm_reuse, look, harm_reused,
+                   harm_evaluated);
+        n.second_known = true;
+        n.second_feasible = look.feasible;
+        n.second_cost = look.cost;
+      }
+      if (!n.second_feasible) continue;
+      if (n.soft == State::kSoft) {
+        any_soft = true;
+        least_soft = std::min(least_soft, n.second_cost);
+      } else {
+        any_guessed = true;
+        least_guessed = std::min(least_guessed, n.second_cost);
+      }
+    }
+    if (any_soft) {
+      group = State::kSoft;
+      least = least_soft;
+    } else if (any_guessed) {
+      group = State::kSoftGuessed;
+      least = least_guessed;
+    }
+  }
+  auto passes = [&](const State::Node& n) {
+    return falling_back && n.tracked && n.soft == group && group != State::kNotSoft &&
+           n.second_known && n.second_feasible && n.second_cost <= least + config.least_harm_margin;
+  };
+  // Nodes whose pass flips though they did not change: their first looks
+  // again (reused), to be given below.
+  st.more_names.clear();
+  st.more_ordinals.clear();
+  for (uint64_t o = 0; o < st.nodes.size() && o < entries.size(); ++o) {
+    const State::Node& n = st.nodes[o];
+    if (!n.tracked || n.mark == mark || passes(n) == n.passed) continue;
+    st.more_names.push_back(entries[o]->name);
+    st.more_ordinals.push_back(o);
+  }
+  if (!st.more_names.empty()) {
+    std::vector<absl::Time> valid;
+    tracking.valid_until = &valid;
+    Decide("placement.verdicts", pod, st.more_names, st.more, /*book=*/false, /*teach=*/false,
+           &tracking);
+    changes.names.insert(changes.names.end(), st.more_names.begin(), st.more_names.end());
+    changes.ordinals.insert(changes.ordinals.end(), st.more_ordinals.begin(),
+                            st.more_ordinals.end());
+    changes.decisions.insert(changes.decisions.end(), st.more.begin(), st.more.end());
+  }
+  for (size_t i = 0; i < changes.ordinals.size(); ++i) {
+    const uint64_t o = changes.ordinals[i];
+    State::Node& n = st.nodes[o];
+    const bool pass = passes(n);
+    if (pass != n.passed) {
+      st.passed += pass ? 1 : 0;
+      st.passed -= pass ? 0 : 1;
+      n.passed = pass;
+    }
+    if (!pass) continue;
+    const NodeSnapshot* snapshot = entries[o]->snapshot.load();
+    if (snapshot == nullptr) continue;
+    SecondLook(req, *entries[o], *snapshot, now, harm_reuse, changes.decisions[i], harm_reused,
+               harm_evaluated);
+  }
+  if (harm_reused > 0) least_harm_reused.fetch_add(harm_reused, std::memory_order_relaxed);
+  if (harm_evaluated > 0) least_harm_evaluated.fetch_add(harm_evaluated, std::memory_order_relaxed);
+  (changes.full ? verdicts_full : verdicts_incremental).fetch_add(1, std::memory_order_relaxed);
+  verdicts_nodes.fetch_add(changes.names.size(), std::memory_order_relaxed);
   st.started = true;
   st.req = req;
   st.guess = std::move(guess);
-  st.fell_back = fell_back;
-  changes.full = true;
-  verdicts_full.fetch_add(1, std::memory_order_relaxed);
-  verdicts_nodes.fetch_add(changes.names.size(), std::memory_order_relaxed);
 }
 
 uint64_t ExtenderCore::BookingsGeneration(std::string_view node) const {

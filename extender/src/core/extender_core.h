@@ -216,12 +216,13 @@ class ExtenderCore : public Decider {
   struct VerdictChanges {
     // Every node with telemetry was evaluated, not only those that changed:
     // the first refresh, a shape whose request changed (its workload's
-    // profile moved), one whose verdicts depend on the whole fleet this time
-    // (the least-harm fallback ran, or would: no node passes; a pinned guess
-    // appeared or ended), or a journal overrun.
+    // profile moved), a pinned shape whose largest pinned guess elsewhere
+    // appeared, changed or ended, or a journal overrun.
     bool full = false;
     // The nodes evaluated (names valid as long as the core), their ordinals
-    // (ClusterState::Entry::ordinal) and decisions, in the same order.
+    // (ClusterState::Entry::ordinal) and decisions, in the same order. Where
+    // the least-harm fallback decides (no node passes), a node whose pass
+    // changed with the least harm elsewhere is among them too.
     std::vector<std::string_view> names;
     std::vector<uint64_t> ordinals;
     std::vector<NodeDecision> decisions;
