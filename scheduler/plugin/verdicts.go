@@ -39,16 +39,19 @@ type verdicts struct {
 	// false until then, and again if it answers Unimplemented: bookings then
 	// take the synchronous calls.
 	supported bool
-	shapes    map[string]*shapeTable // by shape key
+	shapes map[string]*shapeTable // by shape key
 	// Shapes seen once (the second pod subscribes), at most maxSeenOnce.
 	seenOnce  map[string]struct{}
 	byID      map[uint64]*shapeTable
 	nextShape uint64
-	reasons   map[uint32]string
+	// The stream's reason texts by id: read by Filter without v.mu.
+	reasons atomic.Pointer[sync.Map]
+	// Every node's slot in the tables, read by Filter and Score without v.mu
+	// (never nil; replaced by a copy with more names, under v.mu).
+	index atomic.Pointer[nodeIndex]
 	// Bookings sent and not acked, by id (ids increase in sending order).
 	unacked     map[uint64]*placementv1.VerdictsRequest
 	nextBooking uint64
-	pending     map[string]int // node -> unacked bookings there
 	// acked is closed (and replaced) whenever an ack arrives or the stream
 	// breaks: waiters for a pending node wake on it.
 	acked chan struct{}
@@ -60,14 +63,53 @@ type verdicts struct {
 	done   chan struct{}
 }
 
-// shapeTable is one shape's verdicts; guarded by verdicts.mu.
+// nodeSlot is a node's place in every table (its ordinal) and its bookings
+// sent and not yet acked.
+type nodeSlot struct {
+	ordinal int
+	pending atomic.Int32
+}
+
+// nodeIndex maps node names to their slots. Immutable once published: new
+// names publish a copy (the slots themselves are shared), so the cycle's
+// reads take no lock (issue 25: a lock and a map per read were 6 % of the
+// scheduler's CPU at 5,000 nodes).
+type nodeIndex map[string]*nodeSlot
+
+// shapeTable is one shape's verdicts. Written by the stream's goroutine
+// under verdicts.mu; cells and blind are read without it.
 type shapeTable struct {
 	id    uint64
 	key   string
 	pod   *placementv1.Pod // the pod it was subscribed with
-	ready bool             // a full table arrived on the current stream
-	nodes map[string]verdict
-	blind int64 // the score of a node without telemetry
+	ready bool             // a full table arrived on the current stream (verdicts.mu)
+	// One packed verdict per node slot (cell*); a slot beyond the slice or
+	// a cell without cellPresent has no verdict: the blind score.
+	cells atomic.Pointer[[]atomic.Uint64]
+	blind atomic.Int64 // the score of a node without telemetry
+	// Reasons sent inline (no id), by slot; verdicts.mu.
+	inline map[int]string
+}
+
+// A packed verdict: present, feasible, the score (0..63), whether the
+// reason came inline, and its id.
+const (
+	cellPresent    = uint64(1) << 63
+	cellFeasible   = uint64(1) << 62
+	cellInline     = uint64(1) << 61
+	cellScoreShift = 53
+	cellScoreMask  = uint64(63)
+)
+
+func packVerdict(n *placementv1.NodeVerdict) uint64 {
+	c := cellPresent | uint64(min(max(n.GetScore(), 0), 63))<<cellScoreShift
+	if n.GetFeasible() {
+		return c | cellFeasible
+	}
+	if n.GetReasonId() == 0 {
+		return c | cellInline
+	}
+	return c | uint64(n.GetReasonId())
 }
 
 type verdict struct {
@@ -89,15 +131,69 @@ func newVerdicts(client placementv1.PlacementClient) *verdicts {
 		shapes:     map[string]*shapeTable{},
 		seenOnce:   map[string]struct{}{},
 		byID:       map[uint64]*shapeTable{},
-		reasons:    map[uint32]string{},
 		unacked:    map[uint64]*placementv1.VerdictsRequest{},
-		pending:    map[string]int{},
 		acked:      make(chan struct{}),
 		cancel:     cancel,
 		done:       make(chan struct{}),
 	}
+	v.reasons.Store(&sync.Map{})
+	v.index.Store(&nodeIndex{})
 	go v.run(ctx)
 	return v
+}
+
+// slots returns the slot of every name, adding those the index lacks (one
+// copy of the index for all of them); v.mu held.
+func (v *verdicts) slots(names func(yield func(string) bool)) *nodeIndex {
+	idx := v.index.Load()
+	var grown nodeIndex
+	for name := range names {
+		if _, ok := (*idx)[name]; ok {
+			continue
+		}
+		if grown == nil {
+			grown = make(nodeIndex, len(*idx)+64)
+			for n, s := range *idx {
+				grown[n] = s
+			}
+		}
+		if _, ok := grown[name]; !ok {
+			grown[name] = &nodeSlot{ordinal: len(grown)}
+		}
+	}
+	if grown == nil {
+		return idx
+	}
+	v.index.Store(&grown)
+	return &grown
+}
+
+// read is node's verdict in t as it stands (no wait).
+func (v *verdicts) read(t *shapeTable, s *nodeSlot) verdict {
+	blind := verdict{feasible: true, score: t.blind.Load()}
+	if s == nil {
+		return blind
+	}
+	cells := t.cells.Load()
+	if cells == nil || s.ordinal >= len(*cells) {
+		return blind
+	}
+	c := (*cells)[s.ordinal].Load()
+	if c&cellPresent == 0 {
+		return blind
+	}
+	d := verdict{feasible: c&cellFeasible != 0, score: int64((c >> cellScoreShift) & cellScoreMask)}
+	if d.feasible {
+		return d
+	}
+	if c&cellInline != 0 {
+		v.mu.RLock()
+		d.reason = t.inline[s.ordinal]
+		v.mu.RUnlock()
+	} else if text, ok := v.reasons.Load().Load(uint32(c)); ok {
+		d.reason = text.(string)
+	}
+	return d
 }
 
 func (v *verdicts) close() {
@@ -164,18 +260,19 @@ func (v *verdicts) table(m *placementv1.Pod) *shapeTable {
 // lookup reads node's verdict in t, waiting (until deadline) while a booking
 // on node is unacked; ok false when the wait timed out.
 func (v *verdicts) lookup(t *shapeTable, node string, deadline time.Time) (verdict, bool) {
+	s := (*v.index.Load())[node]
 	for {
-		v.mu.RLock()
-		if v.pendingTotal.Load() == 0 || v.pending[node] == 0 {
-			d, found := t.nodes[node]
-			if !found {
-				d = verdict{feasible: true, score: t.blind}
-			}
-			v.mu.RUnlock()
-			return d, true
+		// The pending count first: an ack is applied after its deltas, so
+		// none pending means the cells hold the node's post-booking verdict.
+		if v.pendingTotal.Load() == 0 || s == nil || s.pending.Load() == 0 {
+			return v.read(t, s), true
 		}
-		wake := v.acked
+		v.mu.RLock()
+		wake, pending := v.acked, s.pending.Load()
 		v.mu.RUnlock()
+		if pending == 0 {
+			continue
+		}
 		wait := time.Until(deadline)
 		if wait <= 0 {
 			return verdict{}, false
@@ -242,7 +339,7 @@ func (v *verdicts) book(req *placementv1.VerdictsRequest, node string) bool {
 		failOpen.WithLabelValues("Reserve", "unacked_dropped").Inc()
 	}
 	v.unacked[id] = req
-	v.pending[node]++
+	(*v.slots(func(yield func(string) bool) { yield(node) }))[node].pending.Add(1)
 	v.pendingTotal.Add(1)
 	stream := v.stream
 	v.mu.Unlock()
@@ -263,8 +360,8 @@ func (v *verdicts) forget(id uint64) {
 	if node == "" {
 		node = req.GetUnreserve().GetNodeName()
 	}
-	if v.pending[node]--; v.pending[node] <= 0 {
-		delete(v.pending, node)
+	if s := (*v.index.Load())[node]; s != nil && s.pending.Load() > 0 {
+		s.pending.Add(-1)
 	}
 	v.pendingTotal.Add(-1)
 }
@@ -336,7 +433,7 @@ func (v *verdicts) serve(ctx context.Context) bool {
 				t.ready = false
 			}
 			// The stream's reason ids end with it.
-			v.reasons = map[uint32]string{}
+			v.reasons.Store(&sync.Map{})
 			close(v.acked)
 			v.acked = make(chan struct{})
 			v.mu.Unlock()
@@ -355,30 +452,63 @@ func (v *verdicts) apply(u *placementv1.VerdictsUpdate) {
 	switch k := u.Kind.(type) {
 	case *placementv1.VerdictsUpdate_Table:
 		tab := k.Table
+		reasons := v.reasons.Load()
 		for id, text := range tab.GetNewReasons() {
-			v.reasons[id] = text
+			reasons.Store(id, text)
 		}
 		t := v.byID[tab.GetShapeId()]
 		if t == nil {
 			return // dropped meanwhile
 		}
-		if tab.GetFull() {
-			t.nodes = make(map[string]verdict, len(tab.GetVerdicts()))
-			t.ready = true
-		}
-		t.blind = int64(tab.GetBlindScore())
-		for _, n := range tab.GetVerdicts() {
-			if n.GetRemoved() {
-				delete(t.nodes, n.GetNodeName())
-				continue
-			}
-			d := verdict{feasible: n.GetFeasible(), score: int64(n.GetScore())}
-			if !d.feasible {
-				if d.reason = n.GetReason(); n.GetReasonId() != 0 {
-					d.reason = v.reasons[n.GetReasonId()]
+		list := tab.GetVerdicts()
+		idx := v.slots(func(yield func(string) bool) {
+			for _, n := range list {
+				if !yield(n.GetNodeName()) {
+					return
 				}
 			}
-			t.nodes[n.GetNodeName()] = d
+		})
+		// A full table is written into new cells and published whole; a
+		// delta into the current ones, grown (copied) first if the index
+		// outgrew them.
+		cells := t.cells.Load()
+		if tab.GetFull() || cells == nil || len(*cells) < len(*idx) {
+			grown := make([]atomic.Uint64, len(*idx)+64)
+			if cells != nil && !tab.GetFull() {
+				for i := range *cells {
+					grown[i].Store((*cells)[i].Load())
+				}
+			}
+			cells = &grown
+			if !tab.GetFull() {
+				t.cells.Store(cells)
+			}
+		}
+		if tab.GetFull() {
+			t.inline = nil
+		}
+		t.blind.Store(int64(tab.GetBlindScore()))
+		for _, n := range list {
+			s := (*idx)[n.GetNodeName()]
+			if n.GetRemoved() {
+				(*cells)[s.ordinal].Store(0)
+				delete(t.inline, s.ordinal)
+				continue
+			}
+			c := packVerdict(n)
+			if c&cellInline != 0 {
+				if t.inline == nil {
+					t.inline = map[int]string{}
+				}
+				t.inline[s.ordinal] = n.GetReason()
+			} else {
+				delete(t.inline, s.ordinal)
+			}
+			(*cells)[s.ordinal].Store(c)
+		}
+		if tab.GetFull() {
+			t.cells.Store(cells)
+			t.ready = true
 		}
 	case *placementv1.VerdictsUpdate_Ack:
 		if e := k.Ack.GetError(); e != "" {
