@@ -180,7 +180,7 @@ func (p *Plugin) Filter(_ context.Context, state fwk.CycleState, pod *v1.Pod, no
 		return nil // PreFilter failed open
 	}
 	if c, ok := d.(*streamedCycle); ok {
-		v, ok := p.verdicts.lookup(c.table, nodeInfo.Node().Name, c.deadline)
+		v, ok := p.verdicts.lookupFiltering(c.table, nodeInfo.Node().Name, c.deadline, true)
 		if !ok {
 			return p.pendingTimedOut("Filter", pod, nodeInfo.Node().Name)
 		}

@@ -39,7 +39,7 @@ type verdicts struct {
 	// false until then, and again if it answers Unimplemented: bookings then
 	// take the synchronous calls.
 	supported bool
-	shapes map[string]*shapeTable // by shape key
+	shapes    map[string]*shapeTable // by shape key
 	// Shapes seen once (the second pod subscribes), at most maxSeenOnce.
 	seenOnce  map[string]struct{}
 	byID      map[uint64]*shapeTable
@@ -49,6 +49,9 @@ type verdicts struct {
 	// Every node's slot in the tables, read by Filter and Score without v.mu
 	// (never nil; replaced by a copy with more names, under v.mu).
 	index atomic.Pointer[nodeIndex]
+	// Nodes with bookings sent and not acked, and how many (never nil; a
+	// copy replaces it at every booking and ack, under v.mu: it holds a few).
+	pendingNodes atomic.Pointer[map[string]int]
 	// Bookings sent and not acked, by id (ids increase in sending order).
 	unacked     map[uint64]*placementv1.VerdictsRequest
 	nextBooking uint64
@@ -63,18 +66,11 @@ type verdicts struct {
 	done   chan struct{}
 }
 
-// nodeSlot is a node's place in every table (its ordinal) and its bookings
-// sent and not yet acked.
-type nodeSlot struct {
-	ordinal int
-	pending atomic.Int32
-}
-
-// nodeIndex maps node names to their slots. Immutable once published: new
-// names publish a copy (the slots themselves are shared), so the cycle's
-// reads take no lock (issue 25: a lock and a map per read were 6 % of the
-// scheduler's CPU at 5,000 nodes).
-type nodeIndex map[string]*nodeSlot
+// nodeIndex maps node names to their slots in every table. Immutable once
+// published: new names publish a copy, so the cycle's reads take no lock
+// (issue 25: a lock and a map per read were 6 % of the scheduler's CPU at
+// 5,000 nodes).
+type nodeIndex map[string]int
 
 // shapeTable is one shape's verdicts. Written by the stream's goroutine
 // under verdicts.mu; cells and blind are read without it.
@@ -87,6 +83,8 @@ type shapeTable struct {
 	// a cell without cellPresent has no verdict: the blind score.
 	cells atomic.Pointer[[]atomic.Uint64]
 	blind atomic.Int64 // the score of a node without telemetry
+	// Cells refused: while none is, Filter passes a node without reading it.
+	refused atomic.Int64
 	// Reasons sent inline (no id), by slot; verdicts.mu.
 	inline map[int]string
 }
@@ -125,6 +123,13 @@ const (
 
 func newVerdicts(client placementv1.PlacementClient) *verdicts {
 	ctx, cancel := context.WithCancel(context.Background())
+	v := newVerdictsState(client, cancel)
+	go v.run(ctx)
+	return v
+}
+
+// newVerdictsState is a verdicts without its stream's goroutine.
+func newVerdictsState(client placementv1.PlacementClient, cancel context.CancelFunc) *verdicts {
 	v := &verdicts{
 		client:     client,
 		maxUnacked: maxUnackedBookings,
@@ -138,7 +143,7 @@ func newVerdicts(client placementv1.PlacementClient) *verdicts {
 	}
 	v.reasons.Store(&sync.Map{})
 	v.index.Store(&nodeIndex{})
-	go v.run(ctx)
+	v.pendingNodes.Store(&map[string]int{})
 	return v
 }
 
@@ -158,7 +163,7 @@ func (v *verdicts) slots(names func(yield func(string) bool)) *nodeIndex {
 			}
 		}
 		if _, ok := grown[name]; !ok {
-			grown[name] = &nodeSlot{ordinal: len(grown)}
+			grown[name] = len(grown)
 		}
 	}
 	if grown == nil {
@@ -169,16 +174,17 @@ func (v *verdicts) slots(names func(yield func(string) bool)) *nodeIndex {
 }
 
 // read is node's verdict in t as it stands (no wait).
-func (v *verdicts) read(t *shapeTable, s *nodeSlot) verdict {
+func (v *verdicts) read(t *shapeTable, node string) verdict {
 	blind := verdict{feasible: true, score: t.blind.Load()}
-	if s == nil {
+	ordinal, ok := (*v.index.Load())[node]
+	if !ok {
 		return blind
 	}
 	cells := t.cells.Load()
-	if cells == nil || s.ordinal >= len(*cells) {
+	if cells == nil || ordinal >= len(*cells) {
 		return blind
 	}
-	c := (*cells)[s.ordinal].Load()
+	c := (*cells)[ordinal].Load()
 	if c&cellPresent == 0 {
 		return blind
 	}
@@ -188,7 +194,7 @@ func (v *verdicts) read(t *shapeTable, s *nodeSlot) verdict {
 	}
 	if c&cellInline != 0 {
 		v.mu.RLock()
-		d.reason = t.inline[s.ordinal]
+		d.reason = t.inline[ordinal]
 		v.mu.RUnlock()
 	} else if text, ok := v.reasons.Load().Load(uint32(c)); ok {
 		d.reason = text.(string)
@@ -260,15 +266,23 @@ func (v *verdicts) table(m *placementv1.Pod) *shapeTable {
 // lookup reads node's verdict in t, waiting (until deadline) while a booking
 // on node is unacked; ok false when the wait timed out.
 func (v *verdicts) lookup(t *shapeTable, node string, deadline time.Time) (verdict, bool) {
-	s := (*v.index.Load())[node]
+	return v.lookupFiltering(t, node, deadline, false)
+}
+
+// lookupFiltering is lookup; `filtering`: only whether the node passes
+// matters, so while the table refuses no node its cell is not read.
+func (v *verdicts) lookupFiltering(t *shapeTable, node string, deadline time.Time, filtering bool) (verdict, bool) {
 	for {
-		// The pending count first: an ack is applied after its deltas, so
+		// The pending bookings first: an ack is applied after its deltas, so
 		// none pending means the cells hold the node's post-booking verdict.
-		if v.pendingTotal.Load() == 0 || s == nil || s.pending.Load() == 0 {
-			return v.read(t, s), true
+		if v.pendingTotal.Load() == 0 || (*v.pendingNodes.Load())[node] == 0 {
+			if filtering && t.refused.Load() == 0 {
+				return verdict{feasible: true}, true
+			}
+			return v.read(t, node), true
 		}
 		v.mu.RLock()
-		wake, pending := v.acked, s.pending.Load()
+		wake, pending := v.acked, (*v.pendingNodes.Load())[node]
 		v.mu.RUnlock()
 		if pending == 0 {
 			continue
@@ -339,7 +353,7 @@ func (v *verdicts) book(req *placementv1.VerdictsRequest, node string) bool {
 		failOpen.WithLabelValues("Reserve", "unacked_dropped").Inc()
 	}
 	v.unacked[id] = req
-	(*v.slots(func(yield func(string) bool) { yield(node) }))[node].pending.Add(1)
+	v.addPending(node, 1)
 	v.pendingTotal.Add(1)
 	stream := v.stream
 	v.mu.Unlock()
@@ -360,10 +374,21 @@ func (v *verdicts) forget(id uint64) {
 	if node == "" {
 		node = req.GetUnreserve().GetNodeName()
 	}
-	if s := (*v.index.Load())[node]; s != nil && s.pending.Load() > 0 {
-		s.pending.Add(-1)
-	}
+	v.addPending(node, -1)
 	v.pendingTotal.Add(-1)
+}
+
+// addPending counts a booking on node sent (+1) or acked (-1); v.mu held.
+func (v *verdicts) addPending(node string, delta int) {
+	old := *v.pendingNodes.Load()
+	next := make(map[string]int, len(old)+1)
+	for n, c := range old {
+		next[n] = c
+	}
+	if next[node] += delta; next[node] <= 0 {
+		delete(next, node)
+	}
+	v.pendingNodes.Store(&next)
 }
 
 func (v *verdicts) send(stream placementv1.Placement_VerdictsClient, req *placementv1.VerdictsRequest) {
@@ -488,28 +513,43 @@ func (v *verdicts) apply(u *placementv1.VerdictsUpdate) {
 			t.inline = nil
 		}
 		t.blind.Store(int64(tab.GetBlindScore()))
-		for _, n := range list {
-			s := (*idx)[n.GetNodeName()]
-			if n.GetRemoved() {
-				(*cells)[s.ordinal].Store(0)
-				delete(t.inline, s.ordinal)
-				continue
+		refused := t.refused.Load()
+		if tab.GetFull() {
+			refused = 0
+		}
+		isRefused := func(c uint64) int64 {
+			if c&cellPresent != 0 && c&cellFeasible == 0 {
+				return 1
 			}
-			c := packVerdict(n)
+			return 0
+		}
+		for _, n := range list {
+			o := (*idx)[n.GetNodeName()]
+			c := uint64(0)
+			if !n.GetRemoved() {
+				c = packVerdict(n)
+			}
 			if c&cellInline != 0 {
 				if t.inline == nil {
 					t.inline = map[int]string{}
 				}
-				t.inline[s.ordinal] = n.GetReason()
+				t.inline[o] = n.GetReason()
 			} else {
-				delete(t.inline, s.ordinal)
+				delete(t.inline, o)
 			}
-			(*cells)[s.ordinal].Store(c)
+			refused += isRefused(c) - isRefused((*cells)[o].Load())
+			// A refusal counts before its cell is written, a pass after, so
+			// that Filter's shortcut (no cell refused) never misses one.
+			if refused > t.refused.Load() {
+				t.refused.Store(refused)
+			}
+			(*cells)[o].Store(c)
 		}
 		if tab.GetFull() {
 			t.cells.Store(cells)
 			t.ready = true
 		}
+		t.refused.Store(refused)
 	case *placementv1.VerdictsUpdate_Ack:
 		if e := k.Ack.GetError(); e != "" {
 			klog.InfoS("Neighborly refused a booking on the verdict stream", "err", e)

@@ -351,3 +351,83 @@ func TestStreamedReconnectResendsUnackedBookings(t *testing.T) {
 		t.Errorf("after the reconnect n4 = %q, want the booking's verdict", got.refused["n4"])
 	}
 }
+
+// The plugin's copy of a table (issue 25): a full table, then deltas that
+// refuse, pass, remove and add nodes, read as Filter and Score read them;
+// while no node is refused Filter passes without reading a cell, and a node
+// with an unacked booking waits for its ack.
+func TestVerdictTableAppliesFullTablesAndDeltas(t *testing.T) {
+	v := newVerdictsState(nil, func() {})
+	tab := &shapeTable{id: 1, key: "k"}
+	v.byID[1] = tab
+	v.shapes["k"] = tab
+	update := func(full bool, blind int32, reasons map[uint32]string, nodes ...*placementv1.NodeVerdict) {
+		v.apply(&placementv1.VerdictsUpdate{Kind: &placementv1.VerdictsUpdate_Table{Table: &placementv1.VerdictTable{
+			ShapeId: 1, Full: full, BlindScore: blind, NewReasons: reasons, Verdicts: nodes}}})
+	}
+	pass := func(name string, score int32) *placementv1.NodeVerdict {
+		return &placementv1.NodeVerdict{NodeName: name, Feasible: true, Score: score}
+	}
+	refuse := func(name string, id uint32, inline string) *placementv1.NodeVerdict {
+		return &placementv1.NodeVerdict{NodeName: name, ReasonId: id, Reason: inline}
+	}
+	soon := time.Now().Add(time.Second)
+	check := func(step, node string, filtering bool, want verdict) {
+		t.Helper()
+		got, ok := v.lookupFiltering(tab, node, soon, filtering)
+		if !ok || got != want {
+			t.Errorf("%s: %s (filtering %v) = %+v, %v; want %+v", step, node, filtering, got, ok, want)
+		}
+	}
+	update(true, 5, map[uint32]string{1: "membw 84% > 80%"}, pass("a", 7), refuse("b", 1, ""), refuse("c", 0, "inline reason"))
+	if !tab.ready || tab.refused.Load() != 2 {
+		t.Fatalf("after the full table: ready %v, refused %d; want true, 2", tab.ready, tab.refused.Load())
+	}
+	check("full", "a", false, verdict{feasible: true, score: 7})
+	check("full", "b", true, verdict{reason: "membw 84% > 80%"})
+	check("full", "c", true, verdict{reason: "inline reason"})
+	check("full", "unknown", false, verdict{feasible: true, score: 5})
+
+	update(false, 6, nil, pass("b", 3), &placementv1.NodeVerdict{NodeName: "c", Removed: true}, refuse("d", 1, ""))
+	check("delta", "a", false, verdict{feasible: true, score: 7})
+	check("delta", "b", false, verdict{feasible: true, score: 3})
+	check("delta", "c", false, verdict{feasible: true, score: 6})
+	check("delta", "d", true, verdict{reason: "membw 84% > 80%"})
+	if n := tab.refused.Load(); n != 1 {
+		t.Errorf("after the delta: %d refused, want 1", n)
+	}
+	// No node refused: Filter's shortcut; Score still reads the score.
+	update(false, 6, nil, pass("d", 9))
+	if n := tab.refused.Load(); n != 0 {
+		t.Errorf("all passing: %d refused, want 0", n)
+	}
+	check("all pass", "d", true, verdict{feasible: true})
+	check("all pass", "d", false, verdict{feasible: true, score: 9})
+	// A node with an unacked booking waits; the others do not.
+	v.mu.Lock()
+	v.addPending("a", 1)
+	v.pendingTotal.Add(1)
+	v.mu.Unlock()
+	if _, ok := v.lookup(tab, "a", time.Now().Add(20*time.Millisecond)); ok {
+		t.Error("a node with an unacked booking was read before its ack")
+	}
+	check("pending elsewhere", "b", false, verdict{feasible: true, score: 3})
+	go func() {
+		time.Sleep(20 * time.Millisecond)
+		v.mu.Lock()
+		v.addPending("a", -1)
+		v.pendingTotal.Add(-1)
+		close(v.acked)
+		v.acked = make(chan struct{})
+		v.mu.Unlock()
+	}()
+	check("acked", "a", false, verdict{feasible: true, score: 7})
+	// A full table replaces everything, nodes beyond the first table's included.
+	names := make([]*placementv1.NodeVerdict, 0, 200)
+	for i := range 200 {
+		names = append(names, pass(string(rune('A'+i%26))+strings.Repeat("x", i/26), int32(i%11)))
+	}
+	update(true, 1, nil, names...)
+	check("second full", "a", false, verdict{feasible: true, score: 1})
+	check("second full", "Hxxxxxxx", false, verdict{feasible: true, score: int64((7 + 26*7) % 11)})
+}

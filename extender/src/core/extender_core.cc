@@ -745,12 +745,17 @@ struct ExtenderCore::VerdictTracker::State {
     double second_cost = 0;
     bool passed = false;  // the fallback passed it in the table as last given
     uint64_t mark = 0;    // the refresh that last queued it
+    // The time of its entry in `expiries` (InfiniteFuture: none). A later
+    // valid_until keeps it; when it comes due the node is queued again at
+    // its valid_until then, so a node that reports every second has one
+    // entry, not one per report.
+    absl::Time queued = absl::InfiniteFuture();
   };
   std::vector<Node> nodes;  // by ordinal
   size_t feasible = 0;      // tracked nodes whose first look passes
   size_t passed = 0;        // tracked nodes the fallback passes
-  // (valid_until, ordinal), earliest first. A node evaluated again pushes
-  // anew; an entry whose time is no longer its node's is stale and skipped.
+  // (time, ordinal), earliest first; an entry whose time is not its node's
+  // `queued` is stale and skipped.
   using Expiry = std::pair<absl::Time, uint64_t>;
   std::priority_queue<Expiry, std::vector<Expiry>, std::greater<Expiry>> expiries;
   uint64_t refreshes = 0;
@@ -761,6 +766,29 @@ struct ExtenderCore::VerdictTracker::State {
   std::vector<uint64_t> more_ordinals;
   std::vector<NodeDecision> more;
 
+  // Queues node `o` at its valid_until unless an entry comes due earlier.
+  void Queue(uint64_t o) {
+    Node& n = nodes[o];
+    if (n.valid_until < n.queued) {
+      n.queued = n.valid_until;
+      expiries.push({n.queued, o});
+    }
+  }
+  // Appends to `due` the nodes whose decisions may have changed by `now`.
+  void Due(absl::Time now, std::vector<uint64_t>& due) {
+    while (!expiries.empty() && expiries.top().first <= now) {
+      const auto [at, o] = expiries.top();
+      expiries.pop();
+      if (o >= nodes.size() || !nodes[o].tracked || nodes[o].queued != at) continue;
+      Node& n = nodes[o];
+      n.queued = absl::InfiniteFuture();
+      if (n.valid_until <= now) {
+        due.push_back(o);
+      } else {
+        Queue(o);  // evaluated since, valid for longer
+      }
+    }
+  }
   // Takes the first looks of one refresh.
   void Take(std::span<const uint64_t> ordinals, std::span<const NodeDecision> decisions) {
     for (size_t i = 0; i < ordinals.size(); ++i) {
@@ -777,14 +805,14 @@ struct ExtenderCore::VerdictTracker::State {
                                                      : kSoft;
       n.second_known = false;
       n.valid_until = valid[i];
-      if (n.valid_until != absl::InfiniteFuture()) expiries.push({n.valid_until, o});
+      Queue(o);
     }
     // Stale entries beyond a few per node: rebuilt from the nodes.
     if (expiries.size() > 4 * nodes.size() + 64) {
       std::vector<Expiry> live;
       for (uint64_t o = 0; o < nodes.size(); ++o) {
-        if (nodes[o].tracked && nodes[o].valid_until != absl::InfiniteFuture()) {
-          live.push_back({nodes[o].valid_until, o});
+        if (nodes[o].tracked && nodes[o].queued != absl::InfiniteFuture()) {
+          live.push_back({nodes[o].queued, o});
         }
       }
       expiries = decltype(expiries)(std::greater<Expiry>(), std::move(live));
@@ -854,13 +882,7 @@ void ExtenderCore::Impl::TrackVerdicts(const IncomingPod& pod, VerdictTracker::S
   const std::span<ClusterState::Entry* const> entries = view.entries();
   if (next) {
     st.cursor = *next;
-    while (!st.expiries.empty() && st.expiries.top().first <= now) {
-      const auto [at, o] = st.expiries.top();
-      st.expiries.pop();
-      if (o < st.nodes.size() && st.nodes[o].tracked && st.nodes[o].valid_until == at) {
-        st.changed.push_back(o);
-      }
-    }
+    st.Due(now, st.changed);
   } else {
     for (State::Node& n : st.nodes) n = State::Node{.mark = n.mark};
     st.feasible = 0;
