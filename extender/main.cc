@@ -99,8 +99,8 @@ void AppendStateMetrics(const ExtenderCore& core, PrometheusWriter& page) {
   const ExtenderCore::VerdictRefreshStats refreshes = core.verdict_refresh_stats();
   constexpr std::string_view kRefreshesHelp =
       "Refreshes of the placement plugin's streamed verdict tables: incremental (only the nodes "
-      "that changed since the last) or full (every node: a new shape, or one that rests on the "
-      "whole fleet).";
+      "that changed since the last) or full (every node: a new or changed shape, a changed "
+      "pinned guess, a journal overrun).";
   page.Counter("neighborly_placement_verdict_refreshes_total", kRefreshesHelp,
                {{"kind", "full"}}, static_cast<double>(refreshes.full));
   page.Counter("neighborly_placement_verdict_refreshes_total", kRefreshesHelp,

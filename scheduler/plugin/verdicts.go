@@ -147,12 +147,13 @@ func newVerdictsState(client placementv1.PlacementClient, cancel context.CancelF
 	return v
 }
 
-// slots returns the slot of every name, adding those the index lacks (one
-// copy of the index for all of them); v.mu held.
-func (v *verdicts) slots(names func(yield func(string) bool)) *nodeIndex {
+// slots returns the index with a slot for every node of list, adding those
+// it lacks (one copy of the index for all of them); v.mu held.
+func (v *verdicts) slots(list []*placementv1.NodeVerdict) *nodeIndex {
 	idx := v.index.Load()
 	var grown nodeIndex
-	for name := range names {
+	for _, n := range list {
+		name := n.GetNodeName()
 		if _, ok := (*idx)[name]; ok {
 			continue
 		}
@@ -486,13 +487,7 @@ func (v *verdicts) apply(u *placementv1.VerdictsUpdate) {
 			return // dropped meanwhile
 		}
 		list := tab.GetVerdicts()
-		idx := v.slots(func(yield func(string) bool) {
-			for _, n := range list {
-				if !yield(n.GetNodeName()) {
-					return
-				}
-			}
-		})
+		idx := v.slots(list)
 		// A full table is written into new cells and published whole; a
 		// delta into the current ones, grown (copied) first if the index
 		// outgrew them.

@@ -96,11 +96,13 @@ struct ExtenderCore::Impl {
   // What a verdict tracker's refresh (issue 25) asks of Decide instead of
   // what a request does: first looks only (the tracker applies the
   // least-harm fallback itself, from what it keeps of every node: `nodes`
-  // may be a part of the fleet), evaluated on this thread with the tracker's
-  // own decisions to reuse, nothing recorded.
+  // may be a part of the fleet), at the refresh's `now` (bookings already
+  // expired by it) for the request it prepared, evaluated on this thread
+  // with the tracker's own decisions to reuse, nothing recorded.
   struct Tracking {
+    absl::Time now;
+    Prepared* prepared = nullptr;    // never null
     DecisionReuse* reuse = nullptr;  // first looks kept for the shape
-    Prepared* prepared = nullptr;    // the pod's request, prepared once
     int* blind_score = nullptr;      // the score of a node without telemetry
     // Per node: until when its decision holds (InfinitePast: only now).
     std::vector<absl::Time>* valid_until = nullptr;
@@ -386,13 +388,13 @@ void ExtenderCore::Impl::Decide(std::string_view verb, const IncomingPod& pod,
                                 std::span<const std::string_view> nodes,
                                 std::vector<NodeDecision>& out, bool book, bool teach,
                                 const Tracking* tracking) {
-  const absl::Time now = clock.Now();
-  ledger.Expire(now);
+  const absl::Time now = tracking != nullptr ? tracking->now : clock.Now();
   std::optional<Prepared> own_prepared;
-  if (tracking == nullptr || tracking->prepared == nullptr) {
+  if (tracking == nullptr) {
+    ledger.Expire(now);
     own_prepared.emplace(Prepare(pod, now, teach));
   }
-  Prepared& prepared = own_prepared ? *own_prepared : *tracking->prepared;
+  Prepared& prepared = tracking != nullptr ? *tracking->prepared : *own_prepared;
   const PodRequest& req = prepared.req;
   DecisionReuse* own_reuse = tracking != nullptr ? tracking->reuse : nullptr;
   const bool record = tracking == nullptr;
@@ -862,10 +864,19 @@ void ExtenderCore::Impl::TrackVerdicts(const IncomingPod& pod, VerdictTracker::S
   changes.decisions.clear();
   // First looks only: the least-harm fallback is applied below, from what
   // the tracker keeps of every node.
-  Tracking tracking{.reuse = &st.reuse,
+  Tracking tracking{.now = now,
                     .prepared = &prepared,
+                    .reuse = &st.reuse,
                     .blind_score = &changes.blind_score,
                     .valid_until = &st.valid};
+  // What every refresh ends with.
+  auto done = [&] {
+    (changes.full ? verdicts_full : verdicts_incremental).fetch_add(1, std::memory_order_relaxed);
+    verdicts_nodes.fetch_add(changes.names.size(), std::memory_order_relaxed);
+    st.started = true;
+    st.req = req;
+    st.guess = std::move(guess);
+  };
   // A table of the same request: only the nodes journalled since, and those
   // whose decisions have expired.
   st.changed.clear();
@@ -913,14 +924,7 @@ void ExtenderCore::Impl::TrackVerdicts(const IncomingPod& pod, VerdictTracker::S
   // only the changed nodes take one; a node whose pass changes with the
   // group's least without a change of its own is given again.
   const bool falling_back = config.least_harm_fallback && st.feasible == 0;
-  if (!falling_back && st.passed == 0) {
-    (changes.full ? verdicts_full : verdicts_incremental).fetch_add(1, std::memory_order_relaxed);
-    verdicts_nodes.fetch_add(changes.names.size(), std::memory_order_relaxed);
-    st.started = true;
-    st.req = req;
-    st.guess = std::move(guess);
-    return;
-  }
+  if (!falling_back && st.passed == 0) return done();
   DecisionReuse::Table* harm_reuse = &st.least_harm.ForKeeping(req);
   uint64_t harm_reused = 0, harm_evaluated = 0;
   NodeDecision look;
@@ -975,8 +979,7 @@ void ExtenderCore::Impl::TrackVerdicts(const IncomingPod& pod, VerdictTracker::S
     st.more_ordinals.push_back(o);
   }
   if (!st.more_names.empty()) {
-    std::vector<absl::Time> valid;
-    tracking.valid_until = &valid;
+    tracking.valid_until = nullptr;  // their expiries are queued already
     Decide("placement.verdicts", pod, st.more_names, st.more, /*book=*/false, /*teach=*/false,
            &tracking);
     changes.names.insert(changes.names.end(), st.more_names.begin(), st.more_names.end());
@@ -989,8 +992,7 @@ void ExtenderCore::Impl::TrackVerdicts(const IncomingPod& pod, VerdictTracker::S
     State::Node& n = st.nodes[o];
     const bool pass = passes(n);
     if (pass != n.passed) {
-      st.passed += pass ? 1 : 0;
-      st.passed -= pass ? 0 : 1;
+      pass ? ++st.passed : --st.passed;
       n.passed = pass;
     }
     if (!pass) continue;
@@ -1001,11 +1003,7 @@ void ExtenderCore::Impl::TrackVerdicts(const IncomingPod& pod, VerdictTracker::S
   }
   if (harm_reused > 0) least_harm_reused.fetch_add(harm_reused, std::memory_order_relaxed);
   if (harm_evaluated > 0) least_harm_evaluated.fetch_add(harm_evaluated, std::memory_order_relaxed);
-  (changes.full ? verdicts_full : verdicts_incremental).fetch_add(1, std::memory_order_relaxed);
-  verdicts_nodes.fetch_add(changes.names.size(), std::memory_order_relaxed);
-  st.started = true;
-  st.req = req;
-  st.guess = std::move(guess);
+  done();
 }
 
 uint64_t ExtenderCore::BookingsGeneration(std::string_view node) const {

@@ -224,7 +224,6 @@ uint32_t VerdictStream::ReasonId(const std::string& reason, pv1::VerdictTable& t
 
 bool VerdictStream::Refresh(Shape& shape, bool full, Stream& stream) {
   core_.Verdicts(shape.pod, shape.tracker, changes_);
-  const uint64_t refresh = ++refreshes_;
   pv1::VerdictsUpdate update;
   pv1::VerdictTable& table = *update.mutable_table();
   table.set_shape_id(shape.id);
@@ -238,7 +237,6 @@ bool VerdictStream::Refresh(Shape& shape, bool full, Stream& stream) {
     if (ordinal >= shape.sent.size()) shape.sent.resize(ordinal + 1);
     Sent& sent = shape.sent[ordinal];
     const bool known = !sent.name.empty();
-    sent.refresh = refresh;
     if (known && sent.feasible == d.feasible && sent.score == score &&
         (d.feasible || sent.reason == d.reason)) {
       continue;
@@ -258,17 +256,6 @@ bool VerdictStream::Refresh(Shape& shape, bool full, Stream& stream) {
     v->set_score(score);
     v->set_reason_id(sent.reason_id);
     if (!d.feasible && sent.reason_id == 0) v->set_reason(sent.reason);
-  }
-  // A table of every node: one sent before and missing from it has lost its
-  // telemetry (the core keeps a node's last snapshot, so this is defensive).
-  if (changes_.full && !full) {
-    for (Sent& sent : shape.sent) {
-      if (sent.name.empty() || sent.refresh == refresh) continue;
-      pv1::NodeVerdict* v = table.add_verdicts();
-      v->set_node_name(sent.name.data(), sent.name.size());
-      v->set_removed(true);
-      sent = Sent{};
-    }
   }
   const bool changed =
       full || table.verdicts_size() > 0 || changes_.blind_score != shape.blind_score;

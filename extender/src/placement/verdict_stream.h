@@ -75,7 +75,6 @@ class VerdictStream {
     uint32_t reason_id = 0;
     std::string reason;  // when refused
     int32_t score = 0;
-    uint64_t refresh = 0;  // the refresh that last saw the node
   };
   struct Shape {
     uint64_t id = 0;
@@ -102,7 +101,6 @@ class VerdictStream {
   std::vector<std::unique_ptr<Shape>> shapes_;
   absl::flat_hash_map<std::string, uint32_t> reasons_;
   uint64_t clock_ = 0;
-  uint64_t refreshes_ = 0;
   // Scratch reused by every refresh.
   ExtenderCore::VerdictChanges changes_;
 };
