@@ -52,6 +52,9 @@ def register(t):
         enabled = profile["plugins"]["multiPoint"]["enabled"]
         eq([e["name"] for e in enabled], ["Neighborly"], "enabled plugins")
         eq(enabled[0]["weight"], values["schedulerExtender"]["weight"], "the plugin's weight (the extender mode's)")
+        # Named at filter as well: kube-scheduler then runs its Filter before
+        # the default filters (explicit extension-point entries come first).
+        eq([e["name"] for e in profile["plugins"]["filter"]["enabled"]], ["Neighborly"], "filter plugins named first")
         args = plugin_args(profile)
         unknown = set(args) - plugin_args_fields()
         expect(not unknown, f"pluginConfig args neighborly-scheduler refuses (strict): {sorted(unknown)}")

@@ -422,6 +422,21 @@ func TestVerdictTableAppliesFullTablesAndDeltas(t *testing.T) {
 		v.mu.Unlock()
 	}()
 	check("acked", "a", false, verdict{feasible: true, score: 7})
+	// A booking on a node no table has named yet gives it a slot: Filter
+	// waits for it too, and reads the blind score once it is acked.
+	v.mu.Lock()
+	v.addPending("new", 1)
+	v.pendingTotal.Add(1)
+	v.mu.Unlock()
+	if _, ok := v.lookupFiltering(tab, "new", time.Now().Add(10*time.Millisecond), true); ok {
+		t.Error("a node without a verdict but with an unacked booking passed before its ack")
+	}
+	check("pending on a new node", "a", true, verdict{feasible: true})
+	v.mu.Lock()
+	v.addPending("new", -1)
+	v.pendingTotal.Add(-1)
+	v.mu.Unlock()
+	check("acked new node", "new", false, verdict{feasible: true, score: tab.blind.Load()})
 	// A full table replaces everything, nodes beyond the first table's included.
 	names := make([]*placementv1.NodeVerdict, 0, 200)
 	for i := range 200 {
