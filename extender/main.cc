@@ -105,9 +105,17 @@ void AppendStateMetrics(const ExtenderCore& core, PrometheusWriter& page) {
                {{"kind", "full"}}, static_cast<double>(refreshes.full));
   page.Counter("neighborly_placement_verdict_refreshes_total", kRefreshesHelp,
                {{"kind", "incremental"}}, static_cast<double>(refreshes.incremental));
-  page.Counter("neighborly_placement_verdict_nodes_total",
-               "Nodes the verdict tables' refreshes decided (evaluated, or reused unchanged).", {},
-               static_cast<double>(refreshes.nodes_visited));
+  constexpr std::string_view kRefreshNodesHelp =
+      "Nodes the verdict tables' refreshes decided (evaluated, or reused unchanged), by why: "
+      "changed (the change journal listed it; every node of a full refresh), expired (its "
+      "decision's telemetry aged or a booking in its fold ended), regiven (the least-harm "
+      "fallback's pass moved without a change of its own).";
+  page.Counter("neighborly_placement_verdict_nodes_total", kRefreshNodesHelp,
+               {{"why", "changed"}}, static_cast<double>(refreshes.nodes_changed));
+  page.Counter("neighborly_placement_verdict_nodes_total", kRefreshNodesHelp,
+               {{"why", "expired"}}, static_cast<double>(refreshes.nodes_expired));
+  page.Counter("neighborly_placement_verdict_nodes_total", kRefreshNodesHelp,
+               {{"why", "regiven"}}, static_cast<double>(refreshes.nodes_regiven));
   page.Counter("neighborly_extender_least_harm_total",
                "Filter and prioritize requests in which predicted interference refused every "
                "candidate and the least-harm fallback passed the least harmful ones "

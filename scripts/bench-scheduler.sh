@@ -18,6 +18,8 @@
 #   BENCH_SEED=N        the seed of the rounds' orders (default: the time; printed)
 #   BENCH_OUT=DIR       configs, logs, scheduler_perf's result files, results.md
 #                       (default build/bench-scheduler/<UTC time>)
+#   BENCH_NO_BUILD=1    use build/go/bin's etcd and scheduler-perf.test as they are
+#                       (no rebuild; for repeated runs of the same code)
 #   NEIGHBORLY_BENCH_CPUPROFILE=1  a CPU profile of the test process per workload
 #   NEIGHBORLY_EXTENDER=PATH  another neighborly-extender binary (default: BUILD_DIR's)
 #   NEIGHBORLY_PLUGIN_STREAMED=0  the plugin with streamedVerdicts: false, the calls in every cycle (1: true, the default)
@@ -52,8 +54,8 @@ echo "bench-scheduler: building etcd ${etcd_version} and scheduler_perf of k8s.i
 mkdir -p "${root}/build/go/bin"
 # scheduler_perf starts a fresh etcd per workload from PATH
 # (test/integration/framework.StartEtcd); go.mod's tool line pins it.
-nice -n 10 go build -o "${root}/build/go/bin/etcd" go.etcd.io/etcd/server/v3
-nice -n 10 go test -c -o "${root}/build/go/bin/scheduler-perf.test" ./perf
+[[ -n "${BENCH_NO_BUILD:-}" ]] || nice -n 10 go build -o "${root}/build/go/bin/etcd" go.etcd.io/etcd/server/v3
+[[ -n "${BENCH_NO_BUILD:-}" ]] || nice -n 10 go test -c -o "${root}/build/go/bin/scheduler-perf.test" ./perf
 echo "bench-scheduler: built in $((SECONDS - start)) s"
 
 mkdir -p "${out}/logs"

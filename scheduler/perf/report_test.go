@@ -26,6 +26,11 @@ type neighborlyStats struct {
 	ExtenderCPUSeconds        float64
 	FleetCPUSeconds           float64
 	FleetNodes                int
+	// The plugin's streamed verdict tables: refreshes by kind (full,
+	// incremental) and the nodes they decided (nil: not exported).
+	VerdictRefreshes map[string]float64
+	VerdictNodes     float64
+	VerdictNodesWhy  map[string]float64 // changed, expired, regiven
 }
 
 // histogram is one Prometheus histogram: cumulative counts by upper bound.
@@ -134,6 +139,20 @@ func parseExtenderMetrics(text string) (*neighborlyStats, error) {
 			hist("placement " + labels["method"]).Count = value
 		case "neighborly_decisions_without_telemetry_total":
 			s.DecisionsWithoutTelemetry += value
+		case "neighborly_placement_verdict_refreshes_total":
+			if s.VerdictRefreshes == nil {
+				s.VerdictRefreshes = map[string]float64{}
+			}
+			s.VerdictRefreshes[labels["kind"]] += value
+		case "neighborly_placement_verdict_nodes_total":
+			// by why since 2026-12-03 (changed, expired, regiven); unlabelled before
+			s.VerdictNodes += value
+			if w := labels["why"]; w != "" {
+				if s.VerdictNodesWhy == nil {
+					s.VerdictNodesWhy = map[string]float64{}
+				}
+				s.VerdictNodesWhy[w] += value
+			}
 		case "neighborly_ingest_reports_total":
 			if labels["result"] == "accepted" {
 				s.ReportsAccepted += value
@@ -392,8 +411,8 @@ func renderTables(runs []*workloadRun, rounds map[int][]dataItem) string {
 	}
 
 	b.WriteString("\nNeighborly's side (whole workload: init and measured pods; HTTP extender: /filter and /prioritize, plugin: the placement service's Filter, Score, Reserve; fair baseline: asked nothing):\n\n")
-	b.WriteString("| family | workload | mode | round | nodes streamed | filter / score calls answered | reserve calls | other answers | server-side filter mean / p99 ms | score mean / p99 ms | verdicts without telemetry (HTTP) | telemetry at the end: fresh / aging / stale | reports accepted | extender CPU s | fleet CPU s |\n")
-	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+	b.WriteString("| family | workload | mode | round | nodes streamed | filter / score calls answered | reserve calls | other answers | server-side filter mean / p99 ms | score mean / p99 ms | verdicts without telemetry (HTTP) | telemetry at the end: fresh / aging / stale | reports accepted | verdict refreshes: full / incremental, nodes decided per refresh (why) | extender CPU s | fleet CPU s |\n")
+	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, g := range groups {
 		for _, m := range []mode{modeBaseline, modeExtender, modePlugin} {
 			filter, score, reserve, ok := "filter", "prioritize", "", "200"
@@ -423,11 +442,23 @@ func renderTables(runs []*workloadRun, rounds map[int][]dataItem) string {
 				if m == modeExtender {
 					withoutTelemetry = fmt.Sprintf("%.0f", s.DecisionsWithoutTelemetry)
 				}
-				fmt.Fprintf(&b, "| %s | %s | %s | %d | %d | %.0f / %.0f | %s | %.0f | %.3f / %.3f | %.3f / %.3f | %s | %s | %.0f | %.1f | %.1f |\n",
+				refreshes := "-"
+				if m == modePlugin && s.VerdictRefreshes != nil {
+					n := s.VerdictRefreshes["full"] + s.VerdictRefreshes["incremental"]
+					per := 0.0
+					if n > 0 {
+						per = s.VerdictNodes / n
+					}
+					refreshes = fmt.Sprintf("%.0f / %.0f, %.1f", s.VerdictRefreshes["full"], s.VerdictRefreshes["incremental"], per)
+					if w := s.VerdictNodesWhy; w != nil && n > 0 {
+						refreshes += fmt.Sprintf(" (changed %.1f, expired %.1f, regiven %.1f)", w["changed"]/n, w["expired"]/n, w["regiven"]/n)
+					}
+				}
+				fmt.Fprintf(&b, "| %s | %s | %s | %d | %d | %.0f / %.0f | %s | %.0f | %.3f / %.3f | %.3f / %.3f | %s | %s | %.0f | %s | %.1f | %.1f |\n",
 					g.family, g.workload, m, r.round, s.FleetNodes, s.Requests[filter+"/"+ok], s.Requests[score+"/"+ok], reserves, other,
 					1e3*s.Durations[filter].mean(), 1e3*s.Durations[filter].quantile(0.99),
 					1e3*s.Durations[score].mean(), 1e3*s.Durations[score].quantile(0.99),
-					withoutTelemetry, telemetry, s.ReportsAccepted, s.ExtenderCPUSeconds, s.FleetCPUSeconds)
+					withoutTelemetry, telemetry, s.ReportsAccepted, refreshes, s.ExtenderCPUSeconds, s.FleetCPUSeconds)
 			}
 		}
 	}

@@ -183,6 +183,11 @@ neighborly_decisions_without_telemetry_total{verb="prioritize"} 4
 neighborly_ingest_reports_total{result="accepted"} 90000
 neighborly_ingest_reports_total{result="rejected"} 7
 neighborly_placement_requests_total{method="Filter",code="OK"} 20
+neighborly_placement_verdict_refreshes_total{kind="full"} 3
+neighborly_placement_verdict_refreshes_total{kind="incremental"} 97
+neighborly_placement_verdict_nodes_total{why="changed"} 15000
+neighborly_placement_verdict_nodes_total{why="expired"} 300
+neighborly_placement_verdict_nodes_total{why="regiven"} 100
 neighborly_placement_requests_total{method="Reserve",code="DEADLINE_EXCEEDED"} 1
 neighborly_placement_request_duration_seconds_bucket{method="Filter",le="0.001"} 20
 neighborly_placement_request_duration_seconds_bucket{method="Filter",le="+Inf"} 20
@@ -206,6 +211,10 @@ func TestParseExtenderMetrics(t *testing.T) {
 	}
 	if s.DecisionsWithoutTelemetry != 7 || s.ReportsAccepted != 90000 {
 		t.Errorf("without telemetry %v, accepted %v", s.DecisionsWithoutTelemetry, s.ReportsAccepted)
+	}
+	if s.VerdictRefreshes["full"] != 3 || s.VerdictRefreshes["incremental"] != 97 || s.VerdictNodes != 15400 ||
+		s.VerdictNodesWhy["expired"] != 300 || s.VerdictNodesWhy["regiven"] != 100 {
+		t.Errorf("verdict refreshes %v, nodes %v %v", s.VerdictRefreshes, s.VerdictNodes, s.VerdictNodesWhy)
 	}
 	f := s.Durations["filter"]
 	if got := f.mean(); math.Abs(got-0.0004) > 1e-12 {

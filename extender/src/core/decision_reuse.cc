@@ -43,11 +43,10 @@ bool DecisionReuse::Table::Find(uint64_t ordinal, uint64_t snapshot_generation,
                                 NodeDecision& out) const {
   if (ordinal >= slots_.size()) return false;
   const Slot& slot = slots_[ordinal];
-  // The same snapshot and list as when kept, so Reusable() at `now` reads
-  // the same fresh_until and fold as then, copied into the slot.
+  // The same snapshot and list as when kept, so what the decision rests on
+  // changes with time only at ReusableUntil, copied into the slot.
   if (slot.epoch != epoch_ || slot.snapshot != snapshot_generation ||
-      slot.bookings != bookings_generation || now > slot.fresh_until ||
-      now >= slot.bookings_valid_until) {
+      slot.bookings != bookings_generation || now > slot.held_until) {
     return false;
   }
   out = slot.decision;
@@ -63,9 +62,7 @@ void DecisionReuse::Table::Keep(uint64_t ordinal, const NodeSnapshot& snapshot,
   slot.epoch = epoch_;
   slot.snapshot = snapshot.generation;
   slot.bookings = bookings != nullptr ? bookings->generation : 0;
-  slot.fresh_until = snapshot.profile.fresh_until;
-  slot.bookings_valid_until =
-      bookings != nullptr ? bookings->fold.valid_until : absl::InfiniteFuture();
+  slot.held_until = ReusableUntil(snapshot, bookings, now);
   slot.decision = decision;
 }
 

@@ -33,6 +33,7 @@
 
 #include "absl/time/time.h"
 #include "extender/src/model/classify.h"
+#include "extender/src/model/evaluate.h"
 #include "extender/src/model/types.h"
 #include "extender/src/state/cluster_state.h"
 
@@ -44,12 +45,20 @@ namespace neighborly::extender {
 bool SameShape(const PodRequest& a, const PodRequest& b);
 
 // Whether a decision made at `now` from this snapshot and booking list can be
-// reused at another `now` where this also holds: the profile fresh and the
-// bookings read from their fold.
+// reused at a later time up to ReusableUntil: the profile has a topology and
+// the bookings are read from their fold.
 inline bool Reusable(const NodeSnapshot& snapshot, const BookingList* bookings, absl::Time now) {
-  const NodeProfile& p = snapshot.profile;
-  return !p.numa.empty() && now <= p.fresh_until &&
-         (bookings == nullptr || bookings->fold.Valid(now));
+  return !snapshot.profile.numa.empty() && (bookings == nullptr || bookings->fold.Valid(now));
+}
+
+// The last instant a Reusable decision made at `now` holds: the profile's
+// (DecisionHeldUntil: its confidence step, its residents' age) and the
+// fold's (an expiry of a booking in it), whichever comes first.
+inline absl::Time ReusableUntil(const NodeSnapshot& snapshot, const BookingList* bookings,
+                                absl::Time now) {
+  const absl::Time held = DecisionHeldUntil(snapshot.profile, now);
+  return bookings != nullptr ? std::min(held, bookings->fold.valid_until - absl::Nanoseconds(1))
+                             : held;
 }
 
 class DecisionReuse {
@@ -85,8 +94,7 @@ class DecisionReuse {
       uint64_t epoch = 0;      // the table's epoch when kept (a slot of an older shape: stale)
       uint64_t snapshot = 0;   // NodeSnapshot::generation
       uint64_t bookings = 0;   // BookingList::generation; 0: none booked
-      absl::Time fresh_until;  // the snapshot's profile's
-      absl::Time bookings_valid_until = absl::InfiniteFuture();  // their fold's
+      absl::Time held_until;  // ReusableUntil when kept
       NodeDecision decision;
     };
     PodRequest shape_;

@@ -341,8 +341,6 @@ TEST(VerdictTrackerTest, IncrementalTablesEqualEvaluatingEveryNode) {
   const ExtenderCore::VerdictRefreshStats stats = tracking.verdict_refresh_stats();
   EXPECT_EQ(stats.full, full);
   EXPECT_EQ(stats.incremental, incremental);
-  // The test means something only if the fallback decided some tables and
-  // most refreshes were incremental, visiting a few nodes each.
   // The test means something only if the fallback decided many tables
   // (the pinned latency-critical and hinted shapes, refused on most nodes)
   // while the standard shape's were all incremental after its first, visiting
@@ -359,6 +357,10 @@ TEST(VerdictTrackerTest, IncrementalTablesEqualEvaluatingEveryNode) {
   uint64_t visited = 0;
   for (size_t v : visited_of) visited += v;
   EXPECT_EQ(stats.nodes_visited, visited);
+  // Every node visited is counted once by why; the test's steps make each kind.
+  EXPECT_EQ(stats.nodes_changed + stats.nodes_expired + stats.nodes_regiven, stats.nodes_visited);
+  EXPECT_GT(stats.nodes_expired, 0u);
+  EXPECT_GT(stats.nodes_regiven, 0u);
 }
 
 TEST(DecisionReuseTest, ShapesDifferInWhatEvaluationReads) {
@@ -427,6 +429,8 @@ TEST(DecisionReuseTest, FindsOnlyWhatWasMadeFromTheSameFreshState) {
   NodeSnapshot snapshot;
   snapshot.profile.numa.emplace_back();
   snapshot.profile.fresh_until = t0 + absl::Seconds(3);
+  snapshot.profile.stale_at = t0 + absl::Seconds(35);  // confidence steps of 1 s
+  snapshot.profile.residents_until = t0 + absl::Seconds(600);
   NodeSnapshot newer;
   newer.profile.numa.emplace_back();
   newer.profile.fresh_until = t0 + absl::Seconds(3);
@@ -461,7 +465,21 @@ TEST(DecisionReuseTest, FindsOnlyWhatWasMadeFromTheSameFreshState) {
       << "a booking expired";
   table.Keep(7, snapshot, nullptr, t0, made);
   EXPECT_TRUE(table.Find(7, snapshot.generation, 0, t0 + absl::Seconds(3), out));
-  EXPECT_FALSE(table.Find(7, snapshot.generation, 0, t0 + absl::Seconds(4), out)) << "not fresh";
+  EXPECT_FALSE(table.Find(7, snapshot.generation, 0, t0 + absl::Seconds(3) + absl::Nanoseconds(1),
+                          out))
+      << "fresh no longer";
+  // Aging: a decision holds for the rest of its confidence step (3-4 s, 4-5 s, ...).
+  table.Keep(7, snapshot, nullptr, t0 + absl::Seconds(4.2), made);
+  EXPECT_TRUE(table.Find(7, snapshot.generation, 0, t0 + absl::Seconds(4.9), out));
+  EXPECT_FALSE(table.Find(7, snapshot.generation, 0, t0 + absl::Seconds(5), out)) << "next step";
+  // Stale: until the residents it reported stop counting, then for good.
+  table.Keep(7, snapshot, nullptr, t0 + absl::Seconds(40), made);
+  EXPECT_TRUE(table.Find(7, snapshot.generation, 0, t0 + absl::Seconds(599), out));
+  EXPECT_FALSE(table.Find(7, snapshot.generation, 0, t0 + absl::Seconds(600), out))
+      << "residents aged out";
+  table.Keep(7, snapshot, nullptr, t0 + absl::Seconds(600), made);
+  EXPECT_TRUE(table.Find(7, snapshot.generation, 0, t0 + absl::Hours(100), out));
+  table.Keep(7, snapshot, nullptr, t0, made);
   // Another shape takes another table; the first is still there.
   PodRequest other;
   other.cpus = 3;

@@ -191,6 +191,10 @@ struct ExtenderCore::Impl {
   std::atomic<uint64_t> verdicts_full{0};
   std::atomic<uint64_t> verdicts_incremental{0};
   std::atomic<uint64_t> verdicts_nodes{0};
+  // Of those nodes: journalled changes, expired decisions, fallback flips.
+  std::atomic<uint64_t> verdicts_nodes_changed{0};
+  std::atomic<uint64_t> verdicts_nodes_expired{0};
+  std::atomic<uint64_t> verdicts_nodes_regiven{0};
   // Nodes with telemetry when the loaded state file was saved (readiness).
   size_t nodes_in_loaded_state = 0;
 };
@@ -482,9 +486,10 @@ void ExtenderCore::Impl::Decide(std::string_view verb, const IncomingPod& pod,
       for (size_t j = 0; j < count; ++j) {
         if (valid_until != nullptr && snapshots[j] != nullptr &&
             ::neighborly::extender::Reusable(*snapshots[j], booked[j], now)) {
+          // When it may change: just after the last instant it holds.
           (*valid_until)[base + j] =
-              std::min(snapshots[j]->profile.fresh_until,
-                       booked[j] != nullptr ? booked[j]->fold.valid_until : absl::InfiniteFuture());
+              ::neighborly::extender::ReusableUntil(*snapshots[j], booked[j], now) +
+              absl::Nanoseconds(1);
         }
         if (reuse != nullptr && snapshots[j] != nullptr &&
             reuse->Find(entries[j]->ordinal, snapshots[j]->generation,
@@ -839,7 +844,10 @@ void ExtenderCore::Verdicts(const IncomingPod& pod, VerdictTracker& tracker,
 ExtenderCore::VerdictRefreshStats ExtenderCore::verdict_refresh_stats() const {
   return {impl_->verdicts_full.load(std::memory_order_relaxed),
           impl_->verdicts_incremental.load(std::memory_order_relaxed),
-          impl_->verdicts_nodes.load(std::memory_order_relaxed)};
+          impl_->verdicts_nodes.load(std::memory_order_relaxed),
+          impl_->verdicts_nodes_changed.load(std::memory_order_relaxed),
+          impl_->verdicts_nodes_expired.load(std::memory_order_relaxed),
+          impl_->verdicts_nodes_regiven.load(std::memory_order_relaxed)};
 }
 
 void ExtenderCore::Impl::TrackVerdicts(const IncomingPod& pod, VerdictTracker::State& st,
@@ -891,6 +899,7 @@ void ExtenderCore::Impl::TrackVerdicts(const IncomingPod& pod, VerdictTracker::S
   // Entries are never freed before the core: their names outlive the View.
   const ClusterState::View view = state.view();
   const std::span<ClusterState::Entry* const> entries = view.entries();
+  size_t journalled = st.changed.size();
   if (next) {
     st.cursor = *next;
     st.Due(now, st.changed);
@@ -900,9 +909,12 @@ void ExtenderCore::Impl::TrackVerdicts(const IncomingPod& pod, VerdictTracker::S
     st.passed = 0;
     st.expiries = {};
     for (const ClusterState::Entry* entry : entries) st.changed.push_back(entry->ordinal);
+    journalled = st.changed.size();
     changes.full = true;
   }
-  for (const uint64_t o : st.changed) {
+  uint64_t from_journal = 0;
+  for (size_t i = 0; i < st.changed.size(); ++i) {
+    const uint64_t o = st.changed[i];
     if (o >= entries.size()) continue;
     if (o >= st.nodes.size()) st.nodes.resize(o + 1);
     if (st.nodes[o].mark == mark) continue;
@@ -911,7 +923,10 @@ void ExtenderCore::Impl::TrackVerdicts(const IncomingPod& pod, VerdictTracker::S
     if (entries[o]->snapshot.load() == nullptr) continue;
     changes.names.push_back(entries[o]->name);
     changes.ordinals.push_back(o);
+    if (i < journalled) ++from_journal;
   }
+  verdicts_nodes_changed.fetch_add(from_journal, std::memory_order_relaxed);
+  verdicts_nodes_expired.fetch_add(changes.names.size() - from_journal, std::memory_order_relaxed);
   Decide("placement.verdicts", pod, changes.names, changes.decisions, /*book=*/false,
          /*teach=*/false, &tracking);
   st.Take(changes.ordinals, changes.decisions);
@@ -979,6 +994,7 @@ void ExtenderCore::Impl::TrackVerdicts(const IncomingPod& pod, VerdictTracker::S
     st.more_ordinals.push_back(o);
   }
   if (!st.more_names.empty()) {
+    verdicts_nodes_regiven.fetch_add(st.more_names.size(), std::memory_order_relaxed);
     tracking.valid_until = nullptr;  // their expiries are queued already
     Decide("placement.verdicts", pod, st.more_names, st.more, /*book=*/false, /*teach=*/false,
            &tracking);

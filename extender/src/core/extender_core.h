@@ -240,6 +240,13 @@ class ExtenderCore : public Decider {
     uint64_t full = 0;
     uint64_t incremental = 0;
     uint64_t nodes_visited = 0;
+    // Of nodes_visited: nodes the change journal listed (every node of a
+    // full refresh), nodes whose decision expired (telemetry aging, a
+    // booking in their fold ending), nodes given again because the
+    // least-harm fallback's pass moved without a change of their own.
+    uint64_t nodes_changed = 0;
+    uint64_t nodes_expired = 0;
+    uint64_t nodes_regiven = 0;
   };
   VerdictRefreshStats verdict_refresh_stats() const;
   // The generation of `node`'s booking list (0: none booked there).

@@ -11,6 +11,7 @@
 #ifndef NEIGHBORLY_EXTENDER_SRC_MODEL_EVALUATE_H_
 #define NEIGHBORLY_EXTENDER_SRC_MODEL_EVALUATE_H_
 
+#include <algorithm>
 #include <cstdint>
 #include <span>
 #include <string>
@@ -48,15 +49,49 @@ struct Booking {
 Booking MakeBooking(std::string_view pod_uid, const PodRequest& req, const NodeDecision& decision,
                     absl::Time expires_at);
 
+// Confidence falls from 1 to 0 between fresh_until and stale_at in this
+// many steps, each held for its whole step (issue 25): a decision on an
+// aging node then holds for a step, not for an instant, so it can be reused
+// and a verdict table need not evaluate every aging node at every refresh.
+// 32 steps of (max_age - fresh_intervals x window): 1.8 s with the defaults.
+inline constexpr int64_t kConfidenceSteps = 32;
+
 // 1 while the report is younger than fresh_intervals x its window, falling
-// linearly to 0 at max_age (both taken from the config the profile was built with).
+// in kConfidenceSteps held steps to 0 at max_age (both taken from the config
+// the profile was built with): 1 - k / kConfidenceSteps in step k, so the
+// value at each step's start of the line from 1 to 0.
 // Inline: evaluation asks it for every candidate node.
 inline double Confidence(const NodeProfile& profile, absl::Time now, const ModelConfig&) {
   // fresh_until = received_at + fresh_intervals x window; stale_at = received_at + max_age
   // (precomputed from the config by BuildNodeProfile).
   if (now <= profile.fresh_until) return 1.0;
   if (now >= profile.stale_at) return 0.0;
-  return absl::FDivDuration(profile.stale_at - now, profile.stale_at - profile.fresh_until);
+  const absl::Duration step = (profile.stale_at - profile.fresh_until) / kConfidenceSteps;
+  if (step <= absl::ZeroDuration()) {
+    return absl::FDivDuration(profile.stale_at - now, profile.stale_at - profile.fresh_until);
+  }
+  absl::Duration rest;
+  const int64_t k = absl::IDivDuration(now - profile.fresh_until, step, &rest);
+  return k >= kConfidenceSteps ? 0.0 : 1.0 - static_cast<double>(k) / kConfidenceSteps;
+}
+
+// The last instant at which EvaluateNode's decision on this profile, made at
+// `now`, is still the same as at `now` as far as time goes (the bookings'
+// expiries aside: their fold says when they change): the end of the
+// confidence step `now` is in, or, once stale, when the last reported
+// residents stop counting for isolation. InfiniteFuture: never changes.
+inline absl::Time DecisionHeldUntil(const NodeProfile& profile, absl::Time now) {
+  constexpr absl::Duration kTick = absl::Nanoseconds(1);
+  if (now <= profile.fresh_until) return profile.fresh_until;
+  if (now >= profile.stale_at) {
+    return now < profile.residents_until ? profile.residents_until - kTick
+                                         : absl::InfiniteFuture();
+  }
+  const absl::Duration step = (profile.stale_at - profile.fresh_until) / kConfidenceSteps;
+  if (step <= absl::ZeroDuration()) return now;  // continuous: holds for an instant
+  absl::Duration rest;
+  const int64_t k = absl::IDivDuration(now - profile.fresh_until, step, &rest);
+  return std::min(profile.fresh_until + (k + 1) * step, profile.stale_at) - kTick;
 }
 
 // Fills `out` (reusing its reason's storage). `profile` == nullptr: no telemetry.

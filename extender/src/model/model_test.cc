@@ -388,6 +388,34 @@ TEST_F(ModelTest, StalenessBlendsTowardNeutral) {
   EXPECT_EQ(old.score, 5);
 }
 
+// Confidence falls in held steps, and DecisionHeldUntil names each step's
+// last instant: the same value up to it, another just after (issue 25: what
+// lets a decision on an aging node be reused for a step).
+TEST_F(ModelTest, ConfidenceStepsHoldUntilDecisionHeldUntil) {
+  tv1::NodeReport r = TwoSocketNode("aging");
+  const NodeProfile p = Profile(r, kT0);
+  const ModelConfig config;
+  EXPECT_EQ(DecisionHeldUntil(p, kT0 + absl::Seconds(1)), p.fresh_until);
+  int changes = 0;
+  double last = 1.0;
+  for (absl::Time t = p.fresh_until + absl::Milliseconds(1); t < p.stale_at;
+       t += absl::Milliseconds(250)) {
+    const double c = Confidence(p, t, config);
+    const absl::Time held = DecisionHeldUntil(p, t);
+    ASSERT_GE(held, t);
+    EXPECT_EQ(Confidence(p, held, config), c) << absl::FormatTime(t);
+    EXPECT_NE(Confidence(p, held + absl::Nanoseconds(1), config), c) << absl::FormatTime(t);
+    EXPECT_LE(c, last);
+    if (c != last) ++changes;
+    last = c;
+  }
+  EXPECT_EQ(changes, kConfidenceSteps - 1) << "the first step holds 1, the last 1/32";
+  EXPECT_EQ(Confidence(p, p.stale_at, config), 0.0);
+  // Stale: held until the reported residents age out, then for good.
+  EXPECT_EQ(DecisionHeldUntil(p, p.stale_at), p.residents_until - absl::Nanoseconds(1));
+  EXPECT_EQ(DecisionHeldUntil(p, p.residents_until), absl::InfiniteFuture());
+}
+
 TEST_F(ModelTest, StaleTelemetryKeepsIsolationUntilResidentsAge) {
   tv1::NodeReport r = TwoSocketNode("n");
   AddPod(r, {.uid = "b", .name = "scan", .labels = {{"workload-type", "batch"}}});

@@ -138,7 +138,8 @@ struct NodeProfile {
   // hot data is a few consecutive cache lines of one allocation.
   //
   // Staleness, precomputed so that evaluation only compares times: confidence
-  // is 1 until fresh_until, 0 from stale_at, linear in between.
+  // is 1 until fresh_until, 0 from stale_at, falling in held steps between
+  // (Confidence, DecisionHeldUntil in evaluate.h).
   absl::Time fresh_until;
   absl::Time stale_at;
   int latency_critical_pods = 0;
