@@ -97,7 +97,8 @@ grpc::Status VerdictStream::Run(grpc::ServerContext* context, Stream* stream) {
       ok = RefreshAll(*stream);
       next_refresh = now + refresh;
     }
-    for (size_t i = 0; ok && i < acks.size(); ++i) ok = stream->Write(acks[i]);
+    for (size_t i = 0; ok && i < acks.size(); ++i) ok = Send(*stream, std::move(acks[i]));
+    ok = ok && Flush(*stream);
   }
   // A broken stream: end the call so that the reader's Read returns.
   if (!ok) context->TryCancel();
@@ -167,7 +168,7 @@ bool VerdictStream::Subscribe(const pv1::VerdictsSubscribe& subscribe, Stream& s
     update.mutable_refused()->set_shape_id(subscribe.shape_id());
     update.mutable_refused()->set_error(std::move(error));
     timed.Done(grpc::StatusCode::INVALID_ARGUMENT);
-    return stream.Write(update);
+    return Send(stream, std::move(update));
   };
   if (subscribe.shape_id() == 0) return refuse("shape_id is 0");
   if (!subscribe.has_pod()) return refuse("pod is missing");
@@ -195,7 +196,7 @@ bool VerdictStream::Subscribe(const pv1::VerdictsSubscribe& subscribe, Stream& s
       pv1::VerdictsUpdate dropped;
       dropped.set_dropped_shape_id((*oldest)->id);
       shapes_.erase(oldest);
-      if (!stream.Write(dropped)) return false;
+      if (!Send(stream, std::move(dropped))) return false;
     }
     shapes_.push_back(std::move(shape));
     same = shapes_.end() - 1;
@@ -261,7 +262,22 @@ bool VerdictStream::Refresh(Shape& shape, bool full, Stream& stream) {
       full || table.verdicts_size() > 0 || changes_.blind_score != shape.blind_score;
   shape.blind_score = changes_.blind_score;
   if (!changed) return true;
-  return stream.Write(update);
+  return Send(stream, std::move(update));
+}
+
+bool VerdictStream::Send(Stream& stream, pv1::VerdictsUpdate&& update) {
+  if (holding_ && !stream.Write(held_, grpc::WriteOptions().set_buffer_hint())) return false;
+  held_ = std::move(update);
+  holding_ = true;
+  return true;
+}
+
+bool VerdictStream::Flush(Stream& stream) {
+  if (!holding_) return true;
+  holding_ = false;
+  const bool ok = stream.Write(held_);
+  held_.Clear();
+  return ok;
 }
 
 }  // namespace neighborly::extender
