@@ -15,8 +15,10 @@
 #include <cstdint>
 #include <cstdio>
 #include <filesystem>
+#include <initializer_list>
 #include <memory>
 #include <string>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "common/clock.h"
@@ -110,12 +112,12 @@ void AppendStateMetrics(const ExtenderCore& core, PrometheusWriter& page) {
       "changed (the change journal listed it; every node of a full refresh), expired (its "
       "decision's telemetry aged or a booking in its fold ended), regiven (the least-harm "
       "fallback's pass moved without a change of its own).";
-  page.Counter("neighborly_placement_verdict_nodes_total", kRefreshNodesHelp,
-               {{"why", "changed"}}, static_cast<double>(refreshes.nodes_changed));
-  page.Counter("neighborly_placement_verdict_nodes_total", kRefreshNodesHelp,
-               {{"why", "expired"}}, static_cast<double>(refreshes.nodes_expired));
-  page.Counter("neighborly_placement_verdict_nodes_total", kRefreshNodesHelp,
-               {{"why", "regiven"}}, static_cast<double>(refreshes.nodes_regiven));
+  for (const auto& [why, nodes] : {std::pair{"changed", refreshes.nodes_changed},
+                                    std::pair{"expired", refreshes.nodes_expired},
+                                    std::pair{"regiven", refreshes.nodes_regiven}}) {
+    page.Counter("neighborly_placement_verdict_nodes_total", kRefreshNodesHelp, {{"why", why}},
+                 static_cast<double>(nodes));
+  }
   page.Counter("neighborly_extender_least_harm_total",
                "Filter and prioritize requests in which predicted interference refused every "
                "candidate and the least-harm fallback passed the least harmful ones "
