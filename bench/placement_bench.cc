@@ -200,6 +200,12 @@ void PrintPods(const FleetSpec& fleet, const FleetResult& a, const FleetResult& 
 }
 
 int Run(const Flags& flags) {
+  // A configuration that does not load is the user's error: say so and stop
+  // before the first fleet (the simulation treats it as an invariant).
+  if (absl::Status s = CheckExtenderConfig(flags.extender_config); !s.ok()) {
+    std::fprintf(stderr, "placement_bench: --extender-config: %s\n", std::string(s.message()).c_str());
+    return 2;
+  }
   MixOptions mix;
   mix.arrivals = flags.arrivals;
   mix.target_cpu_requested_min = flags.cpu_target_min;

@@ -685,6 +685,13 @@ double Percentile(std::vector<double> v, double q) {
 
 }  // namespace
 
+absl::Status CheckExtenderConfig(const std::string& file) {
+  if (file.empty()) return absl::OkStatus();
+  extender::CommandLine command_line;
+  command_line.config_file = file;
+  return extender::LoadExtenderConfig(command_line).status();
+}
+
 FleetResult SimulateFleet(const FleetSpec& fleet, const SimOptions& options) {
   Simulation sim(fleet, options);
   return sim.Run();

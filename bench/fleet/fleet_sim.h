@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "bench/fleet/calibration.h"
 #include "bench/fleet/ground_truth.h"
 #include "bench/fleet/workload_mix.h"
@@ -100,6 +101,11 @@ struct FleetResult {
 };
 
 FleetResult SimulateFleet(const FleetSpec& fleet, const SimOptions& options);
+
+// Whether SimOptions::extender_config_file loads as neighborly-extender's
+// --config does (empty: the defaults, fine); the error names the file, line
+// and key. placement_bench checks it before the first fleet.
+absl::Status CheckExtenderConfig(const std::string& file);
 
 struct FleetSummary {
   int lc_pods = 0;

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <string>
 
 namespace neighborly::fleet {
@@ -113,6 +114,23 @@ TEST(FleetSimulator, TheOracleKeepsACacheSensitiveServiceAwayFromAStreamer) {
   EXPECT_EQ(by_default.victims.without_batch_still, 0);
   const int oracle_victims = by_oracle.pods[2].slowdown_end > 1.2 ? 1 : 0;
   EXPECT_EQ(by_oracle.victims.already_at_start + by_oracle.victims.made_later, oracle_victims);
+}
+
+// placement_bench --extender-config: a file that does not load is refused
+// before any fleet runs, by file, line and key; no file is the defaults.
+TEST(FleetSimTest, ExtenderConfigIsCheckedBeforeTheRun) {
+  EXPECT_TRUE(CheckExtenderConfig("").ok());
+  const std::string dir = ::testing::TempDir();
+  const std::string good = dir + "/placement_good.yaml";
+  const std::string bad = dir + "/placement_bad.yaml";
+  std::ofstream(good) << "model:\n  interference:\n    maxSlowdown: 1.15\n";
+  std::ofstream(bad) << "model:\n  interference:\n    maxSlowdwn: 1.15\n";
+  EXPECT_TRUE(CheckExtenderConfig(good).ok());
+  const absl::Status refused = CheckExtenderConfig(bad);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.message().find("placement_bad.yaml:3"), std::string::npos) << refused;
+  EXPECT_NE(refused.message().find("maxSlowdwn"), std::string::npos) << refused;
+  EXPECT_FALSE(CheckExtenderConfig(dir + "/placement_missing.yaml").ok());
 }
 
 }  // namespace
