@@ -35,7 +35,7 @@ var (
 		Namespace:      "neighborly",
 		Subsystem:      "plugin",
 		Name:           "cycles_total",
-		Help:           "Scheduling cycles the plugin served, by path: streamed (read from the verdict tables, no call) or calls (the synchronous calls).",
+		Help:           "Scheduling cycles the plugin served, by path: streamed (read from the verdict tables, no call), calls (the synchronous calls, the whole fleet judged at PreFilter) or windowed (the synchronous calls, a window of nodes judged at a time from Filter).",
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"path"})
 	registerOnce sync.Once

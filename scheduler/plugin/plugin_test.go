@@ -2,6 +2,7 @@ package plugin
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"strings"
 	"sync"
@@ -179,6 +180,110 @@ func TestFilterAppliesTheRefusalsPerNode(t *testing.T) {
 	}
 	if init := got.GetInitContainers()[0]; init.CpuRequestMillicores != nil || init.MemoryRequestBytes != nil {
 		t.Errorf("unset requests must stay absent: %v", init)
+	}
+}
+
+// On a cluster larger than the window, a pod of a shape without a table is
+// judged a window of nodes at a time from the first node Filter meets, in
+// PreFilter's order, wrapping around; a node outside the windows asked so far
+// asks for the next.
+func TestFilterJudgesAWindowOfNodesAtATime(t *testing.T) {
+	const n = 1000
+	window := filterWindow(n) // 2 x 42 % of 1,000
+	if window != 840 {
+		t.Fatalf("filterWindow(%d) = %d, want 840", n, window)
+	}
+	if got := filterWindow(5000); got != 1000 {
+		t.Errorf("filterWindow(5000) = %d, want 1000 (2 x 10 %%)", got)
+	}
+	if got := filterWindow(50); got <= 50 {
+		t.Errorf("filterWindow(50) = %d: a small cluster must be judged whole at PreFilter", got)
+	}
+	nodes := make([]fwk.NodeInfo, n)
+	for i := range nodes {
+		nodes[i] = nodeInfo(fmt.Sprintf("node-%04d", i))
+	}
+	f := &fakePlacement{refused: map[string]string{"node-0950": "l3 full", "node-0100": "membw"}}
+	p := newPlugin(t, Args{Address: serve(t, f, nil), Insecure: true})
+	state := framework.NewCycleState()
+	pod := testPod()
+	if _, st := p.PreFilter(context.Background(), state, pod, nodes); !st.IsSuccess() {
+		t.Fatalf("PreFilter: %v", st)
+	}
+	if len(f.filters) != 0 {
+		t.Fatalf("PreFilter must not call on a windowed cycle, got %d calls", len(f.filters))
+	}
+	// kube-scheduler's walk starts at node 900 and wraps: one call for 840 nodes.
+	for i := 900; i < 900+600; i++ {
+		name := nodes[i%n].Node().Name
+		st := p.Filter(context.Background(), state, pod, nodes[i%n])
+		if name == "node-0950" || name == "node-0100" {
+			if st.Code() != fwk.UnschedulableAndUnresolvable {
+				t.Errorf("%s: got %v, want refused", name, st)
+			}
+		} else if !st.IsSuccess() {
+			t.Errorf("%s: got %v, want feasible", name, st)
+		}
+	}
+	if len(f.filters) != 1 {
+		t.Fatalf("want one call for the walk, got %d", len(f.filters))
+	}
+	asked := f.filters[0].GetNodeNames()
+	if len(asked) != window || asked[0] != "node-0900" || asked[99] != "node-0999" || asked[100] != "node-0000" {
+		t.Errorf("the window: %d nodes from %v, want %d from node-0900 wrapping to node-0000", len(asked), asked[:3], window)
+	}
+	// Node 800 lies outside the first window (900..739): a second call, for
+	// the nodes not judged yet only.
+	if st := p.Filter(context.Background(), state, pod, nodes[800]); !st.IsSuccess() {
+		t.Errorf("node-0800: %v", st)
+	}
+	if len(f.filters) != 2 {
+		t.Fatalf("want a second call, got %d", len(f.filters))
+	}
+	if second := f.filters[1].GetNodeNames(); len(second) != n-window || second[0] != "node-0800" {
+		t.Errorf("second window: %d nodes from %v, want %d from node-0800", len(second), second[:1], n-window)
+	}
+	// A small cluster is judged whole at PreFilter, as before.
+	small := framework.NewCycleState()
+	if _, st := p.PreFilter(context.Background(), small, pod, nodes[:50]); !st.IsSuccess() {
+		t.Fatalf("PreFilter: %v", st)
+	}
+	if len(f.filters) != 3 || len(f.filters[2].GetNodeNames()) != 0 {
+		t.Errorf("a 50-node cluster: want one whole-fleet call at PreFilter, got %d calls", len(f.filters))
+	}
+}
+
+// A windowed call that misses its deadline lets the rest of the cycle through
+// when failing open, counted once; without fail-open it is an error.
+func TestWindowedFilterFailsOpen(t *testing.T) {
+	nodes := make([]fwk.NodeInfo, 500)
+	for i := range nodes {
+		nodes[i] = nodeInfo(fmt.Sprintf("node-%04d", i))
+	}
+	f := &fakePlacement{delay: 2 * time.Second, refused: map[string]string{"node-0001": "x"}}
+	p := newPlugin(t, Args{Address: serve(t, f, nil), Insecure: true, FilterTimeout: Duration{50 * time.Millisecond}})
+	state := framework.NewCycleState()
+	pod := testPod()
+	if _, st := p.PreFilter(context.Background(), state, pod, nodes); !st.IsSuccess() {
+		t.Fatalf("PreFilter: %v", st)
+	}
+	before := failOpenCount(t, "Filter", "deadline_exceeded")
+	for _, ni := range nodes[:3] {
+		if st := p.Filter(context.Background(), state, pod, ni); !st.IsSuccess() {
+			t.Errorf("%s: a slow extender must let the node through, got %v", ni.Node().Name, st)
+		}
+	}
+	if got := failOpenCount(t, "Filter", "deadline_exceeded"); got != before+1 {
+		t.Errorf("fail-open count %v, want %v (one per cycle)", got, before+1)
+	}
+	no := false
+	strict := newPlugin(t, Args{Address: serve(t, f, nil), Insecure: true, FilterTimeout: Duration{50 * time.Millisecond}, FailOpen: &no})
+	state = framework.NewCycleState()
+	if _, st := strict.PreFilter(context.Background(), state, pod, nodes); !st.IsSuccess() {
+		t.Fatalf("PreFilter: %v", st)
+	}
+	if st := strict.Filter(context.Background(), state, pod, nodes[0]); st.Code() != fwk.Error {
+		t.Errorf("without fail-open: got %v, want an error", st)
 	}
 }
 
