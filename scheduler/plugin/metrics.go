@@ -38,11 +38,18 @@ var (
 		Help:           "Scheduling cycles the plugin served, by path: streamed (read from the verdict tables, no call), calls (the synchronous calls, the whole fleet judged at PreFilter) or windowed (the synchronous calls, a window of nodes judged at a time from Filter).",
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"path"})
+	narrowed = metrics.NewCounter(&metrics.CounterOpts{
+		Namespace:      "neighborly",
+		Subsystem:      "plugin",
+		Name:           "narrowed_cycles_total",
+		Help:           "Streamed scheduling cycles in which PreFilter named the nodes the verdict table passes (at most half of the nodes), so that kube-scheduler filtered only those.",
+		StabilityLevel: metrics.ALPHA,
+	})
 	registerOnce sync.Once
 )
 
 func registerMetrics() {
 	registerOnce.Do(func() {
-		legacyregistry.MustRegister(rpcDuration, failOpen, peerCalls, cycles)
+		legacyregistry.MustRegister(rpcDuration, failOpen, peerCalls, cycles, narrowed)
 	})
 }

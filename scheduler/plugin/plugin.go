@@ -245,6 +245,10 @@ func (p *Plugin) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.Po
 		if t := p.verdicts.table(m); t != nil {
 			state.Write(filterKey, &streamedCycle{table: t, deadline: time.Now().Add(p.args.FilterTimeout.Duration)})
 			cycles.WithLabelValues("streamed").Inc()
+			if names := p.verdicts.passing(t, nodes); names != nil {
+				narrowed.Inc()
+				return &fwk.PreFilterResult{NodeNames: names}, nil
+			}
 			return nil, nil
 		}
 		// The calls see the bookings sent on the stream once they are acked.

@@ -2,7 +2,9 @@ package plugin
 
 import (
 	"context"
+	"fmt"
 	"net"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -11,6 +13,7 @@ import (
 	"google.golang.org/grpc"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 
@@ -445,4 +448,60 @@ func TestVerdictTableAppliesFullTablesAndDeltas(t *testing.T) {
 	update(true, 1, nil, names...)
 	check("second full", "a", false, verdict{feasible: true, score: 1})
 	check("second full", "Hxxxxxxx", false, verdict{feasible: true, score: int64((7 + 26*7) % 11)})
+}
+
+// A shape that most nodes refuse: PreFilter names the nodes that pass, so
+// kube-scheduler filters only those; a node without a verdict and one with an
+// unacked booking are named too (Filter reads or waits for them).
+func TestPreFilterNamesTheFewNodesAShapePasses(t *testing.T) {
+	f := newStreaming()
+	f.holdAcks = true
+	f.nodes, f.refused = nil, map[string]string{}
+	for i := 1; i <= 10; i++ {
+		n := fmt.Sprintf("n%d", i)
+		f.nodes = append(f.nodes, n)
+		if i <= 8 {
+			f.refused[n] = "interference: predicted slowdown 1.36x > 1.20x"
+		}
+	}
+	p := streamedPlugin(t, f, Args{})
+	var list []fwk.NodeInfo
+	for _, n := range append(append([]string(nil), f.nodes...), "unknown") {
+		list = append(list, nodeInfo(n))
+	}
+	prefilter := func(nodes []fwk.NodeInfo) []string {
+		t.Helper()
+		res, st := p.PreFilter(context.Background(), framework.NewCycleState(), shapeReplica("uid-9"), nodes)
+		if st != nil {
+			t.Fatal(st)
+		}
+		if res.AllNodes() {
+			return nil
+		}
+		return sets.List(res.NodeNames)
+	}
+	if got, want := prefilter(list), []string{"n10", "n9", "unknown"}; !slices.Equal(got, want) {
+		t.Errorf("PreFilter named %v, want %v", got, want)
+	}
+	// Asked again with the same list (the cached slots), and after a booking
+	// on a refused node that the extender has not acked yet.
+	if st := p.Reserve(context.Background(), framework.NewCycleState(), shapeReplica("uid-2"), "n1"); st != nil {
+		t.Fatal(st)
+	}
+	if got, want := prefilter(list), []string{"n1", "n10", "n9", "unknown"}; !slices.Equal(got, want) {
+		t.Errorf("PreFilter with n1's booking unacked named %v, want %v", got, want)
+	}
+	// A new node list (a node came): the slots are looked up again.
+	grown := append(append([]fwk.NodeInfo(nil), list...), nodeInfo("new"))
+	if got, want := prefilter(grown), []string{"n1", "n10", "n9", "new", "unknown"}; !slices.Equal(got, want) {
+		t.Errorf("PreFilter over a grown list named %v, want %v", got, want)
+	}
+	// More than half of the list passing: every node stays a candidate.
+	if got := prefilter(list[6:]); got != nil {
+		t.Errorf("PreFilter over a list most of which passes named %v, want every node", got)
+	}
+	// None passing: every node stays a candidate, so Filter gives the reasons.
+	if got := prefilter(list[1:8]); got != nil {
+		t.Errorf("PreFilter over refused nodes named %v, want every node (Filter's reasons)", got)
+	}
 }
