@@ -3,6 +3,7 @@ package plugin
 import (
 	"context"
 	"fmt"
+	"math"
 	"strings"
 	"sync"
 	"time"
@@ -162,10 +163,12 @@ type windowedCycle struct {
 func (w *windowedCycle) Clone() fwk.StateData { return w }
 
 // filterWindow is how many nodes one windowed call judges on a cluster of n:
-// twice kube-scheduler's adaptive share of feasible nodes to find
+// enough for kube-scheduler's walk to find its share of feasible nodes
 // (numFeasibleNodesToFind without percentageOfNodesToScore: 50 % - n/125,
-// at least 5 %, at least 100 nodes), so that the nodes other filters refuse
-// and the parallel workers' overshoot still fall in the first window.
+// at least 5 %, at least 100 nodes) twice over, and at least the span its
+// parallel workers start on at once: the walk hands out chunks of
+// filterChunk(n) consecutive nodes to filterParallelism workers, so the first
+// Filters of a cycle arrive from nodes up to that many chunks apart.
 func filterWindow(n int) int {
 	percent := 50 - n/125
 	if percent < 5 {
@@ -175,7 +178,22 @@ func filterWindow(n int) int {
 	if k < 100 {
 		k = 100
 	}
-	return 2 * k
+	return max(2*k, (filterParallelism+2)*filterChunk(n))
+}
+
+// filterParallelism is kube-scheduler's default parallelism (its
+// configuration's `parallelism`), the number of workers that run Filter.
+const filterParallelism = 16
+
+// filterChunk is the chunk of nodes each Filter worker takes at a time
+// (kube-scheduler's parallelize.chunkSizeFor: sqrt(n), at most
+// n/parallelism + 1, at least 1).
+func filterChunk(n int) int {
+	s := int(math.Sqrt(float64(n)))
+	if r := n/filterParallelism + 1; s > r {
+		s = r
+	}
+	return max(s, 1)
 }
 
 // judge answers Filter for a windowed cycle: the node's verdict, asking for
@@ -189,18 +207,21 @@ func (p *Plugin) judge(ctx context.Context, w *windowedCycle, node string) *fwk.
 	if w.open {
 		return nil
 	}
+	// The window starts a chunk before the node: the first Filter of a
+	// cycle may come from a worker a chunk or so ahead of the walk's start.
+	n := len(w.nodes)
 	start := 0
-	for i, n := range w.nodes {
-		if n.Node().Name == node {
-			start = i
+	for i, ni := range w.nodes {
+		if ni.Node().Name == node {
+			start = (i - filterChunk(n) + n) % n
 			break
 		}
 	}
-	size := filterWindow(len(w.nodes))
+	size := filterWindow(n)
 	names := make([]string, 0, size+1)
 	names = append(names, node)
-	for i := 1; i < len(w.nodes) && len(names) < size; i++ {
-		name := w.nodes[(start+i)%len(w.nodes)].Node().Name
+	for i := 0; i < n && len(names) < size; i++ {
+		name := w.nodes[(start+i)%n].Node().Name
 		if _, done := w.judged[name]; !done && name != node {
 			names = append(names, name)
 		}

@@ -193,8 +193,8 @@ func TestFilterJudgesAWindowOfNodesAtATime(t *testing.T) {
 	if window != 840 {
 		t.Fatalf("filterWindow(%d) = %d, want 840", n, window)
 	}
-	if got := filterWindow(5000); got != 1000 {
-		t.Errorf("filterWindow(5000) = %d, want 1000 (2 x 10 %%)", got)
+	if got := filterWindow(5000); got != 1260 {
+		t.Errorf("filterWindow(5000) = %d, want 1260 (18 chunks of 70: 16 workers' first chunks and one on each side)", got)
 	}
 	if got := filterWindow(50); got <= 50 {
 		t.Errorf("filterWindow(50) = %d: a small cluster must be judged whole at PreFilter", got)
@@ -213,7 +213,8 @@ func TestFilterJudgesAWindowOfNodesAtATime(t *testing.T) {
 	if len(f.filters) != 0 {
 		t.Fatalf("PreFilter must not call on a windowed cycle, got %d calls", len(f.filters))
 	}
-	// kube-scheduler's walk starts at node 900 and wraps: one call for 840 nodes.
+	// kube-scheduler's walk starts at node 900 and wraps: one call for 840
+	// nodes, from a chunk (31 nodes) before it.
 	for i := 900; i < 900+600; i++ {
 		name := nodes[i%n].Node().Name
 		st := p.Filter(context.Background(), state, pod, nodes[i%n])
@@ -229,10 +230,10 @@ func TestFilterJudgesAWindowOfNodesAtATime(t *testing.T) {
 		t.Fatalf("want one call for the walk, got %d", len(f.filters))
 	}
 	asked := f.filters[0].GetNodeNames()
-	if len(asked) != window || asked[0] != "node-0900" || asked[99] != "node-0999" || asked[100] != "node-0000" {
-		t.Errorf("the window: %d nodes from %v, want %d from node-0900 wrapping to node-0000", len(asked), asked[:3], window)
+	if len(asked) != window || asked[0] != "node-0900" || asked[1] != "node-0869" || asked[130] != "node-0999" || asked[131] != "node-0000" {
+		t.Errorf("the window: %d nodes %v..., want %d: node-0900, then from node-0869 wrapping to node-0000", len(asked), asked[:3], window)
 	}
-	// Node 800 lies outside the first window (900..739): a second call, for
+	// Node 800 lies outside the first window (869..708): a second call, for
 	// the nodes not judged yet only.
 	if st := p.Filter(context.Background(), state, pod, nodes[800]); !st.IsSuccess() {
 		t.Errorf("node-0800: %v", st)
@@ -240,8 +241,8 @@ func TestFilterJudgesAWindowOfNodesAtATime(t *testing.T) {
 	if len(f.filters) != 2 {
 		t.Fatalf("want a second call, got %d", len(f.filters))
 	}
-	if second := f.filters[1].GetNodeNames(); len(second) != n-window || second[0] != "node-0800" {
-		t.Errorf("second window: %d nodes from %v, want %d from node-0800", len(second), second[:1], n-window)
+	if second := f.filters[1].GetNodeNames(); len(second) != n-window || second[0] != "node-0800" || second[1] != "node-0769" {
+		t.Errorf("second window: %d nodes from %v, want %d: node-0800, then from node-0769", len(second), second[:2], n-window)
 	}
 	// A small cluster is judged whole at PreFilter, as before.
 	small := framework.NewCycleState()
