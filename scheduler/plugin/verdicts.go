@@ -53,13 +53,14 @@ type verdicts struct {
 	index atomic.Pointer[nodeIndex]
 	// The slots of kube-scheduler's node list (snapshotSlots).
 	slotCache atomic.Pointer[slotCache]
-	// The slots of nodes with bookings sent and not acked, and how many
-	// (never nil; a copy replaces it at every booking and ack, under v.mu:
-	// it holds a few). By slot, not name: a cycle that meets pending
-	// bookings then looks a node up once (a string map of 5,000 names per
-	// read was a third of Filter's cost, issue 25), and a map of a few int
-	// keys is searched without hashing.
-	pendingSlots atomic.Pointer[map[int]int]
+	// The nodes with bookings sent and not acked, by slot with how many, and
+	// by name (never nil; a copy replaces it at every booking and ack, under
+	// v.mu: it holds a few). Filter compares a node's name with the few
+	// pending ones before anything else, so a node without a pending booking
+	// is passed without its slot's lookup while the table refuses nothing (a
+	// string map of 5,000 names per read was a third of Filter's cost, and
+	// with bookings in flight at most times every Filter paid it, issue 25).
+	pendingSlots atomic.Pointer[pendingSet]
 	// Bookings sent and not acked, by id (ids increase in sending order).
 	unacked     map[uint64]*placementv1.VerdictsRequest
 	nextBooking uint64
@@ -151,7 +152,7 @@ func newVerdictsState(client placementv1.PlacementClient, cancel context.CancelF
 	}
 	v.reasons.Store(&sync.Map{})
 	v.index.Store(&nodeIndex{})
-	v.pendingSlots.Store(&map[int]int{})
+	v.pendingSlots.Store(&pendingSet{})
 	return v
 }
 
@@ -299,11 +300,14 @@ func (v *verdicts) lookupFiltering(t *shapeTable, node string, deadline time.Tim
 		// none pending means the cells hold the node's post-booking verdict.
 		// A node with a pending booking has a slot (addPending gives it one
 		// before the count rises).
-		pending := v.pendingTotal.Load() != 0
+		// Whether node is among the few pending ones, by name: the slot's
+		// lookup (a hash of the name, a cache miss) is left for the nodes
+		// that need their cell read.
+		pending := v.pendingTotal.Load() != 0 && v.pendingSlots.Load().has(node)
 		if pending && !looked {
 			slot, looked = v.slot(node), true
 		}
-		if !pending || slot < 0 || (*v.pendingSlots.Load())[slot] == 0 {
+		if !pending || slot < 0 || v.pendingSlots.Load().slots[slot] == 0 {
 			if filtering && t.refused.Load() == 0 {
 				return verdict{feasible: true}, true
 			}
@@ -313,7 +317,7 @@ func (v *verdicts) lookupFiltering(t *shapeTable, node string, deadline time.Tim
 			return v.readSlot(t, slot), true
 		}
 		v.mu.RLock()
-		wake, waiting := v.acked, (*v.pendingSlots.Load())[slot]
+		wake, waiting := v.acked, v.pendingSlots.Load().slots[slot]
 		v.mu.RUnlock()
 		if waiting == 0 {
 			continue
@@ -355,7 +359,7 @@ func (v *verdicts) passing(t *shapeTable, nodes []fwk.NodeInfo) sets.Set[string]
 	}
 	var pending map[int]int
 	if v.pendingTotal.Load() != 0 {
-		pending = *v.pendingSlots.Load()
+		pending = v.pendingSlots.Load().slots
 	}
 	limit := len(nodes) / 2
 	names := make([]string, 0, min(limit, 256))
@@ -498,15 +502,40 @@ func (v *verdicts) addPending(node string, delta int) {
 	if o < 0 {
 		o = (*v.slots([]*placementv1.NodeVerdict{{NodeName: node}}))[node]
 	}
-	old := *v.pendingSlots.Load()
-	next := make(map[int]int, len(old)+1)
-	for n, c := range old {
-		next[n] = c
+	old := v.pendingSlots.Load()
+	next := &pendingSet{slots: make(map[int]int, len(old.slots)+1)}
+	for n, c := range old.slots {
+		next.slots[n] = c
 	}
-	if next[o] += delta; next[o] <= 0 {
-		delete(next, o)
+	if next.slots[o] += delta; next.slots[o] <= 0 {
+		delete(next.slots, o)
 	}
-	v.pendingSlots.Store(&next)
+	for _, name := range old.names {
+		if name != node {
+			next.names = append(next.names, name)
+		}
+	}
+	if next.slots[o] > 0 {
+		next.names = append(next.names, node)
+	}
+	v.pendingSlots.Store(next)
+}
+
+// pendingSet is the nodes with bookings sent and not acked: how many per
+// slot, and their names (a few: Filter compares them instead of looking a
+// node's slot up). Immutable once published.
+type pendingSet struct {
+	slots map[int]int
+	names []string
+}
+
+func (p *pendingSet) has(node string) bool {
+	for _, n := range p.names {
+		if n == node {
+			return true
+		}
+	}
+	return false
 }
 
 func (v *verdicts) send(stream placementv1.Placement_VerdictsClient, req *placementv1.VerdictsRequest) {
