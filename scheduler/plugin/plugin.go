@@ -157,10 +157,30 @@ type windowedCycle struct {
 
 	mu     sync.Mutex
 	judged map[string]string // node -> refusal reason; "" feasible
-	open   bool              // a call failed and the cycle fails open
+	// The feasible judged nodes' scores, answered with the verdicts
+	// (FilterRequest.with_scores): PreScore reads them instead of calling.
+	scores scores
+	open   bool // a call failed and the cycle fails open
 }
 
 func (w *windowedCycle) Clone() fwk.StateData { return w }
+
+// scoresOf is the windowed calls' scores of nodes (those that passed every
+// filter), or nil when one has none (its window failed open, or the extender
+// predates FilterRequest.with_scores): PreScore then makes the Score call.
+func (w *windowedCycle) scoresOf(nodes []fwk.NodeInfo) scores {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	s := make(scores, len(nodes))
+	for _, n := range nodes {
+		v, ok := w.scores[n.Node().Name]
+		if !ok {
+			return nil
+		}
+		s[n.Node().Name] = v
+	}
+	return s
+}
 
 // filterWindow is how many nodes one windowed call judges on a cluster of n:
 // enough for kube-scheduler's walk to find its share of feasible nodes
@@ -231,7 +251,7 @@ func (p *Plugin) judge(ctx context.Context, w *windowedCycle, node string) *fwk.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), p.args.FilterTimeout.Duration)
 	defer cancel()
 	began := time.Now()
-	resp, err := p.client.Filter(ctx, &placementv1.FilterRequest{Pod: w.m, NodeNames: names})
+	resp, err := p.client.Filter(ctx, &placementv1.FilterRequest{Pod: w.m, NodeNames: names, WithScores: true})
 	observe("Filter", began, err)
 	if err != nil {
 		if *p.args.FailOpen {
@@ -246,6 +266,9 @@ func (p *Plugin) judge(ctx context.Context, w *windowedCycle, node string) *fwk.
 	}
 	for _, r := range resp.GetRefused() {
 		w.judged[r.GetNodeName()] = r.GetReason()
+	}
+	for _, sc := range resp.GetScores() {
+		w.scores[sc.GetNodeName()] = int64(sc.GetScore())
 	}
 	return refusalStatus(w.judged[node])
 }
@@ -279,7 +302,7 @@ func (p *Plugin) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.Po
 		}
 	}
 	if window := filterWindow(len(nodes)); len(nodes) > window {
-		state.Write(filterKey, &windowedCycle{pod: pod, m: m, nodes: nodes, judged: make(map[string]string, window)})
+		state.Write(filterKey, &windowedCycle{pod: pod, m: m, nodes: nodes, judged: make(map[string]string, window), scores: make(scores, window)})
 		cycles.WithLabelValues("windowed").Inc()
 		return nil, nil
 	}
@@ -335,6 +358,12 @@ func (p *Plugin) PreScore(ctx context.Context, state fwk.CycleState, pod *v1.Pod
 		if c, ok := d.(*streamedCycle); ok {
 			state.Write(scoreKey, &streamedCycle{table: c.table, deadline: time.Now().Add(p.args.ScoreTimeout.Duration)})
 			return nil
+		}
+		if w, ok := d.(*windowedCycle); ok {
+			if s := w.scoresOf(nodes); s != nil {
+				state.Write(scoreKey, s)
+				return nil
+			}
 		}
 	}
 	if p.verdicts != nil && !p.verdicts.settle(time.Now().Add(p.args.ScoreTimeout.Duration)) {

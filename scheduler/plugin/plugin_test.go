@@ -3,6 +3,7 @@ package plugin
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net"
 	"strings"
 	"sync"
@@ -29,6 +30,8 @@ type fakePlacement struct {
 	refused map[string]string
 	scores  map[string]int32
 	delay   time.Duration
+	// noFilterScores: an extender that predates FilterRequest.with_scores.
+	noFilterScores bool
 
 	mu        sync.Mutex
 	filters   []*placementv1.FilterRequest
@@ -56,6 +59,18 @@ func (f *fakePlacement) Filter(ctx context.Context, r *placementv1.FilterRequest
 	resp := &placementv1.FilterResponse{NodesJudged: 3}
 	for n, why := range f.refused {
 		resp.Refused = append(resp.Refused, &placementv1.NodeRefusal{NodeName: n, Reason: why})
+	}
+	if r.GetWithScores() && !f.noFilterScores {
+		for _, n := range r.GetNodeNames() {
+			if _, refused := f.refused[n]; refused {
+				continue
+			}
+			s, ok := f.scores[n]
+			if !ok {
+				s = 5
+			}
+			resp.Scores = append(resp.Scores, &placementv1.NodeScore{NodeName: n, Score: s})
+		}
 	}
 	return resp, nil
 }
@@ -285,6 +300,56 @@ func TestWindowedFilterFailsOpen(t *testing.T) {
 	}
 	if st := strict.Filter(context.Background(), state, pod, nodes[0]); st.Code() != fwk.Error {
 		t.Errorf("without fail-open: got %v, want an error", st)
+	}
+}
+
+// A windowed cycle's Filter calls answer the feasible nodes' scores too, so
+// its Score makes no call; an extender that does not answer them gets the
+// Score call as before.
+func TestWindowedCycleScoresFromItsFilterCalls(t *testing.T) {
+	nodes := make([]fwk.NodeInfo, 1000)
+	for i := range nodes {
+		nodes[i] = nodeInfo(fmt.Sprintf("node-%04d", i))
+	}
+	for _, old := range []bool{false, true} {
+		f := &fakePlacement{
+			refused:        map[string]string{"node-0003": "l3 full"},
+			scores:         map[string]int32{"node-0001": 9, "node-0002": 2},
+			noFilterScores: old,
+		}
+		p := newPlugin(t, Args{Address: serve(t, f, nil), Insecure: true})
+		state := framework.NewCycleState()
+		pod := testPod()
+		if _, st := p.PreFilter(context.Background(), state, pod, nodes); !st.IsSuccess() {
+			t.Fatalf("PreFilter: %v", st)
+		}
+		var feasible []fwk.NodeInfo
+		for _, ni := range nodes[:5] {
+			if st := p.Filter(context.Background(), state, pod, ni); st.IsSuccess() {
+				feasible = append(feasible, ni)
+			}
+		}
+		if len(f.filters) != 1 || !f.filters[0].GetWithScores() {
+			t.Fatalf("want one windowed Filter call asking for scores, got %d", len(f.filters))
+		}
+		if st := p.PreScore(context.Background(), state, pod, feasible); !st.IsSuccess() {
+			t.Fatalf("PreScore: %v", st)
+		}
+		got := map[string]int64{}
+		for _, ni := range feasible {
+			s, st := p.Score(context.Background(), state, pod, ni)
+			if !st.IsSuccess() {
+				t.Fatalf("Score(%s): %v", ni.Node().Name, st)
+			}
+			got[ni.Node().Name] = s
+		}
+		want := map[string]int64{"node-0000": 5, "node-0001": 9, "node-0002": 2, "node-0004": 5}
+		if !maps.Equal(got, want) {
+			t.Errorf("extender without filter scores %v: scores %v, want %v", old, got, want)
+		}
+		if calls := len(f.scoreReqs); (calls == 1) != old {
+			t.Errorf("extender without filter scores %v: %d Score calls", old, calls)
+		}
 	}
 }
 

@@ -91,6 +91,18 @@ bool PlacementService::Teaches(const grpc::ServerContext& context) const {
   return auth != nullptr && auth->IsPeerAuthenticated();
 }
 
+namespace {
+
+// A node's score as Score answers it (and Filter, when asked with_scores).
+void SetScore(std::string_view node, const NodeDecision& d, pv1::NodeScore& score) {
+  score.set_node_name(node.data(), node.size());
+  score.set_score(std::clamp(d.score, 0, 10));  // as /prioritize
+  score.set_cost(d.cost);
+  score.set_has_telemetry(d.has_telemetry);
+}
+
+}  // namespace
+
 grpc::Status PlacementService::Filter(grpc::ServerContext* context,
                                       const pv1::FilterRequest* request,
                                       pv1::FilterResponse* response) {
@@ -117,10 +129,14 @@ grpc::Status PlacementService::Filter(grpc::ServerContext* context,
     core_.FilterNodes(s.pod, s.names, Teaches(*context), s.decisions);
   }
   for (size_t i = 0; i < s.names.size(); ++i) {
-    if (s.decisions[i].feasible) continue;
+    const NodeDecision& d = s.decisions[i];
+    if (d.feasible) {
+      if (request->with_scores()) SetScore(s.names[i], d, *response->add_scores());
+      continue;
+    }
     pv1::NodeRefusal* refusal = response->add_refused();
     refusal->set_node_name(s.names[i].data(), s.names[i].size());
-    refusal->set_reason(s.decisions[i].reason);
+    refusal->set_reason(d.reason);
   }
   response->set_nodes_judged(static_cast<uint32_t>(s.names.size()));
   Release(std::move(scratch));
@@ -148,12 +164,7 @@ grpc::Status PlacementService::Score(grpc::ServerContext* context, const pv1::Sc
   core_.Score(s.pod, s.names, Teaches(*context), s.decisions);
   response->mutable_scores()->Reserve(static_cast<int>(s.names.size()));
   for (size_t i = 0; i < s.names.size(); ++i) {
-    const NodeDecision& d = s.decisions[i];
-    pv1::NodeScore* score = response->add_scores();
-    score->set_node_name(s.names[i].data(), s.names[i].size());
-    score->set_score(std::clamp(d.score, 0, 10));  // as /prioritize
-    score->set_cost(d.cost);
-    score->set_has_telemetry(d.has_telemetry);
+    SetScore(s.names[i], s.decisions[i], *response->add_scores());
   }
   Release(std::move(scratch));
   return record.Finish(grpc::Status::OK);

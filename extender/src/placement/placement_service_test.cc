@@ -195,6 +195,45 @@ TEST_F(PlacementServiceTest, ScoreAnswersEveryNodeInOrderAndBooksNothing) {
   EXPECT_EQ(core_.bookings(), 0u);
 }
 
+// The plugin's windowed Filter asks for the feasible nodes' scores with the
+// verdicts: the same scores Score answers, none for a refused node, and none
+// unless asked.
+TEST_F(PlacementServiceTest, FilterWithScoresAnswersTheFeasibleNodesScoresAsScoreDoes) {
+  Start();
+  const std::vector<std::string> names = {"node-3", "node-1", "node-2", "node-without-telemetry"};
+  pv1::FilterRequest request;
+  *request.mutable_pod() = BatchPod("b-1");
+  for (const std::string& n : names) request.add_node_names(n);
+  request.set_with_scores(true);
+  pv1::FilterResponse filtered;
+  {
+    grpc::ClientContext context;
+    Deadline(context);
+    ASSERT_TRUE(stub_->Filter(&context, request, &filtered).ok());
+  }
+  EXPECT_THAT(RefusedNodes(filtered), ElementsAre("node-1"));
+  pv1::ScoreRequest score_request;
+  *score_request.mutable_pod() = BatchPod("b-1");
+  for (const char* n : {"node-3", "node-2", "node-without-telemetry"}) {
+    score_request.add_node_names(n);
+  }
+  pv1::ScoreResponse scored;
+  {
+    grpc::ClientContext context;
+    Deadline(context);
+    ASSERT_TRUE(stub_->Score(&context, score_request, &scored).ok());
+  }
+  ASSERT_EQ(filtered.scores_size(), 3);
+  ASSERT_EQ(scored.scores_size(), 3);
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(filtered.scores(i).node_name(), scored.scores(i).node_name());
+    EXPECT_EQ(filtered.scores(i).score(), scored.scores(i).score()) << scored.scores(i).node_name();
+    EXPECT_DOUBLE_EQ(filtered.scores(i).cost(), scored.scores(i).cost());
+    EXPECT_EQ(filtered.scores(i).has_telemetry(), scored.scores(i).has_telemetry());
+  }
+  EXPECT_EQ(FilterOk(BatchPod("b-2"), names).scores_size(), 0);
+}
+
 TEST_F(PlacementServiceTest, ReserveThenUnreserveChangesTheNextDecision) {
   Start();
   EXPECT_THAT(RefusedNodes(FilterOk(BatchPod("b-1"))), ElementsAre("node-1"));

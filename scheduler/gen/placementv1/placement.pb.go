@@ -296,7 +296,10 @@ type FilterRequest struct {
 	Pod   *Pod                   `protobuf:"bytes,1,opt,name=pod,proto3" json:"pod,omitempty"`
 	// Empty: judge every node the extender knows (the usual call, from
 	// PreFilter). Otherwise only these.
-	NodeNames     []string `protobuf:"bytes,2,rep,name=node_names,json=nodeNames,proto3" json:"node_names,omitempty"`
+	NodeNames []string `protobuf:"bytes,2,rep,name=node_names,json=nodeNames,proto3" json:"node_names,omitempty"`
+	// Also answer the feasible nodes' scores (FilterResponse.scores): the
+	// plugin's windowed Filter asks, so that its Score needs no call.
+	WithScores    bool `protobuf:"varint,3,opt,name=with_scores,json=withScores,proto3" json:"with_scores,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -345,12 +348,22 @@ func (x *FilterRequest) GetNodeNames() []string {
 	return nil
 }
 
+func (x *FilterRequest) GetWithScores() bool {
+	if x != nil {
+		return x.WithScores
+	}
+	return false
+}
+
 type FilterResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Only the refused nodes; a node not listed is feasible.
 	Refused []*NodeRefusal `protobuf:"bytes,1,rep,name=refused,proto3" json:"refused,omitempty"`
 	// How many nodes were judged.
-	NodesJudged   uint32 `protobuf:"varint,2,opt,name=nodes_judged,json=nodesJudged,proto3" json:"nodes_judged,omitempty"`
+	NodesJudged uint32 `protobuf:"varint,2,opt,name=nodes_judged,json=nodesJudged,proto3" json:"nodes_judged,omitempty"`
+	// With FilterRequest.with_scores: every feasible node's score, as Score
+	// would answer it for the same state (the same evaluation).
+	Scores        []*NodeScore `protobuf:"bytes,3,rep,name=scores,proto3" json:"scores,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -397,6 +410,13 @@ func (x *FilterResponse) GetNodesJudged() uint32 {
 		return x.NodesJudged
 	}
 	return 0
+}
+
+func (x *FilterResponse) GetScores() []*NodeScore {
+	if x != nil {
+		return x.Scores
+	}
+	return nil
 }
 
 type NodeRefusal struct {
@@ -1320,7 +1340,8 @@ type NodeVerdict struct {
 	Reason   string `protobuf:"bytes,4,opt,name=reason,proto3" json:"reason,omitempty"`
 	Score    int32  `protobuf:"varint,5,opt,name=score,proto3" json:"score,omitempty"` // 0..10, as Score
 	// The node left the table (its telemetry is gone): it is feasible with the
-	// blind score, as a node the extender does not know.
+	// blind score, as a node the extender does not know. (Today's extender
+	// keeps every node's last snapshot and sends none; plugins honour it.)
 	Removed       bool `protobuf:"varint,6,opt,name=removed,proto3" json:"removed,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1559,14 +1580,17 @@ const file_neighborly_placement_v1_placement_proto_rawDesc = "" +
 	"\x17_cpu_request_millicoresB\x17\n" +
 	"\x15_cpu_limit_millicoresB\x17\n" +
 	"\x15_memory_request_bytesB\x15\n" +
-	"\x13_memory_limit_bytes\"^\n" +
+	"\x13_memory_limit_bytes\"\x7f\n" +
 	"\rFilterRequest\x12.\n" +
 	"\x03pod\x18\x01 \x01(\v2\x1c.neighborly.placement.v1.PodR\x03pod\x12\x1d\n" +
 	"\n" +
-	"node_names\x18\x02 \x03(\tR\tnodeNames\"s\n" +
+	"node_names\x18\x02 \x03(\tR\tnodeNames\x12\x1f\n" +
+	"\vwith_scores\x18\x03 \x01(\bR\n" +
+	"withScores\"\xaf\x01\n" +
 	"\x0eFilterResponse\x12>\n" +
 	"\arefused\x18\x01 \x03(\v2$.neighborly.placement.v1.NodeRefusalR\arefused\x12!\n" +
-	"\fnodes_judged\x18\x02 \x01(\rR\vnodesJudged\"B\n" +
+	"\fnodes_judged\x18\x02 \x01(\rR\vnodesJudged\x12:\n" +
+	"\x06scores\x18\x03 \x03(\v2\".neighborly.placement.v1.NodeScoreR\x06scores\"B\n" +
 	"\vNodeRefusal\x12\x1b\n" +
 	"\tnode_name\x18\x01 \x01(\tR\bnodeName\x12\x16\n" +
 	"\x06reason\x18\x02 \x01(\tR\x06reason\"]\n" +
@@ -1699,34 +1723,35 @@ var file_neighborly_placement_v1_placement_proto_depIdxs = []int32{
 	2,  // 4: neighborly.placement.v1.Pod.init_containers:type_name -> neighborly.placement.v1.Container
 	0,  // 5: neighborly.placement.v1.FilterRequest.pod:type_name -> neighborly.placement.v1.Pod
 	5,  // 6: neighborly.placement.v1.FilterResponse.refused:type_name -> neighborly.placement.v1.NodeRefusal
-	0,  // 7: neighborly.placement.v1.ScoreRequest.pod:type_name -> neighborly.placement.v1.Pod
-	8,  // 8: neighborly.placement.v1.ScoreResponse.scores:type_name -> neighborly.placement.v1.NodeScore
-	0,  // 9: neighborly.placement.v1.ReserveRequest.pod:type_name -> neighborly.placement.v1.Pod
-	14, // 10: neighborly.placement.v1.VerdictsRequest.subscribe:type_name -> neighborly.placement.v1.VerdictsSubscribe
-	15, // 11: neighborly.placement.v1.VerdictsRequest.reserve:type_name -> neighborly.placement.v1.VerdictsReserve
-	16, // 12: neighborly.placement.v1.VerdictsRequest.unreserve:type_name -> neighborly.placement.v1.VerdictsUnreserve
-	0,  // 13: neighborly.placement.v1.VerdictsSubscribe.pod:type_name -> neighborly.placement.v1.Pod
-	0,  // 14: neighborly.placement.v1.VerdictsReserve.pod:type_name -> neighborly.placement.v1.Pod
-	18, // 15: neighborly.placement.v1.VerdictsUpdate.table:type_name -> neighborly.placement.v1.VerdictTable
-	20, // 16: neighborly.placement.v1.VerdictsUpdate.ack:type_name -> neighborly.placement.v1.BookingAck
-	21, // 17: neighborly.placement.v1.VerdictsUpdate.refused:type_name -> neighborly.placement.v1.SubscribeRefused
-	19, // 18: neighborly.placement.v1.VerdictTable.verdicts:type_name -> neighborly.placement.v1.NodeVerdict
-	24, // 19: neighborly.placement.v1.VerdictTable.new_reasons:type_name -> neighborly.placement.v1.VerdictTable.NewReasonsEntry
-	3,  // 20: neighborly.placement.v1.Placement.Filter:input_type -> neighborly.placement.v1.FilterRequest
-	6,  // 21: neighborly.placement.v1.Placement.Score:input_type -> neighborly.placement.v1.ScoreRequest
-	9,  // 22: neighborly.placement.v1.Placement.Reserve:input_type -> neighborly.placement.v1.ReserveRequest
-	11, // 23: neighborly.placement.v1.Placement.Unreserve:input_type -> neighborly.placement.v1.UnreserveRequest
-	13, // 24: neighborly.placement.v1.Placement.Verdicts:input_type -> neighborly.placement.v1.VerdictsRequest
-	4,  // 25: neighborly.placement.v1.Placement.Filter:output_type -> neighborly.placement.v1.FilterResponse
-	7,  // 26: neighborly.placement.v1.Placement.Score:output_type -> neighborly.placement.v1.ScoreResponse
-	10, // 27: neighborly.placement.v1.Placement.Reserve:output_type -> neighborly.placement.v1.ReserveResponse
-	12, // 28: neighborly.placement.v1.Placement.Unreserve:output_type -> neighborly.placement.v1.UnreserveResponse
-	17, // 29: neighborly.placement.v1.Placement.Verdicts:output_type -> neighborly.placement.v1.VerdictsUpdate
-	25, // [25:30] is the sub-list for method output_type
-	20, // [20:25] is the sub-list for method input_type
-	20, // [20:20] is the sub-list for extension type_name
-	20, // [20:20] is the sub-list for extension extendee
-	0,  // [0:20] is the sub-list for field type_name
+	8,  // 7: neighborly.placement.v1.FilterResponse.scores:type_name -> neighborly.placement.v1.NodeScore
+	0,  // 8: neighborly.placement.v1.ScoreRequest.pod:type_name -> neighborly.placement.v1.Pod
+	8,  // 9: neighborly.placement.v1.ScoreResponse.scores:type_name -> neighborly.placement.v1.NodeScore
+	0,  // 10: neighborly.placement.v1.ReserveRequest.pod:type_name -> neighborly.placement.v1.Pod
+	14, // 11: neighborly.placement.v1.VerdictsRequest.subscribe:type_name -> neighborly.placement.v1.VerdictsSubscribe
+	15, // 12: neighborly.placement.v1.VerdictsRequest.reserve:type_name -> neighborly.placement.v1.VerdictsReserve
+	16, // 13: neighborly.placement.v1.VerdictsRequest.unreserve:type_name -> neighborly.placement.v1.VerdictsUnreserve
+	0,  // 14: neighborly.placement.v1.VerdictsSubscribe.pod:type_name -> neighborly.placement.v1.Pod
+	0,  // 15: neighborly.placement.v1.VerdictsReserve.pod:type_name -> neighborly.placement.v1.Pod
+	18, // 16: neighborly.placement.v1.VerdictsUpdate.table:type_name -> neighborly.placement.v1.VerdictTable
+	20, // 17: neighborly.placement.v1.VerdictsUpdate.ack:type_name -> neighborly.placement.v1.BookingAck
+	21, // 18: neighborly.placement.v1.VerdictsUpdate.refused:type_name -> neighborly.placement.v1.SubscribeRefused
+	19, // 19: neighborly.placement.v1.VerdictTable.verdicts:type_name -> neighborly.placement.v1.NodeVerdict
+	24, // 20: neighborly.placement.v1.VerdictTable.new_reasons:type_name -> neighborly.placement.v1.VerdictTable.NewReasonsEntry
+	3,  // 21: neighborly.placement.v1.Placement.Filter:input_type -> neighborly.placement.v1.FilterRequest
+	6,  // 22: neighborly.placement.v1.Placement.Score:input_type -> neighborly.placement.v1.ScoreRequest
+	9,  // 23: neighborly.placement.v1.Placement.Reserve:input_type -> neighborly.placement.v1.ReserveRequest
+	11, // 24: neighborly.placement.v1.Placement.Unreserve:input_type -> neighborly.placement.v1.UnreserveRequest
+	13, // 25: neighborly.placement.v1.Placement.Verdicts:input_type -> neighborly.placement.v1.VerdictsRequest
+	4,  // 26: neighborly.placement.v1.Placement.Filter:output_type -> neighborly.placement.v1.FilterResponse
+	7,  // 27: neighborly.placement.v1.Placement.Score:output_type -> neighborly.placement.v1.ScoreResponse
+	10, // 28: neighborly.placement.v1.Placement.Reserve:output_type -> neighborly.placement.v1.ReserveResponse
+	12, // 29: neighborly.placement.v1.Placement.Unreserve:output_type -> neighborly.placement.v1.UnreserveResponse
+	17, // 30: neighborly.placement.v1.Placement.Verdicts:output_type -> neighborly.placement.v1.VerdictsUpdate
+	26, // [26:31] is the sub-list for method output_type
+	21, // [21:26] is the sub-list for method input_type
+	21, // [21:21] is the sub-list for extension type_name
+	21, // [21:21] is the sub-list for extension extendee
+	0,  // [0:21] is the sub-list for field type_name
 }
 
 func init() { file_neighborly_placement_v1_placement_proto_init() }
