@@ -7,6 +7,7 @@ import (
 	"net"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/workqueue"
 	"k8s.io/component-base/metrics/testutil"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
@@ -204,12 +206,12 @@ func TestFilterAppliesTheRefusalsPerNode(t *testing.T) {
 // asks for the next.
 func TestFilterJudgesAWindowOfNodesAtATime(t *testing.T) {
 	const n = 1000
-	window := filterWindow(n) // 2 x 42 % of 1,000
-	if window != 840 {
-		t.Fatalf("filterWindow(%d) = %d, want 840", n, window)
+	window := filterWindow(n) // 16 chunks of 31, 420 to find, a chunk on each side
+	if window != 978 {
+		t.Fatalf("filterWindow(%d) = %d, want 978", n, window)
 	}
-	if got := filterWindow(5000); got != 1260 {
-		t.Errorf("filterWindow(5000) = %d, want 1260 (18 chunks of 70: 16 workers' first chunks and one on each side)", got)
+	if got := filterWindow(5000); got != 1760 {
+		t.Errorf("filterWindow(5000) = %d, want 1760 (16 chunks of 70, 500 to find, a chunk on each side)", got)
 	}
 	if got := filterWindow(50); got <= 50 {
 		t.Errorf("filterWindow(50) = %d: a small cluster must be judged whole at PreFilter", got)
@@ -228,7 +230,7 @@ func TestFilterJudgesAWindowOfNodesAtATime(t *testing.T) {
 	if len(f.filters) != 0 {
 		t.Fatalf("PreFilter must not call on a windowed cycle, got %d calls", len(f.filters))
 	}
-	// kube-scheduler's walk starts at node 900 and wraps: one call for 840
+	// kube-scheduler's walk starts at node 900 and wraps: one call for 978
 	// nodes, from a chunk (31 nodes) before it.
 	for i := 900; i < 900+600; i++ {
 		name := nodes[i%n].Node().Name
@@ -248,16 +250,16 @@ func TestFilterJudgesAWindowOfNodesAtATime(t *testing.T) {
 	if len(asked) != window || asked[0] != "node-0900" || asked[1] != "node-0869" || asked[130] != "node-0999" || asked[131] != "node-0000" {
 		t.Errorf("the window: %d nodes %v..., want %d: node-0900, then from node-0869 wrapping to node-0000", len(asked), asked[:3], window)
 	}
-	// Node 800 lies outside the first window (869..708): a second call, for
+	// Node 850 lies outside the first window (869..846): a second call, for
 	// the nodes not judged yet only.
-	if st := p.Filter(context.Background(), state, pod, nodes[800]); !st.IsSuccess() {
-		t.Errorf("node-0800: %v", st)
+	if st := p.Filter(context.Background(), state, pod, nodes[850]); !st.IsSuccess() {
+		t.Errorf("node-0850: %v", st)
 	}
 	if len(f.filters) != 2 {
 		t.Fatalf("want a second call, got %d", len(f.filters))
 	}
-	if second := f.filters[1].GetNodeNames(); len(second) != n-window || second[0] != "node-0800" || second[1] != "node-0769" {
-		t.Errorf("second window: %d nodes from %v, want %d: node-0800, then from node-0769", len(second), second[:2], n-window)
+	if second := f.filters[1].GetNodeNames(); len(second) != n-window || second[0] != "node-0850" || second[1] != "node-0847" {
+		t.Errorf("second window: %d nodes from %v, want %d: node-0850, then from node-0847", len(second), second[:2], n-window)
 	}
 	// A small cluster is judged whole at PreFilter, as before.
 	small := framework.NewCycleState()
@@ -272,7 +274,7 @@ func TestFilterJudgesAWindowOfNodesAtATime(t *testing.T) {
 // A windowed call that misses its deadline lets the rest of the cycle through
 // when failing open, counted once; without fail-open it is an error.
 func TestWindowedFilterFailsOpen(t *testing.T) {
-	nodes := make([]fwk.NodeInfo, 500)
+	nodes := make([]fwk.NodeInfo, 1000) // more than a window (978)
 	for i := range nodes {
 		nodes[i] = nodeInfo(fmt.Sprintf("node-%04d", i))
 	}
@@ -499,5 +501,37 @@ func TestReconnectsSoonAfterTheExtenderReturns(t *testing.T) {
 			t.Fatalf("still failing open 2 s after the extender came back: %v", st)
 		}
 		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// Walked as kube-scheduler walks (its Filter workers: 16, chunks of sqrt(n)
+// consecutive nodes from a rotating start, cancelled once its share of
+// feasible nodes is found), a windowed cycle on 5,000 nodes makes one call.
+func TestWindowedCycleWalkedAsKubeSchedulerWalksIsOneCall(t *testing.T) {
+	const n, cycles, toFind = 5000, 20, 500
+	nodes := make([]fwk.NodeInfo, n)
+	for i := range nodes {
+		nodes[i] = nodeInfo(fmt.Sprintf("node-%04d", i))
+	}
+	f := &fakePlacement{}
+	p := newPlugin(t, Args{Address: serve(t, f, nil), Insecure: true})
+	for cycle := 0; cycle < cycles; cycle++ {
+		state := framework.NewCycleState()
+		pod := testPod()
+		if _, st := p.PreFilter(context.Background(), state, pod, nodes); !st.IsSuccess() {
+			t.Fatalf("PreFilter: %v", st)
+		}
+		start := cycle * 613 % n
+		ctx, cancel := context.WithCancel(context.Background())
+		var found atomic.Int32
+		workqueue.ParallelizeUntil(ctx, filterParallelism, n, func(i int) {
+			if st := p.Filter(ctx, state, pod, nodes[(start+i)%n]); st.IsSuccess() && found.Add(1) >= toFind {
+				cancel()
+			}
+		}, workqueue.WithChunkSize(filterChunk(n)))
+		cancel()
+	}
+	if len(f.filters) != cycles {
+		t.Errorf("%d windowed calls for %d cycles, want one each", len(f.filters), cycles)
 	}
 }
