@@ -223,7 +223,8 @@ func filterChunk(n int) int {
 
 // judge answers Filter for a windowed cycle: the node's verdict, asking for
 // the window that starts at it when it has none yet.
-func (p *Plugin) judge(ctx context.Context, w *windowedCycle, node string) *fwk.Status {
+func (p *Plugin) judge(ctx context.Context, w *windowedCycle, info fwk.NodeInfo) *fwk.Status {
+	node := info.Node().Name
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if reason, ok := w.judged[node]; ok {
@@ -236,10 +237,21 @@ func (p *Plugin) judge(ctx context.Context, w *windowedCycle, node string) *fwk.
 	// cycle may come from a worker a chunk or so ahead of the walk's start.
 	n := len(w.nodes)
 	start := 0
+	// By identity: kube-scheduler filters the NodeInfos of the list PreFilter
+	// got (comparing 5,000 names was a percent of its CPU).
+	found := false
 	for i, ni := range w.nodes {
-		if ni.Node().Name == node {
-			start = (i - filterChunk(n) + n) % n
+		if ni == info {
+			start, found = (i-filterChunk(n)+n)%n, true
 			break
+		}
+	}
+	if !found {
+		for i, ni := range w.nodes {
+			if ni.Node().Name == node {
+				start = (i - filterChunk(n) + n) % n
+				break
+			}
 		}
 	}
 	size := filterWindow(n)
@@ -338,7 +350,7 @@ func (p *Plugin) Filter(ctx context.Context, state fwk.CycleState, pod *v1.Pod, 
 		return nil // PreFilter failed open
 	}
 	if w, ok := d.(*windowedCycle); ok {
-		return p.judge(ctx, w, nodeInfo.Node().Name)
+		return p.judge(ctx, w, nodeInfo)
 	}
 	if c, ok := d.(*streamedCycle); ok {
 		v, ok := p.verdicts.lookupFiltering(c.table, nodeInfo.Node().Name, c.deadline, true)
