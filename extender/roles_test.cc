@@ -35,7 +35,10 @@ namespace tv1 = ::neighborly::telemetry::v1;
 class RolesTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = std::string(NEIGHBORLY_BINARY_DIR) + "/roles_test_tls";
+    // A folder per test: ctest runs the tests of this suite at once, and one
+    // test's keys rewritten under another's feet read as "Invalid private key".
+    dir_ = std::string(NEIGHBORLY_BINARY_DIR) + "/roles_test_tls_" +
+           ::testing::UnitTest::GetInstance()->current_test_info()->name();
     pki_ = std::make_unique<TestPki>(dir_);
     ASSERT_TRUE(pki_->MakeCa("ca").ok());
     // As the chart issues them (templates/tls-secrets.yaml): CN per component.

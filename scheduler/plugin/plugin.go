@@ -165,21 +165,20 @@ type windowedCycle struct {
 
 func (w *windowedCycle) Clone() fwk.StateData { return w }
 
-// scoresOf is the windowed calls' scores of nodes (those that passed every
-// filter), or nil when one has none (its window failed open, or the extender
-// predates FilterRequest.with_scores): PreScore then makes the Score call.
+// scoresOf is the windowed calls' scores, which Score reads as they are, when
+// they cover nodes (those that passed every filter; the filtering is over,
+// so nothing writes them any more); nil when a node has none (its window
+// failed open, or the extender predates FilterRequest.with_scores): PreScore
+// then makes the Score call.
 func (w *windowedCycle) scoresOf(nodes []fwk.NodeInfo) scores {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	s := make(scores, len(nodes))
 	for _, n := range nodes {
-		v, ok := w.scores[n.Node().Name]
-		if !ok {
+		if _, ok := w.scores[n.Node().Name]; !ok {
 			return nil
 		}
-		s[n.Node().Name] = v
 	}
-	return s
+	return w.scores
 }
 
 // filterWindow is how many nodes one windowed call judges on a cluster of n:
@@ -236,24 +235,7 @@ func (p *Plugin) judge(ctx context.Context, w *windowedCycle, info fwk.NodeInfo)
 	// The window starts a chunk before the node: the first Filter of a
 	// cycle may come from a worker a chunk or so ahead of the walk's start.
 	n := len(w.nodes)
-	start := 0
-	// By identity: kube-scheduler filters the NodeInfos of the list PreFilter
-	// got (comparing 5,000 names was a percent of its CPU).
-	found := false
-	for i, ni := range w.nodes {
-		if ni == info {
-			start, found = (i-filterChunk(n)+n)%n, true
-			break
-		}
-	}
-	if !found {
-		for i, ni := range w.nodes {
-			if ni.Node().Name == node {
-				start = (i - filterChunk(n) + n) % n
-				break
-			}
-		}
-	}
+	start := (position(w.nodes, info) - filterChunk(n) + n) % n
 	size := filterWindow(n)
 	names := make([]string, 0, size+1)
 	names = append(names, node)
@@ -288,6 +270,25 @@ func (p *Plugin) judge(ctx context.Context, w *windowedCycle, info fwk.NodeInfo)
 		w.scores[sc.GetNodeName()] = int64(sc.GetScore())
 	}
 	return refusalStatus(w.judged[node])
+}
+
+// position is info's index in nodes (0 when absent): by identity, as
+// kube-scheduler filters the NodeInfos of the list PreFilter got (comparing
+// 5,000 names was a percent of its CPU); by name for a copy (a preemption
+// dry run filters clones).
+func position(nodes []fwk.NodeInfo, info fwk.NodeInfo) int {
+	for i, ni := range nodes {
+		if ni == info {
+			return i
+		}
+	}
+	name := info.Node().Name
+	for i, ni := range nodes {
+		if ni.Node().Name == name {
+			return i
+		}
+	}
+	return 0
 }
 
 // refusalStatus: nil for "" (feasible), else the refusal. It comes from the

@@ -53,14 +53,14 @@ type verdicts struct {
 	index atomic.Pointer[nodeIndex]
 	// The slots of kube-scheduler's node list (snapshotSlots).
 	slotCache atomic.Pointer[slotCache]
-	// The nodes with bookings sent and not acked, by slot with how many, and
-	// by name (never nil; a copy replaces it at every booking and ack, under
-	// v.mu: it holds a few). Filter compares a node's name with the few
-	// pending ones before anything else, so a node without a pending booking
-	// is passed without its slot's lookup while the table refuses nothing (a
-	// string map of 5,000 names per read was a third of Filter's cost, and
-	// with bookings in flight at most times every Filter paid it, issue 25).
-	pendingSlots atomic.Pointer[pendingSet]
+	// The nodes with bookings sent and not acked, with how many (never nil;
+	// a copy replaces it at every booking and ack, under v.mu: it holds a
+	// few). Filter compares a node's name with the few pending ones before
+	// anything else, so a node without a pending booking is passed without
+	// its slot's lookup while the table refuses nothing (a string map of
+	// 5,000 names per read was a third of Filter's cost, and with bookings in
+	// flight at most times every Filter paid it, issue 25).
+	pending atomic.Pointer[pendingSet]
 	// Bookings sent and not acked, by id (ids increase in sending order).
 	unacked     map[uint64]*placementv1.VerdictsRequest
 	nextBooking uint64
@@ -152,7 +152,7 @@ func newVerdictsState(client placementv1.PlacementClient, cancel context.CancelF
 	}
 	v.reasons.Store(&sync.Map{})
 	v.index.Store(&nodeIndex{})
-	v.pendingSlots.Store(&pendingSet{})
+	v.pending.Store(&pendingSet{})
 	return v
 }
 
@@ -294,32 +294,21 @@ func (v *verdicts) lookup(t *shapeTable, node string, deadline time.Time) (verdi
 // lookupFiltering is lookup; `filtering`: only whether the node passes
 // matters, so while the table refuses no node its cell is not read.
 func (v *verdicts) lookupFiltering(t *shapeTable, node string, deadline time.Time, filtering bool) (verdict, bool) {
-	slot, looked := -1, false
 	for {
 		// The pending bookings first: an ack is applied after its deltas, so
 		// none pending means the cells hold the node's post-booking verdict.
-		// A node with a pending booking has a slot (addPending gives it one
-		// before the count rises).
-		// Whether node is among the few pending ones, by name: the slot's
-		// lookup (a hash of the name, a cache miss) is left for the nodes
-		// that need their cell read.
-		pending := v.pendingTotal.Load() != 0 && v.pendingSlots.Load().has(node)
-		if pending && !looked {
-			slot, looked = v.slot(node), true
-		}
-		if !pending || slot < 0 || v.pendingSlots.Load().slots[slot] == 0 {
+		// By name among the few pending: the slot's lookup (a hash of the
+		// name, a cache miss) is left for the nodes whose cell is read.
+		if v.pendingTotal.Load() == 0 || !v.pending.Load().has(node) {
 			if filtering && t.refused.Load() == 0 {
 				return verdict{feasible: true}, true
 			}
-			if !looked {
-				slot, looked = v.slot(node), true
-			}
-			return v.readSlot(t, slot), true
+			return v.readSlot(t, v.slot(node)), true
 		}
 		v.mu.RLock()
-		wake, waiting := v.acked, v.pendingSlots.Load().slots[slot]
+		wake, waiting := v.acked, v.pending.Load().has(node)
 		v.mu.RUnlock()
-		if waiting == 0 {
+		if !waiting {
 			continue
 		}
 		wait := time.Until(deadline)
@@ -357,16 +346,16 @@ func (v *verdicts) passing(t *shapeTable, nodes []fwk.NodeInfo) sets.Set[string]
 	if c := t.cells.Load(); c != nil {
 		cells = *c
 	}
-	var pending map[int]int
+	var pending *pendingSet
 	if v.pendingTotal.Load() != 0 {
-		pending = v.pendingSlots.Load().slots
+		pending = v.pending.Load()
 	}
 	limit := len(nodes) / 2
 	names := make([]string, 0, min(limit, 256))
 	for i, s := range slots {
 		if s >= 0 && int(s) < len(cells) {
 			c := cells[s].Load()
-			if c&cellPresent != 0 && c&cellFeasible == 0 && pending[int(s)] == 0 {
+			if c&cellPresent != 0 && c&cellFeasible == 0 && !pending.has(nodes[i].Node().Name) {
 				continue
 			}
 		}
@@ -495,43 +484,41 @@ func (v *verdicts) forget(id uint64) {
 	v.pendingTotal.Add(-1)
 }
 
-// addPending counts a booking on node sent (+1) or acked (-1), giving the
-// node a slot if it has none; v.mu held.
+// addPending counts a booking on node sent (+1) or acked (-1); v.mu held.
 func (v *verdicts) addPending(node string, delta int) {
-	o := v.slot(node)
-	if o < 0 {
-		o = (*v.slots([]*placementv1.NodeVerdict{{NodeName: node}}))[node]
-	}
-	old := v.pendingSlots.Load()
-	next := &pendingSet{slots: make(map[int]int, len(old.slots)+1)}
-	for n, c := range old.slots {
-		next.slots[n] = c
-	}
-	if next.slots[o] += delta; next.slots[o] <= 0 {
-		delete(next.slots, o)
-	}
-	for _, name := range old.names {
-		if name != node {
-			next.names = append(next.names, name)
+	old := *v.pending.Load()
+	next := make(pendingSet, 0, len(old)+1)
+	count := delta
+	for _, p := range old {
+		if p.node == node {
+			count += p.count
+		} else {
+			next = append(next, p)
 		}
 	}
-	if next.slots[o] > 0 {
-		next.names = append(next.names, node)
+	if count > 0 {
+		next = append(next, pendingNode{node, count})
 	}
-	v.pendingSlots.Store(next)
+	v.pending.Store(&next)
 }
 
-// pendingSet is the nodes with bookings sent and not acked: how many per
-// slot, and their names (a few: Filter compares them instead of looking a
-// node's slot up). Immutable once published.
-type pendingSet struct {
-	slots map[int]int
-	names []string
+// pendingSet is the nodes with bookings sent and not acked, and how many
+// each (a few: Filter compares their names instead of looking a node's slot
+// up). Immutable once published.
+type pendingSet []pendingNode
+
+type pendingNode struct {
+	node  string
+	count int
 }
 
+// has: node has a booking not acked; false on a nil set.
 func (p *pendingSet) has(node string) bool {
-	for _, n := range p.names {
-		if n == node {
+	if p == nil {
+		return false
+	}
+	for _, n := range *p {
+		if n.node == node {
 			return true
 		}
 	}

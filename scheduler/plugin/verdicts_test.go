@@ -425,8 +425,8 @@ func TestVerdictTableAppliesFullTablesAndDeltas(t *testing.T) {
 		v.mu.Unlock()
 	}()
 	check("acked", "a", false, verdict{feasible: true, score: 7})
-	// A booking on a node no table has named yet gives it a slot: Filter
-	// waits for it too, and reads the blind score once it is acked.
+	// A booking on a node no table has named yet: Filter waits for it too,
+	// and reads the blind score once it is acked.
 	v.mu.Lock()
 	v.addPending("new", 1)
 	v.pendingTotal.Add(1)

@@ -50,6 +50,14 @@ grpc::Status ExpiredStatus() {
                       "evaluated");
 }
 
+// A node's score as Score answers it (and Filter, when asked with_scores).
+void SetScore(std::string_view node, const NodeDecision& d, pv1::NodeScore& score) {
+  score.set_node_name(node.data(), node.size());
+  score.set_score(std::clamp(d.score, 0, 10));  // as /prioritize
+  score.set_cost(d.cost);
+  score.set_has_telemetry(d.has_telemetry);
+}
+
 }  // namespace
 
 PlacementService::PlacementService(ExtenderCore& core, Options options, PlacementMetrics* metrics)
@@ -90,18 +98,6 @@ bool PlacementService::Teaches(const grpc::ServerContext& context) const {
   const std::shared_ptr<const grpc::AuthContext> auth = context.auth_context();
   return auth != nullptr && auth->IsPeerAuthenticated();
 }
-
-namespace {
-
-// A node's score as Score answers it (and Filter, when asked with_scores).
-void SetScore(std::string_view node, const NodeDecision& d, pv1::NodeScore& score) {
-  score.set_node_name(node.data(), node.size());
-  score.set_score(std::clamp(d.score, 0, 10));  // as /prioritize
-  score.set_cost(d.cost);
-  score.set_has_telemetry(d.has_telemetry);
-}
-
-}  // namespace
 
 grpc::Status PlacementService::Filter(grpc::ServerContext* context,
                                       const pv1::FilterRequest* request,
