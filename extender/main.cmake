@@ -4,7 +4,8 @@ set_target_properties(neighborly-extender PROPERTIES OUTPUT_NAME neighborly-exte
 target_link_libraries(neighborly-extender PRIVATE
   neighborly_core neighborly_ingest neighborly_placement neighborly_http neighborly_api
   neighborly_extender_config
-  neighborly_common absl::strings spdlog::spdlog neighborly_malloc neighborly_warnings)
+  neighborly_common absl::strings absl::synchronization spdlog::spdlog neighborly_malloc
+  neighborly_warnings)
 
 neighborly_add_test(extender_main_test
   SOURCES ${CMAKE_CURRENT_LIST_DIR}/main_test.cc
