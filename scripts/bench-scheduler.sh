@@ -33,6 +33,9 @@ export GOFLAGS="${GOFLAGS:-} -buildvcs=false"
 filter="${BENCH_FILTER:-performance}"
 rounds="${BENCH_ROUNDS:-5}"
 out="${BENCH_OUT:-${root}/build/bench-scheduler/$(date -u +%Y%m%dT%H%M%SZ)}"
+# Absolute: the run below works from scheduler/perf, where a relative
+# BENCH_OUT would land (and the harness could not create its logs there).
+out="$(realpath -m "${out}")"
 
 if ! command -v go >/dev/null 2>&1; then
   echo "bench-scheduler: Go is needed (go 1.26 or newer in PATH)" >&2
