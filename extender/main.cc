@@ -153,7 +153,7 @@ int Run(int argc, char** argv) {
   // Debian's Abseil is built without NDEBUG, so every absl::Mutex (gRPC's
   // among them) records lock order for deadlock detection: 0.7 % of the
   // extender's CPU in a scheduler_perf plugin round (docs/performance.md).
-  // Tests and sanitizer builds keep it; the binary does not pay for it.
+  // The unit tests, which link the libraries without this main, keep it.
   absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
   absl::StatusOr<CommandLine> command_line = ParseCommandLine(argc, argv);
   if (!command_line.ok()) return Fail(2, Sv(command_line.status().message()));

@@ -68,8 +68,7 @@ type verdicts struct {
 	// breaks: waiters for a pending node wake on it.
 	acked chan struct{}
 
-	pendingTotal atomic.Int64
-	sendMu       sync.Mutex // gRPC allows one Send at a time
+	sendMu sync.Mutex // gRPC allows one Send at a time
 
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -299,7 +298,7 @@ func (v *verdicts) lookupFiltering(t *shapeTable, node string, deadline time.Tim
 		// none pending means the cells hold the node's post-booking verdict.
 		// By name among the few pending: the slot's lookup (a hash of the
 		// name, a cache miss) is left for the nodes whose cell is read.
-		if v.pendingTotal.Load() == 0 || !v.pending.Load().has(node) {
+		if !v.pending.Load().has(node) {
 			if filtering && t.refused.Load() == 0 {
 				return verdict{feasible: true}, true
 			}
@@ -346,10 +345,7 @@ func (v *verdicts) passing(t *shapeTable, nodes []fwk.NodeInfo) sets.Set[string]
 	if c := t.cells.Load(); c != nil {
 		cells = *c
 	}
-	var pending *pendingSet
-	if v.pendingTotal.Load() != 0 {
-		pending = v.pending.Load()
-	}
+	pending := v.pending.Load()
 	limit := len(nodes) / 2
 	names := make([]string, 0, min(limit, 256))
 	for i, s := range slots {
@@ -411,7 +407,7 @@ type slotCache struct {
 // calls then see them. False when the wait timed out.
 func (v *verdicts) settle(deadline time.Time) bool {
 	for {
-		if v.pendingTotal.Load() == 0 {
+		if len(*v.pending.Load()) == 0 {
 			return true
 		}
 		v.mu.RLock()
@@ -460,7 +456,6 @@ func (v *verdicts) book(req *placementv1.VerdictsRequest, node string) bool {
 	}
 	v.unacked[id] = req
 	v.addPending(node, 1)
-	v.pendingTotal.Add(1)
 	stream := v.stream
 	v.mu.Unlock()
 	if stream != nil {
@@ -481,7 +476,6 @@ func (v *verdicts) forget(id uint64) {
 		node = req.GetUnreserve().GetNodeName()
 	}
 	v.addPending(node, -1)
-	v.pendingTotal.Add(-1)
 }
 
 // addPending counts a booking on node sent (+1) or acked (-1); v.mu held.
@@ -512,11 +506,8 @@ type pendingNode struct {
 	count int
 }
 
-// has: node has a booking not acked; false on a nil set.
+// has: node has a booking not acked.
 func (p *pendingSet) has(node string) bool {
-	if p == nil {
-		return false
-	}
 	for _, n := range *p {
 		if n.node == node {
 			return true
