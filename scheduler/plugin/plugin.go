@@ -136,6 +136,7 @@ func (s scores) Clone() fwk.StateData { return s }
 // with an unacked booking is waited for until the deadline.
 type streamedCycle struct {
 	table    *shapeTable
+	slots    *slotCache // the slots of PreFilter's node list, by NodeInfo
 	deadline time.Time
 }
 
@@ -305,9 +306,10 @@ func (p *Plugin) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.Po
 	m := podMessage(pod)
 	if p.verdicts != nil {
 		if t := p.verdicts.table(m); t != nil {
-			state.Write(filterKey, &streamedCycle{table: t, deadline: time.Now().Add(p.args.FilterTimeout.Duration)})
+			slots := p.verdicts.snapshotSlots(nodes)
+			state.Write(filterKey, &streamedCycle{table: t, slots: slots, deadline: time.Now().Add(p.args.FilterTimeout.Duration)})
 			cycles.WithLabelValues("streamed").Inc()
-			if names := p.verdicts.passing(t, nodes); names != nil {
+			if names := p.verdicts.passing(t, nodes, slots); names != nil {
 				narrowed.Inc()
 				return &fwk.PreFilterResult{NodeNames: names}, nil
 			}
@@ -354,7 +356,7 @@ func (p *Plugin) Filter(ctx context.Context, state fwk.CycleState, pod *v1.Pod, 
 		return p.judge(ctx, w, nodeInfo)
 	}
 	if c, ok := d.(*streamedCycle); ok {
-		v, ok := p.verdicts.lookupFiltering(c.table, nodeInfo.Node().Name, c.deadline, true)
+		v, ok := p.verdicts.lookupInfo(c.table, c.slots, nodeInfo, c.deadline, true)
 		if !ok {
 			return p.pendingTimedOut("Filter", pod, nodeInfo.Node().Name)
 		}
@@ -374,7 +376,7 @@ func (p *Plugin) Filter(ctx context.Context, state fwk.CycleState, pod *v1.Pod, 
 func (p *Plugin) PreScore(ctx context.Context, state fwk.CycleState, pod *v1.Pod, nodes []fwk.NodeInfo) *fwk.Status {
 	if d, err := state.Read(filterKey); err == nil {
 		if c, ok := d.(*streamedCycle); ok {
-			state.Write(scoreKey, &streamedCycle{table: c.table, deadline: time.Now().Add(p.args.ScoreTimeout.Duration)})
+			state.Write(scoreKey, &streamedCycle{table: c.table, slots: c.slots, deadline: time.Now().Add(p.args.ScoreTimeout.Duration)})
 			return nil
 		}
 		if w, ok := d.(*windowedCycle); ok {
@@ -421,7 +423,7 @@ func (p *Plugin) Score(_ context.Context, state fwk.CycleState, pod *v1.Pod, nod
 		return 0, fwk.AsStatus(fmt.Errorf("neighborly: no scores for this cycle: %w", err))
 	}
 	if c, ok := d.(*streamedCycle); ok {
-		v, ok := p.verdicts.lookup(c.table, nodeInfo.Node().Name, c.deadline)
+		v, ok := p.verdicts.lookupInfo(c.table, c.slots, nodeInfo, c.deadline, false)
 		if !ok {
 			// Failing open, the neutral middle (as for a node the extender did not score).
 			return extenderMaxScore / 2, p.pendingTimedOut("Score", pod, nodeInfo.Node().Name)

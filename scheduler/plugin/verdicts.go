@@ -55,11 +55,9 @@ type verdicts struct {
 	slotCache atomic.Pointer[slotCache]
 	// The nodes with bookings sent and not acked, with how many (never nil;
 	// a copy replaces it at every booking and ack, under v.mu: it holds a
-	// few). Filter compares a node's name with the few pending ones before
+	// few). Filter compares a node's slot with the few pending ones before
 	// anything else, so a node without a pending booking is passed without
-	// its slot's lookup while the table refuses nothing (a string map of
-	// 5,000 names per read was a third of Filter's cost, and with bookings in
-	// flight at most times every Filter paid it, issue 25).
+	// reading its cell while the table refuses nothing.
 	pending atomic.Pointer[pendingSet]
 	// Bookings sent and not acked, by id (ids increase in sending order).
 	unacked     map[uint64]*placementv1.VerdictsRequest
@@ -293,19 +291,38 @@ func (v *verdicts) lookup(t *shapeTable, node string, deadline time.Time) (verdi
 // lookupFiltering is lookup; `filtering`: only whether the node passes
 // matters, so while the table refuses no node its cell is not read.
 func (v *verdicts) lookupFiltering(t *shapeTable, node string, deadline time.Time, filtering bool) (verdict, bool) {
+	return v.lookupSlot(t, int32(v.slot(node)), nil, node, deadline, filtering)
+}
+
+// lookupInfo is lookupFiltering of a NodeInfo of the list PreFilter got,
+// its slot found by identity in that list's cache (slots, nil: none): no
+// name hashed. A NodeInfo not in it (a preemption dry run's clone, a node
+// that had no slot when the cache was made) is looked up by name.
+func (v *verdicts) lookupInfo(t *shapeTable, slots *slotCache, info fwk.NodeInfo, deadline time.Time, filtering bool) (verdict, bool) {
+	if slots != nil {
+		if s, ok := slots.byInfo[info]; ok {
+			return v.lookupSlot(t, s, info, "", deadline, filtering)
+		}
+	}
+	name := info.Node().Name
+	return v.lookupSlot(t, int32(v.slot(name)), info, name, deadline, filtering)
+}
+
+// lookupSlot is the lookup of the node in slot (-1: none), its NodeInfo
+// (nil: none) or name ("": its NodeInfo's) for the pending bookings that
+// must be compared by name.
+func (v *verdicts) lookupSlot(t *shapeTable, slot int32, info fwk.NodeInfo, name string, deadline time.Time, filtering bool) (verdict, bool) {
 	for {
 		// The pending bookings first: an ack is applied after its deltas, so
 		// none pending means the cells hold the node's post-booking verdict.
-		// By name among the few pending: the slot's lookup (a hash of the
-		// name, a cache miss) is left for the nodes whose cell is read.
-		if !v.pending.Load().has(node) {
+		if !v.pending.Load().has(slot, info, name) {
 			if filtering && t.refused.Load() == 0 {
 				return verdict{feasible: true}, true
 			}
-			return v.readSlot(t, v.slot(node)), true
+			return v.readSlot(t, int(slot)), true
 		}
 		v.mu.RLock()
-		wake, waiting := v.acked, v.pending.Load().has(node)
+		wake, waiting := v.acked, v.pending.Load().has(slot, info, name)
 		v.mu.RUnlock()
 		if !waiting {
 			continue
@@ -335,12 +352,12 @@ func (v *verdicts) lookupFiltering(t *shapeTable, node string, deadline time.Tim
 // A node without a verdict (no telemetry, unknown) or with an unacked booking
 // is named: Filter then reads or waits for it as usual. Nil as well when no
 // node passes, so that Filter gives each node's reason.
-func (v *verdicts) passing(t *shapeTable, nodes []fwk.NodeInfo) sets.Set[string] {
+func (v *verdicts) passing(t *shapeTable, nodes []fwk.NodeInfo, cache *slotCache) sets.Set[string] {
 	refused := int(t.refused.Load())
 	if refused == 0 || len(nodes)-refused > len(nodes)/2 {
 		return nil
 	}
-	slots := v.snapshotSlots(nodes)
+	slots := cache.slots
 	var cells []atomic.Uint64
 	if c := t.cells.Load(); c != nil {
 		cells = *c
@@ -351,7 +368,7 @@ func (v *verdicts) passing(t *shapeTable, nodes []fwk.NodeInfo) sets.Set[string]
 	for i, s := range slots {
 		if s >= 0 && int(s) < len(cells) {
 			c := cells[s].Load()
-			if c&cellPresent != 0 && c&cellFeasible == 0 && !pending.has(nodes[i].Node().Name) {
+			if c&cellPresent != 0 && c&cellFeasible == 0 && !pending.has(s, nodes[i], "") {
 				continue
 			}
 		}
@@ -367,11 +384,13 @@ func (v *verdicts) passing(t *shapeTable, nodes []fwk.NodeInfo) sets.Set[string]
 }
 
 // snapshotSlots is the slot of every node of kube-scheduler's node list, in
-// its order (-1: none). Kept between cycles: the list and its NodeInfos stay
-// the same objects until nodes come or go (the scheduler cache updates a
-// node's NodeInfo in place), and the node index only grows, so the cache
-// holds while the list holds the same NodeInfos and the index is the same.
-func (v *verdicts) snapshotSlots(nodes []fwk.NodeInfo) []int32 {
+// its order (-1: none), and by NodeInfo. Kept between cycles: the list and
+// its NodeInfos stay the same objects until nodes come or go (the scheduler
+// cache updates a node's NodeInfo in place, and a NodeInfo is one node's
+// for its life), and the node index only grows, a name's slot never
+// changing, so the cache holds while the list holds the same NodeInfos and
+// the index is the same.
+func (v *verdicts) snapshotSlots(nodes []fwk.NodeInfo) *slotCache {
 	idx := v.index.Load()
 	if c := v.slotCache.Load(); c != nil && c.index == idx && len(c.nodes) == len(nodes) {
 		same := true
@@ -382,25 +401,36 @@ func (v *verdicts) snapshotSlots(nodes []fwk.NodeInfo) []int32 {
 			}
 		}
 		if same {
-			return c.slots
+			return c
 		}
 	}
-	c := &slotCache{index: idx, nodes: append([]fwk.NodeInfo(nil), nodes...), slots: make([]int32, len(nodes))}
+	c := &slotCache{
+		index:  idx,
+		nodes:  append([]fwk.NodeInfo(nil), nodes...),
+		slots:  make([]int32, len(nodes)),
+		byInfo: make(map[fwk.NodeInfo]int32, len(nodes)),
+	}
 	for i, n := range nodes {
 		c.slots[i] = -1
 		if s, ok := (*idx)[n.Node().Name]; ok {
 			c.slots[i] = int32(s)
+			c.byInfo[n] = int32(s)
 		}
 	}
 	v.slotCache.Store(c)
-	return c.slots
+	return c
 }
 
-// slotCache: snapshotSlots' last answer.
+// slotCache: snapshotSlots' last answer. Read-only once published.
 type slotCache struct {
 	index *nodeIndex
 	nodes []fwk.NodeInfo
 	slots []int32
+	// The nodes with a slot, by identity: Filter and Score find a node's slot
+	// without hashing its name (a string map of 5,000 names, with the name
+	// and the key compared through two more pointers, was half of the
+	// plugin's CPU in a SchedulingBasic round, issue 25).
+	byInfo map[fwk.NodeInfo]int32
 }
 
 // settle waits (until deadline) for every unacked booking: the synchronous
@@ -491,25 +521,37 @@ func (v *verdicts) addPending(node string, delta int) {
 		}
 	}
 	if count > 0 {
-		next = append(next, pendingNode{node, count})
+		next = append(next, pendingNode{node, int32(v.slot(node)), count})
 	}
 	v.pending.Store(&next)
 }
 
 // pendingSet is the nodes with bookings sent and not acked, and how many
-// each (a few: Filter compares their names instead of looking a node's slot
-// up). Immutable once published.
+// each (a few: Filter compares their slots instead of looking a node up by
+// name). Immutable once published.
 type pendingSet []pendingNode
 
 type pendingNode struct {
 	node  string
+	slot  int32 // its slot when booked; -1: none then
 	count int
 }
 
-// has: node has a booking not acked.
-func (p *pendingSet) has(node string) bool {
+// has: the node in slot (-1: none) has a booking not acked. Slots are
+// compared where both have one (a name's slot never changes); otherwise the
+// names, the node's taken from info when name is "".
+func (p *pendingSet) has(slot int32, info fwk.NodeInfo, name string) bool {
 	for _, n := range *p {
-		if n.node == node {
+		if slot >= 0 && n.slot >= 0 {
+			if n.slot == slot {
+				return true
+			}
+			continue
+		}
+		if name == "" && info != nil {
+			name = info.Node().Name
+		}
+		if n.node == name {
 			return true
 		}
 	}

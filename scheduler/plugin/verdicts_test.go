@@ -501,3 +501,59 @@ func TestPreFilterNamesTheFewNodesAShapePasses(t *testing.T) {
 		t.Errorf("PreFilter over refused nodes named %v, want every node (Filter's reasons)", got)
 	}
 }
+
+// Filter and Score find a node of PreFilter's list by identity in the list's
+// slot cache; a NodeInfo not in it (a preemption dry run's clone, a node
+// named after the cache was made) by name; a pending booking is matched by
+// slot, or by name where either side had no slot.
+func TestLookupByNodeInfoAgreesWithLookupByName(t *testing.T) {
+	v := newVerdictsState(nil, func() {})
+	tab := &shapeTable{id: 1, key: "k"}
+	v.byID[1] = tab
+	v.shapes["k"] = tab
+	update := func(full bool, nodes ...*placementv1.NodeVerdict) {
+		v.apply(&placementv1.VerdictsUpdate{Kind: &placementv1.VerdictsUpdate_Table{Table: &placementv1.VerdictTable{
+			ShapeId: 1, Full: full, BlindScore: 5, NewReasons: map[uint32]string{1: "membw 84% > 80%"}, Verdicts: nodes}}})
+	}
+	update(true, &placementv1.NodeVerdict{NodeName: "a", Feasible: true, Score: 7},
+		&placementv1.NodeVerdict{NodeName: "b", ReasonId: 1})
+	list := []fwk.NodeInfo{nodeInfo("a"), nodeInfo("b"), nodeInfo("c")}
+	cache := v.snapshotSlots(list)
+	if len(cache.byInfo) != 2 {
+		t.Fatalf("the cache holds %d nodes by identity, want 2 (a and b; c has no slot)", len(cache.byInfo))
+	}
+	if again := v.snapshotSlots([]fwk.NodeInfo{list[0], list[1], list[2]}); again != cache {
+		t.Error("the same NodeInfos in the same order made a new cache")
+	}
+	// c gets its slot after the cache was made.
+	update(false, &placementv1.NodeVerdict{NodeName: "c", Feasible: true, Score: 2})
+	soon := time.Now().Add(time.Second)
+	for _, info := range append(list, nodeInfo("a"), nodeInfo("b"), nodeInfo("c"), nodeInfo("unknown")) {
+		name := info.Node().Name
+		for _, filtering := range []bool{false, true} {
+			want, _ := v.lookupFiltering(tab, name, soon, filtering)
+			got, ok := v.lookupInfo(tab, cache, info, soon, filtering)
+			if !ok || got != want {
+				t.Errorf("%s (filtering %v): by NodeInfo %+v, %v; by name %+v", name, filtering, got, ok, want)
+			}
+		}
+	}
+	// Pending: a (slot) by slot, from the cached NodeInfo and from a clone;
+	// "late" (no slot when booked, one since) by name.
+	v.mu.Lock()
+	v.addPending("a", 1)
+	v.addPending("late", 1)
+	v.mu.Unlock()
+	update(false, &placementv1.NodeVerdict{NodeName: "late", Feasible: true, Score: 1})
+	short := time.Now().Add(5 * time.Millisecond)
+	for _, info := range []fwk.NodeInfo{list[0], nodeInfo("a"), nodeInfo("late")} {
+		if _, ok := v.lookupInfo(tab, cache, info, short, true); ok {
+			t.Errorf("%s: read by NodeInfo with its booking unacked", info.Node().Name)
+		}
+	}
+	for _, info := range []fwk.NodeInfo{list[1], list[2], nodeInfo("c")} {
+		if _, ok := v.lookupInfo(tab, cache, info, short, false); !ok {
+			t.Errorf("%s: waited for another node's booking", info.Node().Name)
+		}
+	}
+}
