@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
 
 	placementv1 "neighborly.dev/scheduler/gen/placementv1"
 )
@@ -299,9 +300,15 @@ func (v *verdicts) lookupFiltering(t *shapeTable, node string, deadline time.Tim
 // name hashed. A NodeInfo not in it (a preemption dry run's clone, a node
 // that had no slot when the cache was made) is looked up by name.
 func (v *verdicts) lookupInfo(t *shapeTable, slots *slotCache, info fwk.NodeInfo, deadline time.Time, filtering bool) (verdict, bool) {
+	// No booking pending and no node refused: Filter needs no slot.
+	if filtering && len(*v.pending.Load()) == 0 && t.refused.Load() == 0 {
+		return verdict{feasible: true}, true
+	}
 	if slots != nil {
-		if s, ok := slots.byInfo[info]; ok {
-			return v.lookupSlot(t, s, info, "", deadline, filtering)
+		if ni, ok := info.(*framework.NodeInfo); ok {
+			if s, ok := slots.byInfo[ni]; ok {
+				return v.lookupSlot(t, s, info, "", deadline, filtering)
+			}
 		}
 	}
 	name := info.Node().Name
@@ -408,13 +415,15 @@ func (v *verdicts) snapshotSlots(nodes []fwk.NodeInfo) *slotCache {
 		index:  idx,
 		nodes:  append([]fwk.NodeInfo(nil), nodes...),
 		slots:  make([]int32, len(nodes)),
-		byInfo: make(map[fwk.NodeInfo]int32, len(nodes)),
+		byInfo: make(map[*framework.NodeInfo]int32, len(nodes)),
 	}
 	for i, n := range nodes {
 		c.slots[i] = -1
 		if s, ok := (*idx)[n.Node().Name]; ok {
 			c.slots[i] = int32(s)
-			c.byInfo[n] = int32(s)
+			if ni, ok := n.(*framework.NodeInfo); ok {
+				c.byInfo[ni] = int32(s)
+			}
 		}
 	}
 	v.slotCache.Store(c)
@@ -426,11 +435,12 @@ type slotCache struct {
 	index *nodeIndex
 	nodes []fwk.NodeInfo
 	slots []int32
-	// The nodes with a slot, by identity: Filter and Score find a node's slot
-	// without hashing its name (a string map of 5,000 names, with the name
+	// The nodes with a slot, by identity (kube-scheduler's own NodeInfo
+	// type; another implementation is looked up by name): Filter and Score
+	// find a node's slot without hashing its name (a string map of 5,000 names, with the name
 	// and the key compared through two more pointers, was half of the
 	// plugin's CPU in a SchedulingBasic round, issue 25).
-	byInfo map[fwk.NodeInfo]int32
+	byInfo map[*framework.NodeInfo]int32
 }
 
 // settle waits (until deadline) for every unacked booking: the synchronous
