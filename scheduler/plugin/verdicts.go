@@ -88,12 +88,54 @@ type shapeTable struct {
 	ready bool             // a full table arrived on the current stream (verdicts.mu)
 	// One packed verdict per node slot (cell*); a slot beyond the slice or
 	// a cell without cellPresent has no verdict: the blind score.
-	cells atomic.Pointer[[]atomic.Uint64]
-	blind atomic.Int64 // the score of a node without telemetry
+	cells atomic.Pointer[[]cell]
+	// The least-harm fallback's state (LeastHarm), nil while it passes none.
+	leastHarm atomic.Pointer[leastHarmState]
+	blind     atomic.Int64 // the score of a node without telemetry
 	// Cells refused: while none is, Filter passes a node without reading it.
 	refused atomic.Int64
 	// Reasons sent inline (no id), by slot; verdicts.mu.
 	inline map[int]string
+}
+
+// cell is a node's verdict (v) and, where it is refused softly and its
+// second look passes, that second look (fb: fallbackPresent, the group, the
+// score, the harm in millionths).
+type cell struct {
+	v, fb atomic.Uint64
+}
+
+// leastHarmState: the fallback passes refused nodes of this group whose
+// harm is at most bound (millionths). Immutable once published.
+type leastHarmState struct {
+	group uint64
+	bound uint64
+}
+
+const (
+	fallbackPresent    = uint64(1) << 63
+	fallbackGroupShift = 61
+	fallbackScoreShift = 55
+	fallbackHarmMask   = uint64(1)<<55 - 1
+)
+
+func packFallback(n *placementv1.NodeVerdict) uint64 {
+	g := uint64(n.GetFallbackGroup())
+	if g == 0 || g > 3 {
+		return 0
+	}
+	return fallbackPresent | g<<fallbackGroupShift |
+		uint64(min(max(n.GetFallbackScore(), 0), 63))<<fallbackScoreShift |
+		min(n.GetFallbackHarmMicros(), fallbackHarmMask)
+}
+
+// passesFallback: a refused cell's second look that the fallback's state
+// passes, with its score.
+func passesFallback(lh *leastHarmState, fb uint64) (int64, bool) {
+	if lh == nil || fb&fallbackPresent == 0 || (fb>>fallbackGroupShift)&3 != lh.group || fb&fallbackHarmMask > lh.bound {
+		return 0, false
+	}
+	return int64((fb >> fallbackScoreShift) & 63), true
 }
 
 // A packed verdict: present, feasible, the score (0..63), whether the
@@ -204,13 +246,16 @@ func (v *verdicts) readSlot(t *shapeTable, slot int) verdict {
 	if cells == nil || slot >= len(*cells) {
 		return blind
 	}
-	c := (*cells)[slot].Load()
+	c := (*cells)[slot].v.Load()
 	if c&cellPresent == 0 {
 		return blind
 	}
 	d := verdict{feasible: c&cellFeasible != 0, score: int64((c >> cellScoreShift) & cellScoreMask)}
 	if d.feasible {
 		return d
+	}
+	if score, ok := passesFallback(t.leastHarm.Load(), (*cells)[slot].fb.Load()); ok {
+		return verdict{feasible: true, score: score}
 	}
 	if c&cellInline != 0 {
 		v.mu.RLock()
@@ -278,7 +323,7 @@ func (v *verdicts) table(m *placementv1.Pod) *shapeTable {
 	v.mu.Unlock()
 	if stream != nil {
 		v.send(stream, &placementv1.VerdictsRequest{Kind: &placementv1.VerdictsRequest_Subscribe{
-			Subscribe: &placementv1.VerdictsSubscribe{ShapeId: t.id, Pod: m}}})
+			Subscribe: &placementv1.VerdictsSubscribe{ShapeId: t.id, Pod: m, LeastHarmState: true}}})
 	}
 	return nil
 }
@@ -365,18 +410,21 @@ func (v *verdicts) passing(t *shapeTable, nodes []fwk.NodeInfo, cache *slotCache
 		return nil
 	}
 	slots := cache.slots
-	var cells []atomic.Uint64
+	var cells []cell
 	if c := t.cells.Load(); c != nil {
 		cells = *c
 	}
+	lh := t.leastHarm.Load()
 	pending := v.pending.Load()
 	limit := len(nodes) / 2
 	names := make([]string, 0, min(limit, 256))
 	for i, s := range slots {
 		if s >= 0 && int(s) < len(cells) {
-			c := cells[s].Load()
+			c := cells[s].v.Load()
 			if c&cellPresent != 0 && c&cellFeasible == 0 && !pending.has(s, nodes[i], "") {
-				continue
+				if _, passes := passesFallback(lh, cells[s].fb.Load()); !passes {
+					continue
+				}
 			}
 		}
 		if len(names) == limit {
@@ -616,7 +664,7 @@ func (v *verdicts) serve(ctx context.Context) bool {
 	for _, t := range v.shapes {
 		t.ready = false
 		_ = stream.Send(&placementv1.VerdictsRequest{Kind: &placementv1.VerdictsRequest_Subscribe{
-			Subscribe: &placementv1.VerdictsSubscribe{ShapeId: t.id, Pod: t.pod}}})
+			Subscribe: &placementv1.VerdictsSubscribe{ShapeId: t.id, Pod: t.pod, LeastHarmState: true}}})
 	}
 	for id := uint64(1); id <= v.nextBooking; id++ {
 		if req, ok := v.unacked[id]; ok {
@@ -669,10 +717,11 @@ func (v *verdicts) apply(u *placementv1.VerdictsUpdate) {
 		// outgrew them.
 		cells := t.cells.Load()
 		if tab.GetFull() || cells == nil || len(*cells) < len(*idx) {
-			grown := make([]atomic.Uint64, len(*idx)+64)
+			grown := make([]cell, len(*idx)+64)
 			if cells != nil && !tab.GetFull() {
 				for i := range *cells {
-					grown[i].Store((*cells)[i].Load())
+					grown[i].v.Store((*cells)[i].v.Load())
+					grown[i].fb.Store((*cells)[i].fb.Load())
 				}
 			}
 			cells = &grown
@@ -708,13 +757,31 @@ func (v *verdicts) apply(u *placementv1.VerdictsUpdate) {
 			} else {
 				delete(t.inline, o)
 			}
-			refused += isRefused(c) - isRefused((*cells)[o].Load())
+			refused += isRefused(c) - isRefused((*cells)[o].v.Load())
 			// A refusal counts before its cell is written, a pass after, so
 			// that Filter's shortcut (no cell refused) never misses one.
 			if refused > t.refused.Load() {
 				t.refused.Store(refused)
 			}
-			(*cells)[o].Store(c)
+			// The second look before the verdict: a reader of a refused cell
+			// reads its second look after it.
+			fb := uint64(0)
+			if !n.GetRemoved() {
+				fb = packFallback(n)
+			}
+			(*cells)[o].fb.Store(fb)
+			(*cells)[o].v.Store(c)
+		}
+		// The fallback's state, once the cells it passes are written: in every
+		// full table from an extender that sends it, in a delta when it moved.
+		if lh := tab.GetLeastHarm(); lh != nil {
+			if lh.GetActive() && lh.GetGroup() != 0 {
+				t.leastHarm.Store(&leastHarmState{group: uint64(lh.GetGroup()), bound: lh.GetBoundMicros()})
+			} else {
+				t.leastHarm.Store(nil)
+			}
+		} else if tab.GetFull() {
+			t.leastHarm.Store(nil)
 		}
 		if tab.GetFull() {
 			t.cells.Store(cells)

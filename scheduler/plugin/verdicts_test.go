@@ -557,3 +557,70 @@ func TestLookupByNodeInfoAgreesWithLookupByName(t *testing.T) {
 		}
 	}
 }
+
+// A shape subscribed with least_harm_state: refused nodes carry their second
+// look, and the table the fallback's state; the plugin passes a refused node
+// of the state's group whose harm is within its bound, with the second
+// look's score, and a move of the bound is one field, not a row per node.
+func TestLeastHarmStateAppliedToRefusedNodes(t *testing.T) {
+	v := newVerdictsState(nil, func() {})
+	tab := &shapeTable{id: 1, key: "k"}
+	v.byID[1] = tab
+	v.shapes["k"] = tab
+	table := func(full bool, state *placementv1.LeastHarm, nodes ...*placementv1.NodeVerdict) {
+		v.apply(&placementv1.VerdictsUpdate{Kind: &placementv1.VerdictsUpdate_Table{Table: &placementv1.VerdictTable{
+			ShapeId: 1, Full: full, BlindScore: 5, NewReasons: map[uint32]string{1: "interference: 1.40x > 1.20x"},
+			Verdicts: nodes, LeastHarm: state}}})
+	}
+	soft := func(name string, group uint32, score int32, harm uint64) *placementv1.NodeVerdict {
+		return &placementv1.NodeVerdict{NodeName: name, ReasonId: 1, FallbackGroup: group, FallbackScore: score, FallbackHarmMicros: harm}
+	}
+	soon := time.Now().Add(time.Second)
+	check := func(step, node string, want verdict) {
+		t.Helper()
+		for _, filtering := range []bool{false, true} {
+			got, ok := v.lookupFiltering(tab, node, soon, filtering)
+			if !ok || got != want {
+				t.Errorf("%s: %s (filtering %v) = %+v, want %+v", step, node, filtering, got, want)
+			}
+		}
+	}
+	refused := verdict{reason: "interference: 1.40x > 1.20x"}
+	hard := func(name string) *placementv1.NodeVerdict {
+		return &placementv1.NodeVerdict{NodeName: name, ReasonId: 1}
+	}
+	table(true, &placementv1.LeastHarm{Active: true, Group: 1, BoundMicros: 450_000},
+		soft("a", 1, 7, 400_000), soft("b", 1, 4, 450_000), soft("c", 1, 9, 450_001), soft("d", 2, 8, 100_000),
+		hard("e"), hard("g"), hard("h"), hard("i"), hard("j"))
+	check("active", "a", verdict{feasible: true, score: 7})
+	check("active", "b", verdict{feasible: true, score: 4})
+	check("active", "c", refused) // past the bound
+	check("active", "d", refused) // the other group
+	check("active", "e", refused) // no second look
+	// The bound moves: one field, no node sent.
+	table(false, &placementv1.LeastHarm{Active: true, Group: 1, BoundMicros: 500_000})
+	check("bound moved", "c", verdict{feasible: true, score: 9})
+	// The group that passes changes.
+	table(false, &placementv1.LeastHarm{Active: true, Group: 2, BoundMicros: 150_000})
+	check("group 2", "a", refused)
+	check("group 2", "d", verdict{feasible: true, score: 8})
+	// A delta without the state keeps it; a node's second look moves with it.
+	table(false, nil, soft("d", 2, 3, 120_000))
+	check("delta", "d", verdict{feasible: true, score: 3})
+	// The fallback off: every refused node refused again.
+	table(false, &placementv1.LeastHarm{})
+	check("off", "d", refused)
+	// PreFilter's narrowing counts the fallback's passes as passing nodes.
+	table(false, &placementv1.LeastHarm{Active: true, Group: 1, BoundMicros: 500_000})
+	var list []fwk.NodeInfo
+	for _, n := range []string{"a", "b", "c", "d", "e", "f", "g", "h", "i", "j"} {
+		list = append(list, nodeInfo(n))
+	}
+	names := v.passing(tab, list, v.snapshotSlots(list))
+	if got, want := sets.List(names), []string{"a", "b", "c", "f"}; !slices.Equal(got, want) {
+		t.Errorf("PreFilter named %v, want %v (the fallback's passes, and f without a verdict)", got, want)
+	}
+	// A full table from an extender without the state: none applied.
+	table(true, nil, soft("a", 1, 7, 400_000))
+	check("full without state", "a", refused)
+}

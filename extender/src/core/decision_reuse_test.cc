@@ -234,7 +234,12 @@ TEST(DecisionReuseTest, LeastHarmFallbackDecidesExactlyAsEvaluatingEveryTime) {
 // booked, reserved and unreserved, bookings expire, pinned guesses come and
 // go and telemetry goes stale (the whole fleet's, and a few silent nodes'
 // alone); most refreshes visit a few nodes only.
-TEST(VerdictTrackerTest, IncrementalTablesEqualEvaluatingEveryNode) {
+// A tracker's tables against evaluating every node each time. With
+// `least_harm_state` the tables hold first looks and second looks, and the
+// fallback is applied from each refresh's state, as the plugin applies it:
+// what a reader sees (passes, its score; or the refusal's reason) must be
+// what the calls decide.
+void TrackerMatchesEvaluation(bool least_harm_state) {
   constexpr int kNodes = 40;
   FakeClock clock;
   clock.Set(absl::FromUnixSeconds(1'700'000'000));
@@ -261,7 +266,18 @@ TEST(VerdictTrackerTest, IncrementalTablesEqualEvaluatingEveryNode) {
   shapes[3].cpu_limit_millicores = 0;
   shapes[3].annotations.clear();
   for (IncomingPod& shape : shapes) shape.uid.clear();
-  std::vector<ExtenderCore::VerdictTracker> trackers(shapes.size());
+  std::vector<ExtenderCore::VerdictTracker> trackers;
+  for (size_t s = 0; s < shapes.size(); ++s) trackers.emplace_back(true, least_harm_state);
+  // Least-harm state mode: per shape, each node's first look (visible) and
+  // second look, and the fallback's state.
+  std::vector<std::map<std::string, NodeDecision>> firsts(shapes.size());
+  std::vector<std::map<std::string, ExtenderCore::VerdictChanges::SecondLook>> seconds(
+      shapes.size());
+  std::vector<ExtenderCore::VerdictChanges::LeastHarm> states(shapes.size());
+  size_t state_passes = 0;
+  auto visible = [](const NodeDecision& d) {
+    return d.feasible ? absl::StrCat("passes, score ", d.score) : "refused: " + d.reason;
+  };
   std::vector<std::map<std::string, std::string>> tables(shapes.size());
   ExtenderCore::VerdictChanges changes;
   std::vector<std::string_view> names;
@@ -315,6 +331,20 @@ TEST(VerdictTrackerTest, IncrementalTablesEqualEvaluatingEveryNode) {
       tracking.Verdicts(shapes[s], trackers[s], changes);
       ASSERT_EQ(changes.names.size(), changes.decisions.size());
       ASSERT_EQ(changes.names.size(), changes.ordinals.size());
+      if (least_harm_state) {
+        ASSERT_EQ(changes.second.size(), changes.names.size());
+        states[s] = changes.least_harm;
+        if (changes.full) {
+          firsts[s].clear();
+          seconds[s].clear();
+        }
+        for (size_t i = 0; i < changes.names.size(); ++i) {
+          firsts[s][std::string(changes.names[i])] = changes.decisions[i];
+          seconds[s][std::string(changes.names[i])] = changes.second[i];
+        }
+      } else {
+        ASSERT_TRUE(changes.second.empty());
+      }
       if (changes.full) {
         tables[s].clear();
         ++full;
@@ -329,10 +359,25 @@ TEST(VerdictTrackerTest, IncrementalTablesEqualEvaluatingEveryNode) {
       ASSERT_EQ(tables[s].size(), names.size()) << "step " << k << " shape " << s;
       bool any_least_harm = false;
       for (size_t i = 0; i < names.size(); ++i) {
-        ASSERT_EQ(tables[s][std::string(names[i])], Describe(want[i]))
+        any_least_harm = any_least_harm || want[i].least_harm;
+        if (!least_harm_state) {
+          ASSERT_EQ(tables[s][std::string(names[i])], Describe(want[i]))
+              << "step " << k << " shape " << s << " node " << names[i]
+              << (changes.full ? " full" : " incremental");
+          continue;
+        }
+        const std::string name(names[i]);
+        const NodeDecision& first = firsts[s][name];
+        const ExtenderCore::VerdictChanges::SecondLook& second = seconds[s][name];
+        std::string seen = visible(first);
+        if (!first.feasible && states[s].active && second.group == states[s].group &&
+            second.harm_micros <= states[s].bound_micros) {
+          seen = absl::StrCat("passes, score ", second.score);
+          ++state_passes;
+        }
+        ASSERT_EQ(seen, visible(want[i]))
             << "step " << k << " shape " << s << " node " << names[i]
             << (changes.full ? " full" : " incremental");
-        any_least_harm = any_least_harm || want[i].least_harm;
       }
       if (any_least_harm) ++fallback_of[s];
       visited_of[s] += changes.names.size();
@@ -360,7 +405,21 @@ TEST(VerdictTrackerTest, IncrementalTablesEqualEvaluatingEveryNode) {
   // Every node visited is counted once by why; the test's steps make each kind.
   EXPECT_EQ(stats.nodes_changed + stats.nodes_expired + stats.nodes_regiven, stats.nodes_visited);
   EXPECT_GT(stats.nodes_expired, 0u);
-  EXPECT_GT(stats.nodes_regiven, 0u);
+  if (least_harm_state) {
+    // Nothing is given again: the reader applies the fallback's moves.
+    EXPECT_EQ(stats.nodes_regiven, 0u);
+    EXPECT_GT(state_passes, 1000u);
+  } else {
+    EXPECT_GT(stats.nodes_regiven, 0u);
+  }
+}
+
+TEST(VerdictTrackerTest, IncrementalTablesEqualEvaluatingEveryNode) {
+  TrackerMatchesEvaluation(/*least_harm_state=*/false);
+}
+
+TEST(VerdictTrackerTest, LeastHarmStateAppliedByTheReaderEqualsEvaluatingEveryNode) {
+  TrackerMatchesEvaluation(/*least_harm_state=*/true);
 }
 
 TEST(DecisionReuseTest, ShapesDifferInWhatEvaluationReads) {

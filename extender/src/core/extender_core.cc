@@ -609,8 +609,9 @@ void ExtenderCore::Impl::Decide(std::string_view verb, const IncomingPod& pod,
       if (!trials.empty()) break;
     }
     size_t passed = 0;
+    const uint64_t bound = LeastHarmBoundMicros(least, config);
     for (auto& [i, trial] : trials) {
-      if (trial.cost > least + config.least_harm_margin) continue;
+      if (HarmMicros(trial.cost) > bound) continue;
       // Copied, not moved: the refused decision's reason keeps its storage,
       // which the next request's decision for this candidate reuses (a move
       // left it none, to be allocated again).
@@ -732,6 +733,7 @@ void ExtenderCore::FilterKnownNodes(const IncomingPod& pod, bool teach,
 
 struct ExtenderCore::VerdictTracker::State {
   bool incremental = true;
+  bool least_harm_state = false;  // the reader applies the fallback
   bool started = false;
   PodRequest req;       // what the table was evaluated for
   std::string guess;    // the pinned guess it was evaluated against ("": none)
@@ -828,8 +830,11 @@ struct ExtenderCore::VerdictTracker::State {
 };
 
 ExtenderCore::VerdictTracker::VerdictTracker(bool incremental)
+    : VerdictTracker(incremental, /*least_harm_state=*/false) {}
+ExtenderCore::VerdictTracker::VerdictTracker(bool incremental, bool least_harm_state)
     : state_(std::make_unique<State>()) {
   state_->incremental = incremental;
+  state_->least_harm_state = least_harm_state;
 }
 ExtenderCore::VerdictTracker::~VerdictTracker() = default;
 ExtenderCore::VerdictTracker::VerdictTracker(VerdictTracker&&) noexcept = default;
@@ -870,6 +875,8 @@ void ExtenderCore::Impl::TrackVerdicts(const IncomingPod& pod, VerdictTracker::S
   changes.names.clear();
   changes.ordinals.clear();
   changes.decisions.clear();
+  changes.second.clear();
+  changes.least_harm = {};
   // First looks only: the least-harm fallback is applied below, from what
   // the tracker keeps of every node.
   Tracking tracking{.now = now,
@@ -939,10 +946,35 @@ void ExtenderCore::Impl::TrackVerdicts(const IncomingPod& pod, VerdictTracker::S
   // only the changed nodes take one; a node whose pass changes with the
   // group's least without a change of its own is given again.
   const bool falling_back = config.least_harm_fallback && st.feasible == 0;
-  if (!falling_back && st.passed == 0) return done();
+  if (st.least_harm_state) {
+    // The reader applies the fallback: each softly refused node that changed
+    // carries its second look, and the refresh the fallback's state.
+    changes.second.assign(changes.names.size(), {});
+    if (!config.least_harm_fallback) return done();
+  } else if (!falling_back && st.passed == 0) {
+    return done();
+  }
   DecisionReuse::Table* harm_reuse = &st.least_harm.ForKeeping(req);
   uint64_t harm_reused = 0, harm_evaluated = 0;
   NodeDecision look;
+  if (st.least_harm_state) {
+    for (size_t i = 0; i < changes.ordinals.size(); ++i) {
+      const uint64_t o = changes.ordinals[i];
+      State::Node& n = st.nodes[o];
+      if (n.soft == State::kNotSoft) continue;
+      const NodeSnapshot* snapshot = entries[o]->snapshot.load();
+      if (snapshot == nullptr) continue;
+      SecondLook(req, *entries[o], *snapshot, now, harm_reuse, look, harm_reused, harm_evaluated);
+      n.second_known = true;
+      n.second_feasible = look.feasible;
+      n.second_cost = look.cost;
+      if (look.feasible) {
+        changes.second[i] = {.group = n.soft,
+                             .score = std::clamp(look.score, 0, 10),
+                             .harm_micros = HarmMicros(look.cost)};
+      }
+    }
+  }
   // The group that passes (kSoft when any of its second looks passes, else
   // kSoftGuessed) and the least cost in it.
   uint8_t group = State::kNotSoft;
@@ -979,9 +1011,20 @@ void ExtenderCore::Impl::TrackVerdicts(const IncomingPod& pod, VerdictTracker::S
       least = least_guessed;
     }
   }
+  const uint64_t bound = LeastHarmBoundMicros(least, config);
+  if (st.least_harm_state) {
+    if (falling_back && group != State::kNotSoft) {
+      changes.least_harm = {.active = true, .group = group, .bound_micros = bound};
+    }
+    if (harm_reused > 0) least_harm_reused.fetch_add(harm_reused, std::memory_order_relaxed);
+    if (harm_evaluated > 0) {
+      least_harm_evaluated.fetch_add(harm_evaluated, std::memory_order_relaxed);
+    }
+    return done();
+  }
   auto passes = [&](const State::Node& n) {
     return falling_back && n.tracked && n.soft == group && group != State::kNotSoft &&
-           n.second_known && n.second_feasible && n.second_cost <= least + config.least_harm_margin;
+           n.second_known && n.second_feasible && HarmMicros(n.second_cost) <= bound;
   };
   // Nodes whose pass flips though they did not change: their first looks
   // again (reused), to be given below.

@@ -203,6 +203,11 @@ class ExtenderCore : public Decider {
     // `incremental` false: every refresh evaluates every node (reusing what
     // it can), as before the journal; a benchmark's control.
     explicit VerdictTracker(bool incremental = true);
+    // `least_harm_state`: the fallback is not applied to the decisions;
+    // softly refused nodes carry their second look (VerdictChanges::second)
+    // and the refresh the fallback's state (VerdictChanges::least_harm), for
+    // a reader that applies it (the plugin, issue 25).
+    VerdictTracker(bool incremental, bool least_harm_state);
     ~VerdictTracker();
     VerdictTracker(VerdictTracker&&) noexcept;
     VerdictTracker& operator=(VerdictTracker&&) noexcept;
@@ -227,6 +232,21 @@ class ExtenderCore : public Decider {
     std::vector<uint64_t> ordinals;
     std::vector<NodeDecision> decisions;
     int blind_score = 0;  // the score of a node without telemetry
+    // A tracker with least_harm_state: per decision, a softly refused node's
+    // second look where it passes (group 0: none), and the fallback's state
+    // (active: no node's first look passes and some second look does).
+    struct SecondLook {
+      uint8_t group = 0;  // 1: refused softly; 2: for a guessed booking
+      int score = 0;
+      uint64_t harm_micros = 0;
+    };
+    std::vector<SecondLook> second;
+    struct LeastHarm {
+      bool active = false;
+      uint8_t group = 0;
+      uint64_t bound_micros = 0;
+      bool operator==(const LeastHarm&) const = default;
+    } least_harm;
   };
   // Brings `tracker`'s verdicts of `pod`'s shape up to date: every node
   // evaluated as FilterKnownNodes evaluates (scores included), the same

@@ -3,6 +3,8 @@
 #ifndef NEIGHBORLY_EXTENDER_SRC_MODEL_MODEL_CONFIG_H_
 #define NEIGHBORLY_EXTENDER_SRC_MODEL_MODEL_CONFIG_H_
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -211,6 +213,20 @@ struct ModelConfig {
   // --- in-flight bookings ---
   absl::Duration booking_ttl = absl::Seconds(30);
 };
+
+// Predicted harm in millionths (at most 1e12), the unit the least-harm
+// fallback compares in: the calls' path, the verdict tracker and the plugin,
+// which reads it from the verdict stream (issue 25), decide alike.
+inline uint64_t HarmMicros(double harm) {
+  if (!(harm > 0)) return 0;
+  return static_cast<uint64_t>(std::llround(std::min(harm, 1e6) * 1e6));
+}
+
+// The largest harm, in millionths, the least-harm fallback passes when the
+// least among the nodes it looks at again is `least`.
+inline uint64_t LeastHarmBoundMicros(double least, const ModelConfig& c) {
+  return HarmMicros(least) + HarmMicros(c.least_harm_margin);
+}
 
 // The model before issue 22, still selectable: strict class isolation and
 // bandwidth headroom as hard filters, scores from utilisation pressure, no

@@ -332,11 +332,16 @@ class StreamedParityTest : public PlacementParityTest {
     bool feasible = true;
     std::string reason;
     int score = 0;
+    // Its second look, where it is refused softly and that passes.
+    uint32_t fallback_group = 0;
+    int fallback_score = 0;
+    uint64_t fallback_harm = 0;
   };
   struct Table {
     bool ready = false;
     int blind_score = 0;
     std::map<std::string, Verdict> nodes;
+    pv1::LeastHarm least_harm;  // the fallback's state, applied as the plugin does
   };
 
   // Reads one update and applies it; returns it.
@@ -354,13 +359,23 @@ class StreamedParityTest : public PlacementParityTest {
       deltas_ += t.verdicts_size();
     }
     table.blind_score = t.blind_score();
+    if (t.has_least_harm()) {
+      table.least_harm = t.least_harm();
+      least_harm_states_ += t.least_harm().active() ? 1 : 0;
+    } else if (t.full()) {
+      table.least_harm.Clear();
+    }
     for (const pv1::NodeVerdict& v : t.verdicts()) {
       if (v.removed()) {
         table.nodes.erase(v.node_name());
         continue;
       }
-      table.nodes[v.node_name()] = {
-          v.feasible(), v.reason_id() != 0 ? reasons_.at(v.reason_id()) : v.reason(), v.score()};
+      table.nodes[v.node_name()] = {v.feasible(),
+                                    v.reason_id() != 0 ? reasons_.at(v.reason_id()) : v.reason(),
+                                    v.score(),
+                                    v.fallback_group(),
+                                    v.fallback_score(),
+                                    v.fallback_harm_micros()};
     }
     return u;
   }
@@ -377,6 +392,7 @@ class StreamedParityTest : public PlacementParityTest {
     if (fresh) {
       pv1::VerdictsRequest subscribe;
       subscribe.mutable_subscribe()->set_shape_id(it->second);
+      subscribe.mutable_subscribe()->set_least_harm_state(true);
       *subscribe.mutable_subscribe()->mutable_pod() = pod;
       EXPECT_TRUE(stream_->Write(subscribe));
       while (!tables_[it->second].ready && !HasFailure()) ReadOne();
@@ -427,7 +443,13 @@ class StreamedParityTest : public PlacementParityTest {
     int scored = 0;
     for (const std::string& n : names_) {
       auto it = table.nodes.find(n);
-      const Verdict v = it != table.nodes.end() ? it->second : Verdict{true, "", table.blind_score};
+      Verdict v = it != table.nodes.end() ? it->second : Verdict{true, "", table.blind_score};
+      const pv1::LeastHarm& fallback = table.least_harm;
+      if (!v.feasible && fallback.active() && v.fallback_group == fallback.group() &&
+          v.fallback_harm <= fallback.bound_micros()) {
+        v = {true, "", v.fallback_score};
+        ++fallback_passes_;
+      }
       const auto refused = refusals.find(n);
       EXPECT_EQ(!v.feasible, refused != refusals.end()) << n;
       if (refused != refusals.end()) {
@@ -474,6 +496,8 @@ class StreamedParityTest : public PlacementParityTest {
   uint64_t booking_id_ = 0;
   int deltas_ = 0;
   int booked_ = 0;
+  int least_harm_states_ = 0;  // tables that said the fallback passes nodes
+  int fallback_passes_ = 0;    // nodes passed so
 };
 
 TEST_F(StreamedParityTest, SameRefusalsReasonsScoresAndBookingsStreamedAndCalled) {
@@ -503,6 +527,10 @@ TEST_F(StreamedParityTest, SameRefusalsReasonsScoresAndBookingsStreamedAndCalled
   EXPECT_GE(scores_seen_.size(), 3u);
   EXPECT_GT(booked_, 4);
   EXPECT_GT(deltas_, 0) << "no booking changed a verdict: the comparison saw no deltas";
+  // Some shapes fall back on this fleet: the plugin's own application
+  // of the fallback's state is compared too.
+  EXPECT_GT(least_harm_states_, 0) << "no table said the fallback passes nodes";
+  EXPECT_GT(fallback_passes_, 0) << "no node passed by the fallback's state was compared";
   // The owned pods' replicas share their shape's table; a pod without an
   // owner is a shape of its own each round (named differently each time).
   EXPECT_LT(shape_ids_.size(), 20u);

@@ -182,6 +182,8 @@ bool VerdictStream::Subscribe(const pv1::VerdictsSubscribe& subscribe, Stream& s
   // holds the name of such a pod).
   shape->pod.uid.clear();
   shape->last_used = ++clock_;
+  shape->least_harm_state = subscribe.least_harm_state();
+  shape->tracker = ExtenderCore::VerdictTracker(/*incremental=*/true, shape->least_harm_state);
   // The same id again replaces its table; a new one beyond the bound drops
   // the least recently used.
   auto same = std::find_if(shapes_.begin(), shapes_.end(),
@@ -231,20 +233,25 @@ bool VerdictStream::Refresh(Shape& shape, bool full, Stream& stream) {
   table.set_full(full);
   table.set_blind_score(changes_.blind_score);
   if (full) shape.sent.clear();
+  const bool seconds = changes_.second.size() == changes_.names.size();
   for (size_t i = 0; i < changes_.names.size(); ++i) {
     const NodeDecision& d = changes_.decisions[i];
     const uint64_t ordinal = changes_.ordinals[i];
     const int32_t score = std::clamp(d.score, 0, 10);  // as Score
+    const ExtenderCore::VerdictChanges::SecondLook second =
+        seconds ? changes_.second[i] : ExtenderCore::VerdictChanges::SecondLook{};
     if (ordinal >= shape.sent.size()) shape.sent.resize(ordinal + 1);
     Sent& sent = shape.sent[ordinal];
     const bool known = !sent.name.empty();
     if (known && sent.feasible == d.feasible && sent.score == score &&
-        (d.feasible || sent.reason == d.reason)) {
+        (d.feasible || sent.reason == d.reason) && sent.second.group == second.group &&
+        sent.second.score == second.score && sent.second.harm_micros == second.harm_micros) {
       continue;
     }
     sent.name = changes_.names[i];
     sent.feasible = d.feasible;
     sent.score = score;
+    sent.second = second;
     sent.reason_id = d.feasible ? 0 : ReasonId(d.reason, table);
     if (d.feasible) {
       sent.reason.clear();
@@ -257,9 +264,23 @@ bool VerdictStream::Refresh(Shape& shape, bool full, Stream& stream) {
     v->set_score(score);
     v->set_reason_id(sent.reason_id);
     if (!d.feasible && sent.reason_id == 0) v->set_reason(sent.reason);
+    if (second.group != 0) {
+      v->set_fallback_group(second.group);
+      v->set_fallback_score(second.score);
+      v->set_fallback_harm_micros(second.harm_micros);
+    }
   }
-  const bool changed =
-      full || table.verdicts_size() > 0 || changes_.blind_score != shape.blind_score;
+  bool least_harm_changed = false;
+  if (shape.least_harm_state && (full || !(changes_.least_harm == shape.least_harm))) {
+    shape.least_harm = changes_.least_harm;
+    pv1::LeastHarm& state = *table.mutable_least_harm();
+    state.set_active(shape.least_harm.active);
+    state.set_group(shape.least_harm.group);
+    state.set_bound_micros(shape.least_harm.bound_micros);
+    least_harm_changed = true;
+  }
+  const bool changed = full || least_harm_changed || table.verdicts_size() > 0 ||
+                       changes_.blind_score != shape.blind_score;
   shape.blind_score = changes_.blind_score;
   if (!changed) return true;
   return Send(stream, std::move(update));

@@ -75,6 +75,7 @@ class VerdictStream {
     uint32_t reason_id = 0;
     std::string reason;  // when refused
     int32_t score = 0;
+    ExtenderCore::VerdictChanges::SecondLook second;  // least_harm_state shapes
   };
   struct Shape {
     uint64_t id = 0;
@@ -83,6 +84,8 @@ class VerdictStream {
     int32_t blind_score = -1;
     ExtenderCore::VerdictTracker tracker;
     std::vector<Sent> sent;  // by node ordinal
+    bool least_harm_state = false;  // subscribed with it: the plugin applies the fallback
+    ExtenderCore::VerdictChanges::LeastHarm least_harm;  // as last sent
   };
 
   // Handles one message; false when the stream broke.

@@ -943,9 +943,16 @@ type VerdictsSubscribe struct {
 	// Chosen by the plugin, unique on the stream; tables carry it back.
 	ShapeId uint64 `protobuf:"varint,1,opt,name=shape_id,json=shapeId,proto3" json:"shape_id,omitempty"`
 	// A pod of the shape (its UID and name are not used).
-	Pod           *Pod `protobuf:"bytes,2,opt,name=pod,proto3" json:"pod,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Pod *Pod `protobuf:"bytes,2,opt,name=pod,proto3" json:"pod,omitempty"`
+	// The plugin applies the least-harm fallback itself: softly refused nodes
+	// come with their second look (NodeVerdict.fallback_*) and the table with
+	// the fallback's state (VerdictTable.least_harm), instead of the extender
+	// sending again every node whose pass moved with the least harm elsewhere
+	// (up to the whole fleet at once; issue 25). An extender that predates it
+	// ignores it and sends those nodes, which a plugin reads as any verdict.
+	LeastHarmState bool `protobuf:"varint,3,opt,name=least_harm_state,json=leastHarmState,proto3" json:"least_harm_state,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *VerdictsSubscribe) Reset() {
@@ -990,6 +997,13 @@ func (x *VerdictsSubscribe) GetPod() *Pod {
 		return x.Pod
 	}
 	return nil
+}
+
+func (x *VerdictsSubscribe) GetLeastHarmState() bool {
+	if x != nil {
+		return x.LeastHarmState
+	}
+	return false
 }
 
 type VerdictsReserve struct {
@@ -1260,7 +1274,10 @@ type VerdictTable struct {
 	// Reason texts first used in this message, by id (ids are the stream's).
 	NewReasons map[uint32]string `protobuf:"bytes,4,rep,name=new_reasons,json=newReasons,proto3" json:"new_reasons,omitempty" protobuf_key:"varint,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	// The score of a node without telemetry (the model's blind score).
-	BlindScore    int32 `protobuf:"varint,5,opt,name=blind_score,json=blindScore,proto3" json:"blind_score,omitempty"`
+	BlindScore int32 `protobuf:"varint,5,opt,name=blind_score,json=blindScore,proto3" json:"blind_score,omitempty"`
+	// The least-harm fallback's state (a shape subscribed with
+	// least_harm_state): in every full table, and in a delta when it changed.
+	LeastHarm     *LeastHarm `protobuf:"bytes,6,opt,name=least_harm,json=leastHarm,proto3" json:"least_harm,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1330,6 +1347,77 @@ func (x *VerdictTable) GetBlindScore() int32 {
 	return 0
 }
 
+func (x *VerdictTable) GetLeastHarm() *LeastHarm {
+	if x != nil {
+		return x.LeastHarm
+	}
+	return nil
+}
+
+// Where no node's first look passes, the least-harm fallback passes the
+// softly refused nodes of one group whose second look's harm is within the
+// margin of the least: a node refused with fallback_group == group and
+// fallback_harm_micros <= bound_micros passes, with fallback_score.
+type LeastHarm struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Active        bool                   `protobuf:"varint,1,opt,name=active,proto3" json:"active,omitempty"`
+	Group         uint32                 `protobuf:"varint,2,opt,name=group,proto3" json:"group,omitempty"` // 1: refused softly; 2: refused softly for a guessed booking
+	BoundMicros   uint64                 `protobuf:"varint,3,opt,name=bound_micros,json=boundMicros,proto3" json:"bound_micros,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LeastHarm) Reset() {
+	*x = LeastHarm{}
+	mi := &file_neighborly_placement_v1_placement_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LeastHarm) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LeastHarm) ProtoMessage() {}
+
+func (x *LeastHarm) ProtoReflect() protoreflect.Message {
+	mi := &file_neighborly_placement_v1_placement_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LeastHarm.ProtoReflect.Descriptor instead.
+func (*LeastHarm) Descriptor() ([]byte, []int) {
+	return file_neighborly_placement_v1_placement_proto_rawDescGZIP(), []int{19}
+}
+
+func (x *LeastHarm) GetActive() bool {
+	if x != nil {
+		return x.Active
+	}
+	return false
+}
+
+func (x *LeastHarm) GetGroup() uint32 {
+	if x != nil {
+		return x.Group
+	}
+	return 0
+}
+
+func (x *LeastHarm) GetBoundMicros() uint64 {
+	if x != nil {
+		return x.BoundMicros
+	}
+	return 0
+}
+
 type NodeVerdict struct {
 	state    protoimpl.MessageState `protogen:"open.v1"`
 	NodeName string                 `protobuf:"bytes,1,opt,name=node_name,json=nodeName,proto3" json:"node_name,omitempty"`
@@ -1342,14 +1430,20 @@ type NodeVerdict struct {
 	// The node left the table (its telemetry is gone): it is feasible with the
 	// blind score, as a node the extender does not know. (Today's extender
 	// keeps every node's last snapshot and sends none; plugins honour it.)
-	Removed       bool `protobuf:"varint,6,opt,name=removed,proto3" json:"removed,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Removed bool `protobuf:"varint,6,opt,name=removed,proto3" json:"removed,omitempty"`
+	// A node refused softly whose second look passes (a shape subscribed with
+	// least_harm_state): its group (LeastHarm.group; 0: none), and the second
+	// look's score and predicted harm in millionths.
+	FallbackGroup      uint32 `protobuf:"varint,7,opt,name=fallback_group,json=fallbackGroup,proto3" json:"fallback_group,omitempty"`
+	FallbackScore      int32  `protobuf:"varint,8,opt,name=fallback_score,json=fallbackScore,proto3" json:"fallback_score,omitempty"`
+	FallbackHarmMicros uint64 `protobuf:"varint,9,opt,name=fallback_harm_micros,json=fallbackHarmMicros,proto3" json:"fallback_harm_micros,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
 }
 
 func (x *NodeVerdict) Reset() {
 	*x = NodeVerdict{}
-	mi := &file_neighborly_placement_v1_placement_proto_msgTypes[19]
+	mi := &file_neighborly_placement_v1_placement_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1361,7 +1455,7 @@ func (x *NodeVerdict) String() string {
 func (*NodeVerdict) ProtoMessage() {}
 
 func (x *NodeVerdict) ProtoReflect() protoreflect.Message {
-	mi := &file_neighborly_placement_v1_placement_proto_msgTypes[19]
+	mi := &file_neighborly_placement_v1_placement_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1374,7 +1468,7 @@ func (x *NodeVerdict) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeVerdict.ProtoReflect.Descriptor instead.
 func (*NodeVerdict) Descriptor() ([]byte, []int) {
-	return file_neighborly_placement_v1_placement_proto_rawDescGZIP(), []int{19}
+	return file_neighborly_placement_v1_placement_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *NodeVerdict) GetNodeName() string {
@@ -1419,6 +1513,27 @@ func (x *NodeVerdict) GetRemoved() bool {
 	return false
 }
 
+func (x *NodeVerdict) GetFallbackGroup() uint32 {
+	if x != nil {
+		return x.FallbackGroup
+	}
+	return 0
+}
+
+func (x *NodeVerdict) GetFallbackScore() int32 {
+	if x != nil {
+		return x.FallbackScore
+	}
+	return 0
+}
+
+func (x *NodeVerdict) GetFallbackHarmMicros() uint64 {
+	if x != nil {
+		return x.FallbackHarmMicros
+	}
+	return 0
+}
+
 type BookingAck struct {
 	state     protoimpl.MessageState `protogen:"open.v1"`
 	BookingId uint64                 `protobuf:"varint,1,opt,name=booking_id,json=bookingId,proto3" json:"booking_id,omitempty"`
@@ -1434,7 +1549,7 @@ type BookingAck struct {
 
 func (x *BookingAck) Reset() {
 	*x = BookingAck{}
-	mi := &file_neighborly_placement_v1_placement_proto_msgTypes[20]
+	mi := &file_neighborly_placement_v1_placement_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1446,7 +1561,7 @@ func (x *BookingAck) String() string {
 func (*BookingAck) ProtoMessage() {}
 
 func (x *BookingAck) ProtoReflect() protoreflect.Message {
-	mi := &file_neighborly_placement_v1_placement_proto_msgTypes[20]
+	mi := &file_neighborly_placement_v1_placement_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1459,7 +1574,7 @@ func (x *BookingAck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BookingAck.ProtoReflect.Descriptor instead.
 func (*BookingAck) Descriptor() ([]byte, []int) {
-	return file_neighborly_placement_v1_placement_proto_rawDescGZIP(), []int{20}
+	return file_neighborly_placement_v1_placement_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *BookingAck) GetBookingId() uint64 {
@@ -1500,7 +1615,7 @@ type SubscribeRefused struct {
 
 func (x *SubscribeRefused) Reset() {
 	*x = SubscribeRefused{}
-	mi := &file_neighborly_placement_v1_placement_proto_msgTypes[21]
+	mi := &file_neighborly_placement_v1_placement_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1512,7 +1627,7 @@ func (x *SubscribeRefused) String() string {
 func (*SubscribeRefused) ProtoMessage() {}
 
 func (x *SubscribeRefused) ProtoReflect() protoreflect.Message {
-	mi := &file_neighborly_placement_v1_placement_proto_msgTypes[21]
+	mi := &file_neighborly_placement_v1_placement_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1525,7 +1640,7 @@ func (x *SubscribeRefused) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubscribeRefused.ProtoReflect.Descriptor instead.
 func (*SubscribeRefused) Descriptor() ([]byte, []int) {
-	return file_neighborly_placement_v1_placement_proto_rawDescGZIP(), []int{21}
+	return file_neighborly_placement_v1_placement_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *SubscribeRefused) GetShapeId() uint64 {
@@ -1619,10 +1734,11 @@ const file_neighborly_placement_v1_placement_proto_rawDesc = "" +
 	"\tsubscribe\x18\x01 \x01(\v2*.neighborly.placement.v1.VerdictsSubscribeH\x00R\tsubscribe\x12D\n" +
 	"\areserve\x18\x02 \x01(\v2(.neighborly.placement.v1.VerdictsReserveH\x00R\areserve\x12J\n" +
 	"\tunreserve\x18\x03 \x01(\v2*.neighborly.placement.v1.VerdictsUnreserveH\x00R\tunreserveB\x06\n" +
-	"\x04kind\"^\n" +
+	"\x04kind\"\x88\x01\n" +
 	"\x11VerdictsSubscribe\x12\x19\n" +
 	"\bshape_id\x18\x01 \x01(\x04R\ashapeId\x12.\n" +
-	"\x03pod\x18\x02 \x01(\v2\x1c.neighborly.placement.v1.PodR\x03pod\"}\n" +
+	"\x03pod\x18\x02 \x01(\v2\x1c.neighborly.placement.v1.PodR\x03pod\x12(\n" +
+	"\x10least_harm_state\x18\x03 \x01(\bR\x0eleastHarmState\"}\n" +
 	"\x0fVerdictsReserve\x12\x1d\n" +
 	"\n" +
 	"booking_id\x18\x01 \x01(\x04R\tbookingId\x12.\n" +
@@ -1639,7 +1755,7 @@ const file_neighborly_placement_v1_placement_proto_rawDesc = "" +
 	"\x10dropped_shape_id\x18\x03 \x01(\x04H\x00R\x0edroppedShapeId\x12E\n" +
 	"\arefused\x18\x04 \x01(\v2).neighborly.placement.v1.SubscribeRefusedH\x00R\arefused\x12\x16\n" +
 	"\x05ready\x18\x05 \x01(\bH\x00R\x05readyB\x06\n" +
-	"\x04kind\"\xb7\x02\n" +
+	"\x04kind\"\xfa\x02\n" +
 	"\fVerdictTable\x12\x19\n" +
 	"\bshape_id\x18\x01 \x01(\x04R\ashapeId\x12\x12\n" +
 	"\x04full\x18\x02 \x01(\bR\x04full\x12@\n" +
@@ -1647,17 +1763,26 @@ const file_neighborly_placement_v1_placement_proto_rawDesc = "" +
 	"\vnew_reasons\x18\x04 \x03(\v25.neighborly.placement.v1.VerdictTable.NewReasonsEntryR\n" +
 	"newReasons\x12\x1f\n" +
 	"\vblind_score\x18\x05 \x01(\x05R\n" +
-	"blindScore\x1a=\n" +
+	"blindScore\x12A\n" +
+	"\n" +
+	"least_harm\x18\x06 \x01(\v2\".neighborly.placement.v1.LeastHarmR\tleastHarm\x1a=\n" +
 	"\x0fNewReasonsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\rR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xab\x01\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\\\n" +
+	"\tLeastHarm\x12\x16\n" +
+	"\x06active\x18\x01 \x01(\bR\x06active\x12\x14\n" +
+	"\x05group\x18\x02 \x01(\rR\x05group\x12!\n" +
+	"\fbound_micros\x18\x03 \x01(\x04R\vboundMicros\"\xab\x02\n" +
 	"\vNodeVerdict\x12\x1b\n" +
 	"\tnode_name\x18\x01 \x01(\tR\bnodeName\x12\x1a\n" +
 	"\bfeasible\x18\x02 \x01(\bR\bfeasible\x12\x1b\n" +
 	"\treason_id\x18\x03 \x01(\rR\breasonId\x12\x16\n" +
 	"\x06reason\x18\x04 \x01(\tR\x06reason\x12\x14\n" +
 	"\x05score\x18\x05 \x01(\x05R\x05score\x12\x18\n" +
-	"\aremoved\x18\x06 \x01(\bR\aremoved\"\x86\x01\n" +
+	"\aremoved\x18\x06 \x01(\bR\aremoved\x12%\n" +
+	"\x0efallback_group\x18\a \x01(\rR\rfallbackGroup\x12%\n" +
+	"\x0efallback_score\x18\b \x01(\x05R\rfallbackScore\x120\n" +
+	"\x14fallback_harm_micros\x18\t \x01(\x04R\x12fallbackHarmMicros\"\x86\x01\n" +
 	"\n" +
 	"BookingAck\x12\x1d\n" +
 	"\n" +
@@ -1687,7 +1812,7 @@ func file_neighborly_placement_v1_placement_proto_rawDescGZIP() []byte {
 	return file_neighborly_placement_v1_placement_proto_rawDescData
 }
 
-var file_neighborly_placement_v1_placement_proto_msgTypes = make([]protoimpl.MessageInfo, 25)
+var file_neighborly_placement_v1_placement_proto_msgTypes = make([]protoimpl.MessageInfo, 26)
 var file_neighborly_placement_v1_placement_proto_goTypes = []any{
 	(*Pod)(nil),               // 0: neighborly.placement.v1.Pod
 	(*OwnerReference)(nil),    // 1: neighborly.placement.v1.OwnerReference
@@ -1708,16 +1833,17 @@ var file_neighborly_placement_v1_placement_proto_goTypes = []any{
 	(*VerdictsUnreserve)(nil), // 16: neighborly.placement.v1.VerdictsUnreserve
 	(*VerdictsUpdate)(nil),    // 17: neighborly.placement.v1.VerdictsUpdate
 	(*VerdictTable)(nil),      // 18: neighborly.placement.v1.VerdictTable
-	(*NodeVerdict)(nil),       // 19: neighborly.placement.v1.NodeVerdict
-	(*BookingAck)(nil),        // 20: neighborly.placement.v1.BookingAck
-	(*SubscribeRefused)(nil),  // 21: neighborly.placement.v1.SubscribeRefused
-	nil,                       // 22: neighborly.placement.v1.Pod.LabelsEntry
-	nil,                       // 23: neighborly.placement.v1.Pod.AnnotationsEntry
-	nil,                       // 24: neighborly.placement.v1.VerdictTable.NewReasonsEntry
+	(*LeastHarm)(nil),         // 19: neighborly.placement.v1.LeastHarm
+	(*NodeVerdict)(nil),       // 20: neighborly.placement.v1.NodeVerdict
+	(*BookingAck)(nil),        // 21: neighborly.placement.v1.BookingAck
+	(*SubscribeRefused)(nil),  // 22: neighborly.placement.v1.SubscribeRefused
+	nil,                       // 23: neighborly.placement.v1.Pod.LabelsEntry
+	nil,                       // 24: neighborly.placement.v1.Pod.AnnotationsEntry
+	nil,                       // 25: neighborly.placement.v1.VerdictTable.NewReasonsEntry
 }
 var file_neighborly_placement_v1_placement_proto_depIdxs = []int32{
-	22, // 0: neighborly.placement.v1.Pod.labels:type_name -> neighborly.placement.v1.Pod.LabelsEntry
-	23, // 1: neighborly.placement.v1.Pod.annotations:type_name -> neighborly.placement.v1.Pod.AnnotationsEntry
+	23, // 0: neighborly.placement.v1.Pod.labels:type_name -> neighborly.placement.v1.Pod.LabelsEntry
+	24, // 1: neighborly.placement.v1.Pod.annotations:type_name -> neighborly.placement.v1.Pod.AnnotationsEntry
 	1,  // 2: neighborly.placement.v1.Pod.owner_references:type_name -> neighborly.placement.v1.OwnerReference
 	2,  // 3: neighborly.placement.v1.Pod.containers:type_name -> neighborly.placement.v1.Container
 	2,  // 4: neighborly.placement.v1.Pod.init_containers:type_name -> neighborly.placement.v1.Container
@@ -1733,25 +1859,26 @@ var file_neighborly_placement_v1_placement_proto_depIdxs = []int32{
 	0,  // 14: neighborly.placement.v1.VerdictsSubscribe.pod:type_name -> neighborly.placement.v1.Pod
 	0,  // 15: neighborly.placement.v1.VerdictsReserve.pod:type_name -> neighborly.placement.v1.Pod
 	18, // 16: neighborly.placement.v1.VerdictsUpdate.table:type_name -> neighborly.placement.v1.VerdictTable
-	20, // 17: neighborly.placement.v1.VerdictsUpdate.ack:type_name -> neighborly.placement.v1.BookingAck
-	21, // 18: neighborly.placement.v1.VerdictsUpdate.refused:type_name -> neighborly.placement.v1.SubscribeRefused
-	19, // 19: neighborly.placement.v1.VerdictTable.verdicts:type_name -> neighborly.placement.v1.NodeVerdict
-	24, // 20: neighborly.placement.v1.VerdictTable.new_reasons:type_name -> neighborly.placement.v1.VerdictTable.NewReasonsEntry
-	3,  // 21: neighborly.placement.v1.Placement.Filter:input_type -> neighborly.placement.v1.FilterRequest
-	6,  // 22: neighborly.placement.v1.Placement.Score:input_type -> neighborly.placement.v1.ScoreRequest
-	9,  // 23: neighborly.placement.v1.Placement.Reserve:input_type -> neighborly.placement.v1.ReserveRequest
-	11, // 24: neighborly.placement.v1.Placement.Unreserve:input_type -> neighborly.placement.v1.UnreserveRequest
-	13, // 25: neighborly.placement.v1.Placement.Verdicts:input_type -> neighborly.placement.v1.VerdictsRequest
-	4,  // 26: neighborly.placement.v1.Placement.Filter:output_type -> neighborly.placement.v1.FilterResponse
-	7,  // 27: neighborly.placement.v1.Placement.Score:output_type -> neighborly.placement.v1.ScoreResponse
-	10, // 28: neighborly.placement.v1.Placement.Reserve:output_type -> neighborly.placement.v1.ReserveResponse
-	12, // 29: neighborly.placement.v1.Placement.Unreserve:output_type -> neighborly.placement.v1.UnreserveResponse
-	17, // 30: neighborly.placement.v1.Placement.Verdicts:output_type -> neighborly.placement.v1.VerdictsUpdate
-	26, // [26:31] is the sub-list for method output_type
-	21, // [21:26] is the sub-list for method input_type
-	21, // [21:21] is the sub-list for extension type_name
-	21, // [21:21] is the sub-list for extension extendee
-	0,  // [0:21] is the sub-list for field type_name
+	21, // 17: neighborly.placement.v1.VerdictsUpdate.ack:type_name -> neighborly.placement.v1.BookingAck
+	22, // 18: neighborly.placement.v1.VerdictsUpdate.refused:type_name -> neighborly.placement.v1.SubscribeRefused
+	20, // 19: neighborly.placement.v1.VerdictTable.verdicts:type_name -> neighborly.placement.v1.NodeVerdict
+	25, // 20: neighborly.placement.v1.VerdictTable.new_reasons:type_name -> neighborly.placement.v1.VerdictTable.NewReasonsEntry
+	19, // 21: neighborly.placement.v1.VerdictTable.least_harm:type_name -> neighborly.placement.v1.LeastHarm
+	3,  // 22: neighborly.placement.v1.Placement.Filter:input_type -> neighborly.placement.v1.FilterRequest
+	6,  // 23: neighborly.placement.v1.Placement.Score:input_type -> neighborly.placement.v1.ScoreRequest
+	9,  // 24: neighborly.placement.v1.Placement.Reserve:input_type -> neighborly.placement.v1.ReserveRequest
+	11, // 25: neighborly.placement.v1.Placement.Unreserve:input_type -> neighborly.placement.v1.UnreserveRequest
+	13, // 26: neighborly.placement.v1.Placement.Verdicts:input_type -> neighborly.placement.v1.VerdictsRequest
+	4,  // 27: neighborly.placement.v1.Placement.Filter:output_type -> neighborly.placement.v1.FilterResponse
+	7,  // 28: neighborly.placement.v1.Placement.Score:output_type -> neighborly.placement.v1.ScoreResponse
+	10, // 29: neighborly.placement.v1.Placement.Reserve:output_type -> neighborly.placement.v1.ReserveResponse
+	12, // 30: neighborly.placement.v1.Placement.Unreserve:output_type -> neighborly.placement.v1.UnreserveResponse
+	17, // 31: neighborly.placement.v1.Placement.Verdicts:output_type -> neighborly.placement.v1.VerdictsUpdate
+	27, // [27:32] is the sub-list for method output_type
+	22, // [22:27] is the sub-list for method input_type
+	22, // [22:22] is the sub-list for extension type_name
+	22, // [22:22] is the sub-list for extension extendee
+	0,  // [0:22] is the sub-list for field type_name
 }
 
 func init() { file_neighborly_placement_v1_placement_proto_init() }
@@ -1778,7 +1905,7 @@ func file_neighborly_placement_v1_placement_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_neighborly_placement_v1_placement_proto_rawDesc), len(file_neighborly_placement_v1_placement_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   25,
+			NumMessages:   26,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
