@@ -328,14 +328,10 @@ func (v *verdicts) table(m *placementv1.Pod) *shapeTable {
 	return nil
 }
 
-// lookup reads node's verdict in t, waiting (until deadline) while a booking
-// on node is unacked; ok false when the wait timed out.
-func (v *verdicts) lookup(t *shapeTable, node string, deadline time.Time) (verdict, bool) {
-	return v.lookupFiltering(t, node, deadline, false)
-}
-
-// lookupFiltering is lookup; `filtering`: only whether the node passes
-// matters, so while the table refuses no node its cell is not read.
+// lookupFiltering reads node's verdict in t, waiting (until deadline) while
+// a booking on node is unacked; ok false when the wait timed out.
+// `filtering`: only whether the node passes matters, so while the table
+// refuses no node its cell is not read.
 func (v *verdicts) lookupFiltering(t *shapeTable, node string, deadline time.Time, filtering bool) (verdict, bool) {
 	return v.lookupSlot(t, int32(v.slot(node)), nil, node, deadline, filtering)
 }

@@ -956,18 +956,30 @@ void ExtenderCore::Impl::TrackVerdicts(const IncomingPod& pod, VerdictTracker::S
   }
   DecisionReuse::Table* harm_reuse = &st.least_harm.ForKeeping(req);
   uint64_t harm_reused = 0, harm_evaluated = 0;
+  // What every refresh that took second looks ends with.
+  auto finish = [&] {
+    if (harm_reused > 0) least_harm_reused.fetch_add(harm_reused, std::memory_order_relaxed);
+    if (harm_evaluated > 0) {
+      least_harm_evaluated.fetch_add(harm_evaluated, std::memory_order_relaxed);
+    }
+    done();
+  };
   NodeDecision look;
+  // Node `o`'s second look into `look`, kept in the node; false without
+  // telemetry.
+  auto look_again = [&](uint64_t o, State::Node& n) {
+    const NodeSnapshot* snapshot = entries[o]->snapshot.load();
+    if (snapshot == nullptr) return false;
+    SecondLook(req, *entries[o], *snapshot, now, harm_reuse, look, harm_reused, harm_evaluated);
+    n.second_known = true;
+    n.second_feasible = look.feasible;
+    n.second_cost = look.cost;
+    return true;
+  };
   if (st.least_harm_state) {
     for (size_t i = 0; i < changes.ordinals.size(); ++i) {
-      const uint64_t o = changes.ordinals[i];
-      State::Node& n = st.nodes[o];
-      if (n.soft == State::kNotSoft) continue;
-      const NodeSnapshot* snapshot = entries[o]->snapshot.load();
-      if (snapshot == nullptr) continue;
-      SecondLook(req, *entries[o], *snapshot, now, harm_reuse, look, harm_reused, harm_evaluated);
-      n.second_known = true;
-      n.second_feasible = look.feasible;
-      n.second_cost = look.cost;
+      State::Node& n = st.nodes[changes.ordinals[i]];
+      if (n.soft == State::kNotSoft || !look_again(changes.ordinals[i], n)) continue;
       if (look.feasible) {
         changes.second[i] = {.group = n.soft,
                              .score = std::clamp(look.score, 0, 10),
@@ -985,15 +997,7 @@ void ExtenderCore::Impl::TrackVerdicts(const IncomingPod& pod, VerdictTracker::S
     for (uint64_t o = 0; o < st.nodes.size() && o < entries.size(); ++o) {
       State::Node& n = st.nodes[o];
       if (!n.tracked || n.soft == State::kNotSoft) continue;
-      if (!n.second_known) {
-        const NodeSnapshot* snapshot = entries[o]->snapshot.load();
-        if (snapshot == nullptr) continue;
-        SecondLook(req, *entries[o], *snapshot, now, harm_reuse, look, harm_reused,
-                   harm_evaluated);
-        n.second_known = true;
-        n.second_feasible = look.feasible;
-        n.second_cost = look.cost;
-      }
+      if (!n.second_known && !look_again(o, n)) continue;
       if (!n.second_feasible) continue;
       if (n.soft == State::kSoft) {
         any_soft = true;
@@ -1013,14 +1017,11 @@ void ExtenderCore::Impl::TrackVerdicts(const IncomingPod& pod, VerdictTracker::S
   }
   const uint64_t bound = LeastHarmBoundMicros(least, config);
   if (st.least_harm_state) {
-    if (falling_back && group != State::kNotSoft) {
+    // A group is chosen only while falling back.
+    if (group != State::kNotSoft) {
       changes.least_harm = {.active = true, .group = group, .bound_micros = bound};
     }
-    if (harm_reused > 0) least_harm_reused.fetch_add(harm_reused, std::memory_order_relaxed);
-    if (harm_evaluated > 0) {
-      least_harm_evaluated.fetch_add(harm_evaluated, std::memory_order_relaxed);
-    }
-    return done();
+    return finish();
   }
   auto passes = [&](const State::Node& n) {
     return falling_back && n.tracked && n.soft == group && group != State::kNotSoft &&
@@ -1060,9 +1061,7 @@ void ExtenderCore::Impl::TrackVerdicts(const IncomingPod& pod, VerdictTracker::S
     SecondLook(req, *entries[o], *snapshot, now, harm_reuse, changes.decisions[i], harm_reused,
                harm_evaluated);
   }
-  if (harm_reused > 0) least_harm_reused.fetch_add(harm_reused, std::memory_order_relaxed);
-  if (harm_evaluated > 0) least_harm_evaluated.fetch_add(harm_evaluated, std::memory_order_relaxed);
-  done();
+  finish();
 }
 
 uint64_t ExtenderCore::BookingsGeneration(std::string_view node) const {

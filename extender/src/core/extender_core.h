@@ -239,6 +239,7 @@ class ExtenderCore : public Decider {
       uint8_t group = 0;  // 1: refused softly; 2: for a guessed booking
       int score = 0;
       uint64_t harm_micros = 0;
+      bool operator==(const SecondLook&) const = default;
     };
     std::vector<SecondLook> second;
     struct LeastHarm {

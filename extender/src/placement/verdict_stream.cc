@@ -233,19 +233,17 @@ bool VerdictStream::Refresh(Shape& shape, bool full, Stream& stream) {
   table.set_full(full);
   table.set_blind_score(changes_.blind_score);
   if (full) shape.sent.clear();
-  const bool seconds = changes_.second.size() == changes_.names.size();
   for (size_t i = 0; i < changes_.names.size(); ++i) {
     const NodeDecision& d = changes_.decisions[i];
     const uint64_t ordinal = changes_.ordinals[i];
     const int32_t score = std::clamp(d.score, 0, 10);  // as Score
     const ExtenderCore::VerdictChanges::SecondLook second =
-        seconds ? changes_.second[i] : ExtenderCore::VerdictChanges::SecondLook{};
+        shape.least_harm_state ? changes_.second[i] : ExtenderCore::VerdictChanges::SecondLook{};
     if (ordinal >= shape.sent.size()) shape.sent.resize(ordinal + 1);
     Sent& sent = shape.sent[ordinal];
     const bool known = !sent.name.empty();
     if (known && sent.feasible == d.feasible && sent.score == score &&
-        (d.feasible || sent.reason == d.reason) && sent.second.group == second.group &&
-        sent.second.score == second.score && sent.second.harm_micros == second.harm_micros) {
+        (d.feasible || sent.reason == d.reason) && sent.second == second) {
       continue;
     }
     sent.name = changes_.names[i];
@@ -271,7 +269,7 @@ bool VerdictStream::Refresh(Shape& shape, bool full, Stream& stream) {
     }
   }
   bool least_harm_changed = false;
-  if (shape.least_harm_state && (full || !(changes_.least_harm == shape.least_harm))) {
+  if (shape.least_harm_state && (full || changes_.least_harm != shape.least_harm)) {
     shape.least_harm = changes_.least_harm;
     pv1::LeastHarm& state = *table.mutable_least_harm();
     state.set_active(shape.least_harm.active);
