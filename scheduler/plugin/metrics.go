@@ -45,11 +45,18 @@ var (
 		Help:           "Streamed scheduling cycles in which PreFilter named the nodes the verdict table passes (at most half of the nodes), so that kube-scheduler filtered only those.",
 		StabilityLevel: metrics.ALPHA,
 	})
+	skippedFilters = metrics.NewCounter(&metrics.CounterOpts{
+		Namespace:      "neighborly",
+		Subsystem:      "plugin",
+		Name:           "filter_skipped_cycles_total",
+		Help:           "Streamed scheduling cycles in which the shape's table refused no node and no booking was pending, so PreFilter told kube-scheduler to skip the plugin's Filter.",
+		StabilityLevel: metrics.ALPHA,
+	})
 	registerOnce sync.Once
 )
 
 func registerMetrics() {
 	registerOnce.Do(func() {
-		legacyregistry.MustRegister(rpcDuration, failOpen, peerCalls, cycles, narrowed)
+		legacyregistry.MustRegister(rpcDuration, failOpen, peerCalls, cycles, narrowed, skippedFilters)
 	})
 }

@@ -313,6 +313,17 @@ func (p *Plugin) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.Po
 				narrowed.Inc()
 				return &fwk.PreFilterResult{NodeNames: names}, nil
 			}
+			// The table refuses no node and no booking waits for its ack:
+			// every Filter of this cycle would pass, so kube-scheduler is
+			// told to skip them (issue 25: a Filter call per node was 2 % of
+			// its CPU in a SchedulingBasic round). Bookings are made in
+			// Reserve, after this cycle's filtering; a delta that refuses a
+			// node while this cycle runs is read by the next one, as it
+			// would be by a Filter that ran a moment earlier.
+			if p.verdicts.nothingToFilter(t) {
+				skippedFilters.Inc()
+				return nil, fwk.NewStatus(fwk.Skip)
+			}
 			return nil, nil
 		}
 		// The calls see the bookings sent on the stream once they are acked.

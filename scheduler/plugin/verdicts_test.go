@@ -188,12 +188,19 @@ func runCycle(t *testing.T, p *Plugin, pod *v1.Pod, nodes []string) cycleResult 
 	t.Helper()
 	ctx := context.Background()
 	state := framework.NewCycleState()
-	if _, st := p.PreFilter(ctx, state, pod, nil); st != nil {
+	_, st := p.PreFilter(ctx, state, pod, nil)
+	if st != nil && st.Code() != fwk.Skip {
 		t.Fatalf("PreFilter: %v", st)
 	}
+	// As kube-scheduler does: a PreFilter that answers Skip has no Filter run.
+	skipFilter := st != nil
 	res := cycleResult{refused: map[string]string{}, scores: map[string]int64{}}
 	var feasible []fwk.NodeInfo
 	for _, n := range nodes {
+		if skipFilter {
+			feasible = append(feasible, nodeInfo(n))
+			continue
+		}
 		if st := p.Filter(ctx, state, pod, nodeInfo(n)); st != nil {
 			res.refused[n] = st.Message()
 			continue
@@ -623,4 +630,54 @@ func TestLeastHarmStateAppliedToRefusedNodes(t *testing.T) {
 	// A full table from an extender without the state: none applied.
 	table(true, nil, soft("a", 1, 7, 400_000))
 	check("full without state", "a", refused)
+}
+
+func TestPreFilterSkipsFilterWhileNothingIsRefusedOrPending(t *testing.T) {
+	f := newStreaming()
+	f.refused = map[string]string{}
+	f.ackDelay = 150 * time.Millisecond
+	p := streamedPlugin(t, f, Args{})
+	ctx := context.Background()
+	prefilter := func(uid string) (*framework.CycleState, *fwk.Status) {
+		state := framework.NewCycleState()
+		_, st := p.PreFilter(ctx, state, shapeReplica(uid), nil)
+		return state, st
+	}
+	// Nothing refused, nothing pending: kube-scheduler skips the Filter calls,
+	// and Score still reads the table.
+	if _, st := prefilter("uid-2"); st.Code() != fwk.Skip {
+		t.Fatalf("PreFilter with nothing refused or pending = %v, want Skip", st)
+	}
+	got := runCycle(t, p, shapeReplica("uid-2"), append(f.nodes, "unknown"))
+	want := cycleResult{refused: map[string]string{}, scores: map[string]int64{"n1": 9, "n2": 0, "n3": 0, "n4": 2, "unknown": 5}}
+	if !equalCycle(got, want) {
+		t.Errorf("cycle with Filter skipped = %+v, want %+v", got, want)
+	}
+	// A booking not acked yet: Filter runs, passes the other nodes at once and
+	// waits for the booked one, which the ack's delta refuses.
+	if st := p.Reserve(ctx, framework.NewCycleState(), shapeReplica("uid-3"), "n1"); st != nil {
+		t.Fatal(st)
+	}
+	state, st := prefilter("uid-4")
+	if st != nil {
+		t.Fatalf("PreFilter with a booking pending = %v, want nil (Filter runs)", st)
+	}
+	start := time.Now()
+	if st := p.Filter(ctx, state, shapeReplica("uid-4"), nodeInfo("n4")); st != nil {
+		t.Errorf("Filter(n4) = %v", st)
+	}
+	if d := time.Since(start); d > 50*time.Millisecond {
+		t.Errorf("Filter on a node without a pending booking waited %v", d)
+	}
+	if st := p.Filter(ctx, state, shapeReplica("uid-4"), nodeInfo("n1")); st == nil || !strings.Contains(st.Message(), "booked") {
+		t.Errorf("Filter(n1) after its booking = %v, want the refusal its ack came after", st)
+	}
+	// Acked, the table now refuses n1: Filter runs and gives the refusal.
+	state, st = prefilter("uid-5")
+	if st != nil {
+		t.Fatalf("PreFilter with a node refused = %v, want nil (Filter runs)", st)
+	}
+	if st := p.Filter(ctx, state, shapeReplica("uid-5"), nodeInfo("n1")); st == nil {
+		t.Errorf("Filter(n1) refused in the table passed")
+	}
 }
