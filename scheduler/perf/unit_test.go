@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 	"text/template"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
@@ -490,6 +491,17 @@ func TestMixedPodTemplate(t *testing.T) {
 	for shape, percent := range map[string]int{"standard": 45, "latency-critical": 15, "batch": 15, "pinned": 10, "refused everywhere": 5, "unique": 10} {
 		if got := shapes[shape] * 100 / pods; got != percent {
 			t.Errorf("%s: %d %% of the pods, want %d %% (%v)", shape, got, percent, shapes)
+		}
+	}
+}
+
+func TestFleetIntervalKeepsTheReportRateSteady(t *testing.T) {
+	for _, c := range []struct {
+		nodes int
+		want  time.Duration
+	}{{5, time.Second}, {500, time.Second}, {1000, 2 * time.Second}, {5000, 10 * time.Second}} {
+		if got := fleetInterval(c.nodes); got != c.want {
+			t.Errorf("fleetInterval(%d) = %v, want %v", c.nodes, got, c.want)
 		}
 	}
 }
