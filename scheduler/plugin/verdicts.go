@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/klog/v2"
@@ -662,9 +661,7 @@ func (v *verdicts) run(ctx context.Context) {
 func (v *verdicts) serve(ctx context.Context) bool {
 	sctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	// A turn's updates as one message (VerdictsBatch); an extender that
-	// predates it ignores the metadata and sends them one by one.
-	stream, err := v.client.Verdicts(metadata.AppendToOutgoingContext(sctx, verdictBatchesMetadata, "1"))
+	stream, err := v.client.Verdicts(sctx)
 	if err != nil {
 		return false
 	}
@@ -718,29 +715,9 @@ func (v *verdicts) serve(ctx context.Context) bool {
 	}
 }
 
-// verdictBatchesMetadata asks the extender for a turn's updates as one
-// VerdictsBatch (the extender's VerdictStream::kBatchesMetadata).
-const verdictBatchesMetadata = "neighborly-verdict-batches"
-
 func (v *verdicts) apply(u *placementv1.VerdictsUpdate) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	if b := u.GetBatch(); b != nil {
-		// In order, under one lock: a reader sees the turn's deltas before
-		// its acks, as it would one message at a time. A batch in a batch is
-		// not sent by the extender and is ignored.
-		for _, inner := range b.GetUpdates() {
-			if inner.GetBatch() == nil {
-				v.applyLocked(inner)
-			}
-		}
-		return
-	}
-	v.applyLocked(u)
-}
-
-// applyLocked applies one update; v.mu held.
-func (v *verdicts) applyLocked(u *placementv1.VerdictsUpdate) {
 	switch k := u.Kind.(type) {
 	case *placementv1.VerdictsUpdate_Table:
 		tab := k.Table

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/metadata"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
@@ -34,7 +33,6 @@ type streamingPlacement struct {
 	breakAfterReserve bool
 
 	smu        sync.Mutex
-	batched    bool // the last stream asked for batches: a Reserve's deltas and ack come as one
 	subscribes int
 	reserves   []string // "uid@node#booking", in arrival order
 	streams    int
@@ -65,12 +63,9 @@ func (f *streamingPlacement) verdicts(booked map[string]bool, shape uint64, full
 }
 
 func (f *streamingPlacement) Verdicts(stream placementv1.Placement_VerdictsServer) error {
-	md, _ := metadata.FromIncomingContext(stream.Context())
-	batched := len(md.Get(verdictBatchesMetadata)) == 1 && md.Get(verdictBatchesMetadata)[0] == "1"
 	f.smu.Lock()
 	f.streams++
 	first := f.streams == 1
-	f.batched = batched
 	f.smu.Unlock()
 	if err := stream.Send(&placementv1.VerdictsUpdate{Kind: &placementv1.VerdictsUpdate_Ready{Ready: true}}); err != nil {
 		return err
@@ -102,20 +97,14 @@ func (f *streamingPlacement) Verdicts(stream placementv1.Placement_VerdictsServe
 			if f.holdAcks {
 				continue
 			}
-			var turn []*placementv1.VerdictsUpdate
 			for _, s := range shapes {
-				turn = append(turn, f.verdicts(map[string]bool{node: true}, s, false))
-			}
-			ack := &placementv1.BookingAck{BookingId: k.Reserve.BookingId, Done: true, BookingsGeneration: 9}
-			turn = append(turn, &placementv1.VerdictsUpdate{Kind: &placementv1.VerdictsUpdate_Ack{Ack: ack}})
-			if batched {
-				turn = []*placementv1.VerdictsUpdate{{Kind: &placementv1.VerdictsUpdate_Batch{
-					Batch: &placementv1.VerdictsBatch{Updates: turn}}}}
-			}
-			for _, u := range turn {
-				if err := stream.Send(u); err != nil {
+				if err := stream.Send(f.verdicts(map[string]bool{node: true}, s, false)); err != nil {
 					return err
 				}
+			}
+			ack := &placementv1.BookingAck{BookingId: k.Reserve.BookingId, Done: true, BookingsGeneration: 9}
+			if err := stream.Send(&placementv1.VerdictsUpdate{Kind: &placementv1.VerdictsUpdate_Ack{Ack: ack}}); err != nil {
+				return err
 			}
 		}
 	}
@@ -315,12 +304,6 @@ func TestStreamedReserveIsAckedAfterItsDeltaAndItsNodeWaits(t *testing.T) {
 	}
 	if _, _, _, reserves := f.counts(); len(reserves) != 1 || reserves[0] != "uid-2@n1" {
 		t.Errorf("reserves on the stream = %v", reserves)
-	}
-	f.smu.Lock()
-	batched := f.batched
-	f.smu.Unlock()
-	if !batched {
-		t.Errorf("the plugin did not ask for batches: the delta and the ack came apart")
 	}
 	if f.reserved != nil {
 		t.Errorf("synchronous Reserve calls = %v, want none", f.reserved)

@@ -7,7 +7,6 @@
 // go on with the same bookings; their bookings are compared too.
 #include <httplib.h>
 
-#include <deque>
 #include <fstream>
 #include <map>
 #include <memory>
@@ -23,7 +22,6 @@
 #include "common/quantity.h"
 #include "extender/src/http/http_server.h"
 #include "extender/src/placement/placement_service.h"
-#include "extender/src/placement/verdict_stream.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "node-agent/src/simulate/node_report.h"
@@ -313,7 +311,6 @@ class StreamedParityTest : public PlacementParityTest {
         grpc::CreateChannel("127.0.0.1:" + std::to_string(stream_server_->port()),
                             grpc::InsecureChannelCredentials()));
     stream_context_.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(60));
-    if (batched_) stream_context_.AddMetadata(std::string(VerdictStream::kBatchesMetadata), "1");
     stream_ = stream_stub_->Verdicts(&stream_context_);
     pv1::VerdictsUpdate first;
     ASSERT_TRUE(stream_->Read(&first));
@@ -349,24 +346,8 @@ class StreamedParityTest : public PlacementParityTest {
 
   // Reads one update and applies it; returns it.
   pv1::VerdictsUpdate ReadOne() {
-    if (unbatched_.empty()) {
-      pv1::VerdictsUpdate read;
-      EXPECT_TRUE(stream_->Read(&read)) << "the stream ended";
-      if (read.has_batch()) {
-        EXPECT_TRUE(batched_) << "a batch on a stream that did not ask for batches";
-        EXPECT_GE(read.batch().updates_size(), 2) << "a batch of one is sent as that update";
-        ++batches_;
-        for (pv1::VerdictsUpdate& inner : *read.mutable_batch()->mutable_updates()) {
-          EXPECT_FALSE(inner.has_batch()) << "a batch in a batch";
-          unbatched_.push_back(std::move(inner));
-        }
-      } else {
-        unbatched_.push_back(std::move(read));
-      }
-    }
-    if (unbatched_.empty()) return {};
-    pv1::VerdictsUpdate u = std::move(unbatched_.front());
-    unbatched_.pop_front();
+    pv1::VerdictsUpdate u;
+    EXPECT_TRUE(stream_->Read(&u)) << "the stream ended";
     if (!u.has_table()) return u;
     const pv1::VerdictTable& t = u.table();
     for (const auto& [id, text] : t.new_reasons()) reasons_[id] = text;
@@ -517,32 +498,9 @@ class StreamedParityTest : public PlacementParityTest {
   int booked_ = 0;
   int least_harm_states_ = 0;  // tables that said the fallback passes nodes
   int fallback_passes_ = 0;    // nodes passed so
-  // Batches: asked for (set before SetUp), received, their updates not read yet.
-  bool batched_ = false;
-  int batches_ = 0;
-  std::deque<pv1::VerdictsUpdate> unbatched_;
-
-  void ParityRounds();
-};
-
-// The same, with the stream's updates asked for in batches (a turn's deltas
-// and acks as one message, as the plugin asks for them).
-class BatchedStreamedParityTest : public StreamedParityTest {
- protected:
-  BatchedStreamedParityTest() { batched_ = true; }
 };
 
 TEST_F(StreamedParityTest, SameRefusalsReasonsScoresAndBookingsStreamedAndCalled) {
-  ParityRounds();
-  EXPECT_EQ(batches_, 0);
-}
-
-TEST_F(BatchedStreamedParityTest, SameRefusalsReasonsScoresAndBookingsStreamedInBatches) {
-  ParityRounds();
-  EXPECT_GT(batches_, 0) << "no turn's updates came as one batch";
-}
-
-void StreamedParityTest::ParityRounds() {
   const json incoming = json::parse(ReadFile(std::string(NEIGHBORLY_SOURCE_DIR) +
                                              "/deploy/examples/content-platform-incoming.json"));
   std::vector<json> pods(incoming["pods"].begin(), incoming["pods"].end());

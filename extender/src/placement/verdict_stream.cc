@@ -68,10 +68,6 @@ grpc::Status VerdictStream::Run(grpc::ServerContext* context, Stream* stream) {
     cv.notify_one();
   });
   {
-    const auto& metadata = context->client_metadata();
-    auto asked = metadata.find(grpc::string_ref(kBatchesMetadata.data(), kBatchesMetadata.size()));
-    batching_ = asked != metadata.end() && asked->second == "1";
-    // `ready` alone: a plugin learns the stream is served before it batches.
     pv1::VerdictsUpdate ready;
     ready.set_ready(true);
     if (!stream->Write(ready)) context->TryCancel();
@@ -289,21 +285,6 @@ bool VerdictStream::Refresh(Shape& shape, bool full, Stream& stream) {
 }
 
 bool VerdictStream::Send(Stream& stream, pv1::VerdictsUpdate&& update) {
-  if (batching_) {
-    const size_t bytes = update.ByteSizeLong();
-    // Written early when it would pass the bound (held, to go out with the
-    // turn's next write): a large full table never waits in a batch.
-    if (batch_bytes_ > 0 && batch_bytes_ + bytes > kMaxBatchBytes) {
-      if (holding_ && !stream.Write(held_, grpc::WriteOptions().set_buffer_hint())) return false;
-      held_.Swap(&batch_);
-      holding_ = true;
-      batch_.Clear();
-      batch_bytes_ = 0;
-    }
-    batch_.mutable_batch()->add_updates()->Swap(&update);
-    batch_bytes_ += bytes;
-    return true;
-  }
   if (holding_ && !stream.Write(held_, grpc::WriteOptions().set_buffer_hint())) return false;
   held_ = std::move(update);
   holding_ = true;
@@ -311,20 +292,6 @@ bool VerdictStream::Send(Stream& stream, pv1::VerdictsUpdate&& update) {
 }
 
 bool VerdictStream::Flush(Stream& stream) {
-  if (batch_bytes_ > 0) {
-    // A batch of one update goes as that update.
-    pv1::VerdictsUpdate out;
-    if (batch_.batch().updates_size() == 1) {
-      out.Swap(batch_.mutable_batch()->mutable_updates(0));
-    } else {
-      out.Swap(&batch_);
-    }
-    batch_.Clear();
-    batch_bytes_ = 0;
-    if (holding_ && !stream.Write(held_, grpc::WriteOptions().set_buffer_hint())) return false;
-    held_.Swap(&out);
-    holding_ = true;
-  }
   if (!holding_) return true;
   holding_ = false;
   const bool ok = stream.Write(held_);

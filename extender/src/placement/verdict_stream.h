@@ -103,14 +103,6 @@ class VerdictStream {
   // cost one send, not one per message (issue 25: the kernel's send path
   // and the wake-ups were a tenth of the extender's CPU in a plugin round).
   // False when the stream broke.
-  //
-  // A plugin that opened the stream with `neighborly-verdict-batches: 1`
-  // (kBatchesMetadata) gets a turn's messages as one VerdictsBatch instead:
-  // one write, one message to decode (each write of gRPC's synchronous API
-  // is a round through its completion queue; a SchedulingMixed round wrote
-  // about 66,000: six shapes' deltas and an ack per booking). A batch is
-  // written early once it holds kMaxBatchBytes (a full table of a large
-  // fleet stays one message of its own).
   bool Send(Stream& stream, placement::v1::VerdictsUpdate&& update);
   bool Flush(Stream& stream);
 
@@ -125,15 +117,6 @@ class VerdictStream {
   // The write Send holds back (see Send).
   placement::v1::VerdictsUpdate held_;
   bool holding_ = false;
-  // Batching (see Send): the turn's batch, its size so far.
-  bool batching_ = false;
-  placement::v1::VerdictsUpdate batch_;
-  size_t batch_bytes_ = 0;
-
- public:
-  // The client metadata a plugin opens the stream with to get batches.
-  static constexpr std::string_view kBatchesMetadata = "neighborly-verdict-batches";
-  static constexpr size_t kMaxBatchBytes = 256 * 1024;
 };
 
 }  // namespace neighborly::extender
