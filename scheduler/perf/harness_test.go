@@ -331,7 +331,7 @@ func (h *benchHarness) nodesCreated(tCtx ktesting.TContext, _ *scheduler.Schedul
 // VM fell behind and its ingest pacer slowed the agents in doublings over
 // the first minute (1 s to 30 s), and where a round's measured pods fell
 // in that ramp differed from mode to mode and round to round (issue 25: a
-// plugin round whose ramp started late measured 83 % against 90-95 %).
+// plugin round whose ramp began at 0.27 s measured 83 % against 90-95 %).
 // A steady load the extender keeps up with is the same in every mode.
 func fleetInterval(nodes int) time.Duration {
 	d := time.Duration(nodes) * time.Second / fleetReportsPerSecond

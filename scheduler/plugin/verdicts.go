@@ -342,9 +342,10 @@ func (v *verdicts) lookupFiltering(t *shapeTable, node string, deadline time.Tim
 // that had no slot when the cache was made) is looked up by name.
 func (v *verdicts) lookupInfo(t *shapeTable, slots *slotCache, info fwk.NodeInfo, deadline time.Time, filtering bool) (verdict, bool) {
 	// No node refused: Filter needs no slot unless the node itself has a
-	// booking pending, which its name tells among the few pending (a map
-	// access per node was most of Filter's cost, issue 25).
-	if filtering && t.refused.Load() == 0 && !v.pending.Load().named(info) {
+	// booking pending, which its name tells among the few pending (slot -1:
+	// compared by name; a map access per node was most of Filter's cost,
+	// issue 25).
+	if filtering && t.refused.Load() == 0 && !v.pending.Load().has(-1, info, "") {
 		return verdict{feasible: true}, true
 	}
 	if slots != nil {
@@ -607,21 +608,6 @@ func (p *pendingSet) has(slot int32, info fwk.NodeInfo, name string) bool {
 		if name == "" && info != nil {
 			name = info.Node().Name
 		}
-		if n.node == name {
-			return true
-		}
-	}
-	return false
-}
-
-// named: info's node has a booking pending, compared by name only (the
-// slots' map is not read).
-func (p *pendingSet) named(info fwk.NodeInfo) bool {
-	if len(*p) == 0 {
-		return false
-	}
-	name := info.Node().Name
-	for _, n := range *p {
 		if n.node == name {
 			return true
 		}
