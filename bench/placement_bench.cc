@@ -23,6 +23,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
 #include "bench/fleet/fleet_sim.h"
 
 namespace neighborly::fleet {
@@ -43,7 +44,34 @@ struct Flags {
   // Fleets sized so that this share of their CPU is requested at the end.
   double cpu_target_min = 0.7, cpu_target_max = 0.9;
   std::string extender_config;
+  WhatIf what_if;            // --what-if: the Neighborly mode with parts of the truth
+  std::string what_if_text;  // as given, for the header
 };
+
+// --what-if's comma-separated levers into `w`; the error, or empty.
+std::string ParseWhatIf(const std::string& text, WhatIf& w) {
+  if (text.empty()) return "--what-if needs a lever";
+  for (const std::string& lever : std::vector<std::string>(absl::StrSplit(text, ','))) {
+    if (lever == "oracle-filter") {
+      w.oracle_filter = OracleFilter::kAll;
+    } else if (lever == "oracle-filter-annotated") {
+      w.oracle_filter = OracleFilter::kAnnotated;
+    } else if (lever == "oracle-filter-residents") {
+      w.oracle_filter = OracleFilter::kResidents;
+    } else if (lever == "oracle-filter-incoming") {
+      w.oracle_filter = OracleFilter::kIncoming;
+    } else if (lever == "oracle-scores") {
+      w.oracle_scores = true;
+    } else if (lever == "exact-bookings") {
+      w.exact_bookings = true;
+    } else if (lever == "instant-telemetry") {
+      w.instant_telemetry = true;
+    } else {
+      return absl::StrCat("--what-if: unknown lever \"", lever, "\"");
+    }
+  }
+  return std::string();
+}
 
 int Usage(const std::string& error) {
   if (!error.empty()) std::fprintf(stderr, "placement_bench: %s\n", error.c_str());
@@ -51,7 +79,10 @@ int Usage(const std::string& error) {
                "usage: placement_bench [--fleets N] [--seed S] [--arrivals N] "
                "[--report-interval SECONDS] [--measurement-noise SHARE] [--perturb] [--json] "
                "[--pods] [--oracle] [--calibrate] [--diagnose] [--cpu-target LO-HI] "
-               "[--extender-config FILE]\n");
+               "[--extender-config FILE] [--what-if LEVER[,LEVER...]]\n"
+               "  levers (the Neighborly mode with one part taken from the ground truth):\n"
+               "  oracle-filter, oracle-filter-annotated, oracle-filter-residents,\n"
+               "  oracle-filter-incoming, oracle-scores, exact-bookings, instant-telemetry\n");
   return 2;
 }
 
@@ -222,6 +253,10 @@ int Run(const Flags& flags) {
         "at the end\nfleets sized for %.0f-%.0f %% of their CPU requested at the end\n\n",
         flags.fleets, static_cast<int>(flags.seed), flags.report_interval_s,
         100 * flags.cpu_target_min, 100 * flags.cpu_target_max);
+    if (flags.what_if.any()) {
+      std::printf("what-if: the neighborly rows take %s from the ground truth (not a product)\n\n",
+                  flags.what_if_text.c_str());
+    }
   }
   int holds = 0, fewer = 0, variants_run = 0;
   for (const Variant& v : Variants(flags.perturb)) {
@@ -241,8 +276,10 @@ int Run(const Flags& flags) {
       const FleetResult by_default = SimulateFleet(fleet, options);
       options.scorer = Scorer::kNeighborly;
       options.calibrate = flags.calibrate;
+      options.what_if = flags.what_if;
       const FleetResult by_neighborly = SimulateFleet(fleet, options);
       options.calibrate = false;
+      options.what_if = WhatIf{};
       calibration.insert(calibration.end(), by_neighborly.calibration.begin(),
                          by_neighborly.calibration.end());
       const int pods = static_cast<int>(fleet.arrivals.size());
@@ -345,6 +382,12 @@ int main(int argc, char** argv) {
     } else if (arg == "--extender-config") {
       flags.extender_config = next();
       if (flags.extender_config.empty()) return Usage("--extender-config needs a file");
+    } else if (arg == "--what-if") {
+      flags.what_if_text = next();
+      if (const std::string error = neighborly::fleet::ParseWhatIf(flags.what_if_text, flags.what_if);
+          !error.empty()) {
+        return Usage(error);
+      }
     } else if (arg == "--oracle") {
       flags.oracle = true;
     } else if (arg == "--calibrate") {

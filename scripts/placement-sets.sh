@@ -11,10 +11,13 @@
 # Pending that the default ran; TopologyAffinityErrors; the fleets whose
 # worst LC slowdown is above the default's; batch mean slowdown against the
 # default's. About 50 s on the 2-core VM.
-# Usage: scripts/placement-sets.sh [BUILD_DIR] [EXTENDER_CONFIG.yaml]
+# Usage: scripts/placement-sets.sh [BUILD_DIR] [EXTENDER_CONFIG.yaml|-] [placement_bench flags...]
 #   e.g. scripts/placement-sets.sh build/default /tmp/probe.yaml
 #   (a YAML file as neighborly-extender --config reads it, e.g.
-#    "model: {interference: {maxSlowdown: 1.15}}")
+#    "model: {interference: {maxSlowdown: 1.15}}"; "-": the defaults)
+#   e.g. scripts/placement-sets.sh build/default - --what-if oracle-filter
+#   (further flags go to every set's run: docs/placement-benchmark.md,
+#    "Where the gap is")
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="$(realpath "${1:-${root}/build/default}")"
@@ -24,17 +27,19 @@ if [[ ! -x "${bin}" ]]; then
   exit 1
 fi
 config=()
-if [[ $# -ge 2 ]]; then
+if [[ $# -ge 2 && "$2" != "-" ]]; then
   [[ -r "$2" ]] || { echo "placement-sets: cannot read $2" >&2; exit 1; }
   config=(--extender-config "$(realpath "$2")")
 fi
+(( $# >= 2 )) && shift 2 || shift $#
+config+=("$@")
 out="$(mktemp -d)"
 trap 'rm -rf "${out}"' EXIT
 run() {
   local set=$1
   shift
   if ! "${bin}" "${config[@]}" --json "$@" >"${out}/${set}.json" 2>"${out}/${set}.err"; then
-    echo "placement-sets: set ${set} failed: $(tail -3 "${out}/${set}.err")" >&2
+    echo "placement-sets: set ${set} failed: $(head -1 "${out}/${set}.err")" >&2
     return 1
   fi
 }

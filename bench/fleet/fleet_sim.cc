@@ -64,6 +64,7 @@ class RecordingDecider : public extender::Decider {
   explicit RecordingDecider(extender::ExtenderCore& core) : core_(core) {}
   void Filter(const extender::IncomingPod& pod, std::span<const std::string_view> nodes,
               std::vector<extender::NodeDecision>& out) override {
+    last_pod_ = pod;
     core_.Filter(pod, nodes, out);
   }
   void Prioritize(const extender::IncomingPod& pod, std::span<const std::string_view> nodes,
@@ -74,6 +75,8 @@ class RecordingDecider : public extender::Decider {
       last_.emplace(std::string(nodes[i]), out[i]);
     }
   }
+  // The pod of the last /filter (what WhatIf::exact_bookings reserves).
+  const extender::IncomingPod& last_pod() const { return last_pod_; }
   const extender::NodeDecision* Last(const std::string& node) const {
     auto it = last_.find(node);
     return it == last_.end() ? nullptr : &it->second;
@@ -82,6 +85,7 @@ class RecordingDecider : public extender::Decider {
  private:
   extender::ExtenderCore& core_;
   std::map<std::string, extender::NodeDecision> last_;
+  extender::IncomingPod last_pod_;
 };
 
 enum class EventType { kReport, kFinish, kStart, kArrival, kRetry };
@@ -261,7 +265,21 @@ class Simulation {
     std::vector<size_t> feasible = FeasibleNodes(loads, request);
     if (feasible.empty()) return false;
     std::string pod_json;
-    if (core_) {
+    const WhatIf& what_if = options_.what_if;
+    if (core_ && what_if.oracle_filter != OracleFilter::kNone) {
+      // The extender still sees the request (its state moves as it would),
+      // but the ground truth's filter decides.
+      pod_json = PodJson(w, pod.identity);
+      Call(extender::Verb::kFilter, ArgsJson(pod_json, feasible, names_));
+      std::vector<int64_t> unused;
+      std::vector<size_t> passed = OracleFilterAndScore(pod, feasible, unused);
+      extender_filtered_out_ += feasible.size() - passed.size();
+      if (passed.empty()) {
+        ++extender_refused_all_;
+        return false;
+      }
+      feasible = std::move(passed);
+    } else if (core_) {
       pod_json = PodJson(w, pod.identity);
       const nlohmann::json reply =
           Call(extender::Verb::kFilter, ArgsJson(pod_json, feasible, names_));
@@ -285,6 +303,9 @@ class Simulation {
     if (options_.scorer == Scorer::kOracle) {
       feasible = OracleFilterAndScore(pod, feasible, oracle_scores);
       if (feasible.empty()) return false;
+    } else if (core_ && what_if.oracle_scores && feasible.size() > 1) {
+      feasible = OracleScores(pod, feasible, oracle_scores);
+      if (feasible.empty()) return false;
     }
     size_t chosen = feasible[0];
     if (feasible.size() > 1) {  // with one feasible node kube-scheduler skips scoring
@@ -292,7 +313,7 @@ class Simulation {
       for (size_t k = 0; k < oracle_scores.size(); ++k) {
         scores[k] += ExtenderContribution(oracle_scores[k], options_.extender_weight);
       }
-      if (core_) {
+      if (core_ && !what_if.oracle_scores) {
         const nlohmann::json reply =
             Call(extender::Verb::kPrioritize, ArgsJson(pod_json, feasible, names_));
         for (const auto& host : reply) {
@@ -308,6 +329,9 @@ class Simulation {
       const size_t pick = SelectHost(scores, host_rng_);
       chosen = feasible[pick];
       if (core_ && options_.calibrate) Calibrate(pod, feasible, pick);
+    }
+    if (core_ && what_if.exact_bookings) {
+      core_->Reserve(recorder_->last_pod(), names_[chosen], /*teach=*/false);
     }
     Bind(index, static_cast<int>(chosen));
     return true;
@@ -353,6 +377,11 @@ class Simulation {
     node.requested_memory_bytes += w.memory_request_bytes;
     node.bound.push_back(index);
     pod.phase = PodPhase::kStarting;
+    if (core_ && options_.what_if.instant_telemetry) {
+      Start(index);
+      Report(node_index, /*periodic=*/false);
+      return;
+    }
     Push(now_s_ + rng_.Uniform(options_.min_startup_s, options_.max_startup_s), EventType::kStart,
          index);
   }
@@ -489,6 +518,13 @@ class Simulation {
     for (size_t j = 0; j < workloads.size(); ++j) {
       if (workloads[j]->kind != WorkloadKind::kLatencyCritical) continue;
       const bool resident = j + 1 < workloads.size();
+      if (!Protected(*workloads[j], resident)) {
+        if (resident) {
+          c.true_resident_added = std::max(c.true_resident_added,
+                                           out.pods[j].slowdown - out_before.pods[j].slowdown);
+        }
+        continue;
+      }
       // A resident already past 1.2x is not the newcomer's doing unless it
       // makes it worse (the extender's minAddedSlowdown rule): else, once
       // every node held one such pod, no placement would count as within
@@ -506,6 +542,52 @@ class Simulation {
     c.true_slowdown = out.pods.back().slowdown;
     c.true_added_harm = Harm(workloads, out) - harm_before;
     return c;
+  }
+
+  // Whether `within` checks this latency-critical pod: always for the
+  // oracle; for WhatIf::oracle_filter, the pods of its scope.
+  bool Protected(const Workload& w, bool resident) const {
+    switch (options_.scorer == Scorer::kOracle ? OracleFilter::kAll
+                                               : options_.what_if.oracle_filter) {
+      case OracleFilter::kAnnotated:
+        return w.annotated_latency_critical;
+      case OracleFilter::kResidents:
+        return resident;
+      case OracleFilter::kIncoming:
+        return !resident;
+      case OracleFilter::kNone:
+      case OracleFilter::kAll:
+        break;
+    }
+    return true;
+  }
+
+  // WhatIf::oracle_scores: the candidates the kubelet admits, scored by the
+  // ground truth's added harm relative to them (as the oracle scores).
+  std::vector<size_t> OracleScores(const PodState& pod, const std::vector<size_t>& feasible,
+                                   std::vector<int64_t>& scores) const {
+    std::vector<size_t> admitted;
+    std::vector<double> harm;
+    for (size_t k : feasible) {
+      if (std::optional<CalibrationCandidate> t = TruthOf(pod, nodes_[k])) {
+        admitted.push_back(k);
+        harm.push_back(t->true_added_harm);
+      }
+    }
+    RelativeScores(harm, scores);
+    return admitted;
+  }
+
+  // 10 for the least harm of `harm`, 0 for the most, linear between.
+  static void RelativeScores(const std::vector<double>& harm, std::vector<int64_t>& scores) {
+    scores.clear();
+    if (harm.empty()) return;
+    const double best = *std::min_element(harm.begin(), harm.end());
+    const double worst = *std::max_element(harm.begin(), harm.end());
+    for (double h : harm) {
+      scores.push_back(worst - best < 1e-3 ? kMaxExtenderPriority
+                                           : std::llround(10 * (worst - h) / (worst - best)));
+    }
   }
 
   // The oracle extender: the ground truth's added harm of `pod` on each
@@ -532,23 +614,20 @@ class Simulation {
         passed_harm.push_back(truth[j].true_added_harm);
       }
     }
-    scores.clear();
-    if (passed.empty()) return passed;
-    const double best = *std::min_element(passed_harm.begin(), passed_harm.end());
-    const double worst = *std::max_element(passed_harm.begin(), passed_harm.end());
-    for (double h : passed_harm) {
-      scores.push_back(worst - best < 1e-3 ? kMaxExtenderPriority
-                                           : std::llround(10 * (worst - h) / (worst - best)));
-    }
+    RelativeScores(passed_harm, scores);
     return passed;
   }
 
-  void Report(int node_index) {
+  // A node's report: the periodic one schedules the next; an extra one
+  // (WhatIf::instant_telemetry) does not.
+  void Report(int node_index, bool periodic = true) {
     NodeState& node = nodes_[static_cast<size_t>(node_index)];
     const double interval = options_.report_interval_s;
-    Push(now_s_ +
-             interval * (1 + report_rng_.Uniform(-options_.report_jitter, options_.report_jitter)),
-         EventType::kReport, node_index);
+    if (periodic) {
+      Push(now_s_ + interval * (1 + report_rng_.Uniform(-options_.report_jitter,
+                                                        options_.report_jitter)),
+           EventType::kReport, node_index);
+    }
     if (!core_) {
       node.last_report_s = now_s_;
       return;

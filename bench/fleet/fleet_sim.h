@@ -39,8 +39,40 @@ enum class Scorer {
   kOracle,
 };
 
+// Which latency-critical pods the ground truth's filter protects in
+// WhatIf::oracle_filter.
+enum class OracleFilter {
+  kNone,        // the extender's own filter
+  kAll,         // every latency-critical pod, incoming and resident (the oracle's)
+  kAnnotated,   // only those annotated latency-critical (what a class rule sees)
+  kResidents,   // only the residents: the incoming pod's own slowdown is not checked
+  kIncoming,    // only the incoming pod: residents are not protected
+};
+
+// What-if levers for the Neighborly mode (placement_bench --what-if,
+// docs/placement-benchmark.md "Where the gap is"): each replaces one part of
+// what the extender knows or decides with the ground truth's, so that a run
+// measures how many victims that part alone costs. None is a product.
+struct WhatIf {
+  OracleFilter oracle_filter = OracleFilter::kNone;
+  // The ground truth's scores (least added harm 10 .. most 0, relative to
+  // the candidates) in place of /prioritize's; the extender's filter stays.
+  bool oracle_scores = false;
+  // After each bind, the extender is told where the pod went (Reserve, as
+  // the framework plugin does), instead of /prioritize's guess.
+  bool exact_bookings = false;
+  // A pod runs as soon as it is bound, and its node reports at once: no
+  // startup delay and no telemetry lag.
+  bool instant_telemetry = false;
+  bool any() const {
+    return oracle_filter != OracleFilter::kNone || oracle_scores || exact_bookings ||
+           instant_telemetry;
+  }
+};
+
 struct SimOptions {
   Scorer scorer = Scorer::kDefault;
+  WhatIf what_if;  // Neighborly mode only
   int64_t extender_weight = 2;
   // The extender's YAML config (docs/configuration.md); empty: the defaults,
   // as neighborly-extender without --config.

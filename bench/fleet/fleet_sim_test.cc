@@ -116,6 +116,69 @@ TEST(FleetSimulator, TheOracleKeepsACacheSensitiveServiceAwayFromAStreamer) {
   EXPECT_EQ(by_oracle.victims.already_at_start + by_oracle.victims.made_later, oracle_victims);
 }
 
+// placement_bench --what-if: each lever takes its part from the ground
+// truth. With the truth's filter or its scores the extender's run keeps the
+// cache-sensitive service away from the streamer, as the oracle does; with
+// instant telemetry every bind adds a report.
+TEST(FleetSimulator, WhatIfLeversTakeTheirPartFromTheGroundTruth) {
+  FleetSpec fleet;
+  fleet.seed = 3;
+  fleet.nodes.push_back(SmallNode("node-01", false));
+  fleet.nodes.push_back(SmallNode("node-02", false));
+  for (NodeSpec& n : fleet.nodes) n.shape.l3_bytes_per_socket = 20e6;
+  Workload compute = Deployment("compute", WorkloadKind::kStandard, 5);
+  compute.behaviour.mpki_cold = 1;
+  compute.behaviour.mpki_floor = 0.5;
+  compute.behaviour.working_set_bytes = 1e6;
+  compute.behaviour.footprint_bytes = 1e6;
+  Arrive(fleet, compute);
+  Workload scan = Deployment("scan", WorkloadKind::kBatch, 3);
+  scan.is_job = true;
+  scan.duration_s = 3600;
+  scan.behaviour.mpki_cold = 30;
+  scan.behaviour.mpki_floor = 25;
+  scan.behaviour.working_set_bytes = 200e6;
+  scan.behaviour.footprint_bytes = 400e6;
+  scan.behaviour.curve_exponent = 0.5;
+  scan.behaviour.mlp = 6;
+  scan.cpu_usage_fraction = 1;
+  Arrive(fleet, scan);
+  Workload service = Deployment("catalog", WorkloadKind::kLatencyCritical, 1);
+  service.behaviour.working_set_bytes = 12e6;
+  service.behaviour.footprint_bytes = 18e6;
+  service.behaviour.mpki_cold = 12;
+  Arrive(fleet, service);
+
+  SimOptions plain;
+  plain.scorer = Scorer::kNeighborly;
+  const FleetResult by_extender = SimulateFleet(fleet, plain);
+  // The extender's own filter refuses nothing here; the truth's filter
+  // refuses the scan's node to the service (its own slowdown there).
+  EXPECT_EQ(by_extender.extender_filtered_out, 0u);
+  for (const WhatIf& w : {WhatIf{.oracle_filter = OracleFilter::kAll},
+                          WhatIf{.oracle_filter = OracleFilter::kIncoming},
+                          WhatIf{.oracle_scores = true}}) {
+    SimOptions o = plain;
+    o.what_if = w;
+    const FleetResult r = SimulateFleet(fleet, o);
+    EXPECT_EQ(r.extender_filtered_out, w.oracle_filter != OracleFilter::kNone ? 1u : 0u);
+    ASSERT_EQ(r.pods[2].phase, PodPhase::kRunning);
+    EXPECT_EQ(r.pods[2].node, r.pods[0].node) << "beside the compute-bound pod";
+    EXPECT_NE(r.pods[2].node, r.pods[1].node) << "not beside the scan";
+    EXPECT_LE(r.pods[2].slowdown_end, 1.2);
+  }
+  // The filter protecting residents only does not check the incoming
+  // service's own slowdown: nothing refuses the scan's node for it.
+  SimOptions residents = plain;
+  residents.what_if.oracle_filter = OracleFilter::kResidents;
+  EXPECT_EQ(SimulateFleet(fleet, residents).extender_filtered_out, 0u);
+  SimOptions instant = plain;
+  instant.what_if.instant_telemetry = true;
+  const FleetResult r = SimulateFleet(fleet, instant);
+  EXPECT_EQ(r.reports, by_extender.reports + 3) << "one more report per bind";
+  for (const PodResult& p : r.pods) EXPECT_EQ(p.phase, PodPhase::kRunning);
+}
+
 // placement_bench --extender-config: a file that does not load is refused
 // before any fleet runs, by file, line and key; no file is the defaults.
 TEST(FleetSimTest, ExtenderConfigIsCheckedBeforeTheRun) {
