@@ -31,7 +31,7 @@ if [[ $# -ge 2 && "$2" != "-" ]]; then
   [[ -r "$2" ]] || { echo "placement-sets: cannot read $2" >&2; exit 1; }
   config=(--extender-config "$(realpath "$2")")
 fi
-(( $# >= 2 )) && shift 2 || shift $#
+shift $(( $# < 2 ? $# : 2 ))
 config+=("$@")
 out="$(mktemp -d)"
 trap 'rm -rf "${out}"' EXIT

@@ -265,14 +265,17 @@ class Simulation {
     std::vector<size_t> feasible = FeasibleNodes(loads, request);
     if (feasible.empty()) return false;
     std::string pod_json;
+    std::vector<int64_t> oracle_scores;
     const WhatIf& what_if = options_.what_if;
     if (core_ && what_if.oracle_filter != OracleFilter::kNone) {
       // The extender still sees the request (its state moves as it would),
-      // but the ground truth's filter decides.
+      // but the ground truth's filter decides. Its scores, relative to the
+      // nodes it passes, are WhatIf::oracle_scores' too.
       pod_json = PodJson(w, pod.identity);
       Call(extender::Verb::kFilter, ArgsJson(pod_json, feasible, names_));
-      std::vector<int64_t> unused;
-      std::vector<size_t> passed = OracleFilterAndScore(pod, feasible, unused);
+      std::vector<int64_t> truth_scores;
+      std::vector<size_t> passed = OracleFilterAndScore(pod, feasible, truth_scores);
+      if (what_if.oracle_scores) oracle_scores = std::move(truth_scores);
       extender_filtered_out_ += feasible.size() - passed.size();
       if (passed.empty()) {
         ++extender_refused_all_;
@@ -299,11 +302,10 @@ class Simulation {
       }
       feasible = std::move(passed);
     }
-    std::vector<int64_t> oracle_scores;
     if (options_.scorer == Scorer::kOracle) {
       feasible = OracleFilterAndScore(pod, feasible, oracle_scores);
       if (feasible.empty()) return false;
-    } else if (core_ && what_if.oracle_scores && feasible.size() > 1) {
+    } else if (core_ && what_if.oracle_scores && oracle_scores.empty() && feasible.size() > 1) {
       feasible = OracleScores(pod, feasible, oracle_scores);
       if (feasible.empty()) return false;
     }

@@ -62,10 +62,9 @@ TEST(FleetSimulator, CountsTopologyAffinityErrors) {
   EXPECT_EQ(s.lc_running_end, 2);
 }
 
-// The yardstick sees the interference the default scores cannot: the
-// default puts a cache-sensitive service on the emptier node, beside a
-// streamer; the oracle puts it beside the big compute-bound pod.
-TEST(FleetSimulator, TheOracleKeepsACacheSensitiveServiceAwayFromAStreamer) {
+// Two small nodes and, in this order, a big compute-bound pod, a streaming
+// scan and a cache-sensitive service: where the service goes is the test.
+FleetSpec ServiceScanAndComputeFleet() {
   FleetSpec fleet;
   fleet.seed = 3;
   fleet.nodes.push_back(SmallNode("node-01", false));
@@ -93,6 +92,14 @@ TEST(FleetSimulator, TheOracleKeepsACacheSensitiveServiceAwayFromAStreamer) {
   service.behaviour.footprint_bytes = 18e6;
   service.behaviour.mpki_cold = 12;
   Arrive(fleet, service);
+  return fleet;
+}
+
+// The yardstick sees the interference the default scores cannot: the
+// default puts a cache-sensitive service on the emptier node, beside a
+// streamer; the oracle puts it beside the big compute-bound pod.
+TEST(FleetSimulator, TheOracleKeepsACacheSensitiveServiceAwayFromAStreamer) {
+  const FleetSpec fleet = ServiceScanAndComputeFleet();
 
   const FleetResult by_default = SimulateFleet(fleet, SimOptions{});
   SimOptions oracle;
@@ -121,33 +128,7 @@ TEST(FleetSimulator, TheOracleKeepsACacheSensitiveServiceAwayFromAStreamer) {
 // cache-sensitive service away from the streamer, as the oracle does; with
 // instant telemetry every bind adds a report.
 TEST(FleetSimulator, WhatIfLeversTakeTheirPartFromTheGroundTruth) {
-  FleetSpec fleet;
-  fleet.seed = 3;
-  fleet.nodes.push_back(SmallNode("node-01", false));
-  fleet.nodes.push_back(SmallNode("node-02", false));
-  for (NodeSpec& n : fleet.nodes) n.shape.l3_bytes_per_socket = 20e6;
-  Workload compute = Deployment("compute", WorkloadKind::kStandard, 5);
-  compute.behaviour.mpki_cold = 1;
-  compute.behaviour.mpki_floor = 0.5;
-  compute.behaviour.working_set_bytes = 1e6;
-  compute.behaviour.footprint_bytes = 1e6;
-  Arrive(fleet, compute);
-  Workload scan = Deployment("scan", WorkloadKind::kBatch, 3);
-  scan.is_job = true;
-  scan.duration_s = 3600;
-  scan.behaviour.mpki_cold = 30;
-  scan.behaviour.mpki_floor = 25;
-  scan.behaviour.working_set_bytes = 200e6;
-  scan.behaviour.footprint_bytes = 400e6;
-  scan.behaviour.curve_exponent = 0.5;
-  scan.behaviour.mlp = 6;
-  scan.cpu_usage_fraction = 1;
-  Arrive(fleet, scan);
-  Workload service = Deployment("catalog", WorkloadKind::kLatencyCritical, 1);
-  service.behaviour.working_set_bytes = 12e6;
-  service.behaviour.footprint_bytes = 18e6;
-  service.behaviour.mpki_cold = 12;
-  Arrive(fleet, service);
+  const FleetSpec fleet = ServiceScanAndComputeFleet();
 
   SimOptions plain;
   plain.scorer = Scorer::kNeighborly;
