@@ -66,6 +66,8 @@ std::string ParseWhatIf(const std::string& text, WhatIf& w) {
       w.exact_bookings = true;
     } else if (lever == "instant-telemetry") {
       w.instant_telemetry = true;
+    } else if (lever == "true-footprints") {
+      w.true_footprints = true;
     } else {
       return absl::StrCat("--what-if: unknown lever \"", lever, "\"");
     }
@@ -82,7 +84,8 @@ int Usage(const std::string& error) {
                "[--extender-config FILE] [--what-if LEVER[,LEVER...]]\n"
                "  levers (the Neighborly mode with one part taken from the ground truth):\n"
                "  oracle-filter, oracle-filter-annotated, oracle-filter-residents,\n"
-               "  oracle-filter-incoming, oracle-scores, exact-bookings, instant-telemetry\n");
+               "  oracle-filter-incoming, oracle-scores, exact-bookings, instant-telemetry,\n"
+               "  true-footprints\n");
   return 2;
 }
 

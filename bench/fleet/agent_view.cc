@@ -1,5 +1,6 @@
 #include "bench/fleet/agent_view.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 
@@ -57,6 +58,12 @@ PodIdentity IdentityOf(const Workload& w, int replica, uint64_t seed) {
   if (w.labelled_batch) id.labels["workload-type"] = "batch";
   if (w.annotated_latency_critical) id.annotations["neighborly.io/class"] = "latency-critical";
   return id;
+}
+
+void AnnotateTrueFootprint(const Workload& w, const GroundTruthParams& truth,
+                           PodIdentity& identity) {
+  const double bytes = std::min(Scaled(w.behaviour, truth).footprint_bytes, kTrueFootprintCapBytes);
+  identity.annotations["neighborly.io/llc-bytes"] = absl::StrCat(static_cast<int64_t>(bytes));
 }
 
 std::string NodeScenarioJson(const NodeSpec& node, const KubeletCpus& cpus,

@@ -30,6 +30,14 @@ struct PodIdentity {
 
 PodIdentity IdentityOf(const Workload& workload, int replica, uint64_t seed);
 
+// What-if `true-footprints`: the footprint the ground truth gives the
+// workload's pod (its scales applied), as the extender's cache hint
+// (annotation neighborly.io/llc-bytes): what the pod needs in each L3 it runs
+// on, capped at kTrueFootprintCapBytes (a streamer's is its whole scan).
+inline constexpr double kTrueFootprintCapBytes = 64e6;
+void AnnotateTrueFootprint(const Workload& workload, const GroundTruthParams& truth,
+                           PodIdentity& identity);
+
 struct MeasuredPod {
   const Workload* workload = nullptr;
   const PodIdentity* identity = nullptr;

@@ -146,6 +146,9 @@ class Simulation {
       p.workload = &fleet.workloads[static_cast<size_t>(a.workload)];
       p.replica = a.replica;
       p.identity = IdentityOf(*p.workload, a.replica, fleet.seed);
+      if (options.scorer == Scorer::kNeighborly && options.what_if.true_footprints) {
+        AnnotateTrueFootprint(*p.workload, options.truth, p.identity);
+      }
       pods_.push_back(std::move(p));
     }
     if (options.scorer == Scorer::kNeighborly) {

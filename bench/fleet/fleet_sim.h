@@ -64,9 +64,12 @@ struct WhatIf {
   // A pod runs as soon as it is bound, and its node reports at once: no
   // startup delay and no telemetry lag.
   bool instant_telemetry = false;
+  // Every pod carries its true footprint as its cache hint
+  // (AnnotateTrueFootprint): the extender's inputs corrected, its forms kept.
+  bool true_footprints = false;
   bool any() const {
     return oracle_filter != OracleFilter::kNone || oracle_scores || exact_bookings ||
-           instant_telemetry;
+           instant_telemetry || true_footprints;
   }
 };
 

@@ -5,6 +5,8 @@
 #include <fstream>
 #include <string>
 
+#include "bench/fleet/agent_view.h"
+
 namespace neighborly::fleet {
 namespace {
 
@@ -175,6 +177,27 @@ TEST(FleetSimTest, ExtenderConfigIsCheckedBeforeTheRun) {
   EXPECT_NE(refused.message().find("placement_bad.yaml:3"), std::string::npos) << refused;
   EXPECT_NE(refused.message().find("maxSlowdwn"), std::string::npos) << refused;
   EXPECT_FALSE(CheckExtenderConfig(dir + "/placement_missing.yaml").ok());
+}
+
+// What-if true-footprints: each pod's cache hint is the footprint the ground
+// truth gives it, its scale applied, a streamer's capped.
+TEST(FleetSimulator, TrueFootprintsBecomeTheCacheHint) {
+  Workload service;
+  service.behaviour.footprint_bytes = 20e6;
+  Workload scan;
+  scan.streaming = true;
+  scan.behaviour.footprint_bytes = 400e6;
+  GroundTruthParams truth;
+  PodIdentity a;
+  AnnotateTrueFootprint(service, truth, a);
+  EXPECT_EQ(a.annotations["neighborly.io/llc-bytes"], "20000000");
+  truth.working_set_scale = 1.5;
+  PodIdentity b;
+  AnnotateTrueFootprint(service, truth, b);
+  EXPECT_EQ(b.annotations["neighborly.io/llc-bytes"], "30000000");
+  PodIdentity c;
+  AnnotateTrueFootprint(scan, truth, c);
+  EXPECT_EQ(c.annotations["neighborly.io/llc-bytes"], "64000000");
 }
 
 }  // namespace
