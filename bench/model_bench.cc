@@ -430,12 +430,13 @@ void BM_VerdictRefresh(benchmark::State& state) {
   state.counters["nodes_per_refresh"] =
       static_cast<double>(after.nodes_visited - before.nodes_visited) / refreshes;
   state.counters["full_share"] = static_cast<double>(after.full - before.full) / refreshes;
-  state.counters["feasible_share"] =
-      static_cast<double>(std::count_if(changes.decisions.begin(), changes.decisions.end(),
-                                        [](const extender::NodeDecision& d) { return d.feasible; })) /
-      static_cast<double>(std::max<size_t>(1, changes.decisions.size()));
-  state.SetLabel(absl::StrCat(incremental ? "journal: changed nodes only" : "control: every node visited",
-                              refused ? "; refused everywhere, least_harm_state" : ""));
+  const auto passed = std::count_if(changes.decisions.begin(), changes.decisions.end(),
+                                    [](const extender::NodeDecision& d) { return d.feasible; });
+  const size_t given = std::max<size_t>(1, changes.decisions.size());
+  state.counters["feasible_share"] = static_cast<double>(passed) / static_cast<double>(given);
+  state.SetLabel(absl::StrCat(
+      incremental ? "journal: changed nodes only" : "control: every node visited",
+      refused ? "; refused everywhere, least_harm_state" : ""));
 }
 BENCHMARK(BM_VerdictRefresh)
     ->Args({0, 0, 50})

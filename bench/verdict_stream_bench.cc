@@ -327,15 +327,16 @@ int Scheduler(const Flags& flags, int port, int to_extender, int from_extender) 
               flags.nodes, flags.shapes, flags.bookings,
               flags.rate > 0 ? absl::StrCat(flags.rate, "/s").c_str() : "closed loop",
               static_cast<double>(reports) / wall);
-  std::printf("  extender CPU per booking (less ingest)  %.1f us   (process %.1f us, ingest %.1f us)\n",
-              (cpu - ingest_cpu) / n * 1e6, cpu / n * 1e6, ingest_cpu / n * 1e6);
+  std::printf(
+      "  extender CPU per booking (less ingest)  %.1f us   (process %.1f us, ingest %.1f us)\n",
+      (cpu - ingest_cpu) / n * 1e6, cpu / n * 1e6, ingest_cpu / n * 1e6);
   std::printf("  plugin process CPU per booking          %.1f us\n", parent_cpu / n * 1e6);
   std::printf("  wall per booking %.1f us; ack p50 %.0f us, p99 %.0f us; booked %lu\n",
               wall / n * 1e6, ack_us[ack_us.size() / 2], ack_us[ack_us.size() * 99 / 100],
               booked);
-  std::printf("  refreshes per booking %.2f (full %lu), nodes per refresh %.2f\n",
-              static_cast<double>(full + incremental) / n, full,
-              static_cast<double>(nodes) / static_cast<double>(std::max<uint64_t>(1, full + incremental)));
+  const double refreshes = static_cast<double>(full + incremental);
+  std::printf("  refreshes per booking %.2f (full %lu), nodes per refresh %.2f\n", refreshes / n,
+              full, static_cast<double>(nodes) / std::max(1.0, refreshes));
   std::printf("  updates per booking %.2f, verdicts per booking %.2f, bytes per booking %.0f\n",
               static_cast<double>(plugin.updates - updates0) / n,
               static_cast<double>(plugin.verdicts - verdicts0) / n,
