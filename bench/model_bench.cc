@@ -352,17 +352,24 @@ void BM_CoreLcRefused(benchmark::State& state) {
 BENCHMARK(BM_CoreLcRefused)->Unit(benchmark::kMicrosecond)->Iterations(7000);
 
 // One refresh of a verdict stream's table (issue 25): 5,000 nodes of 20-pod
-// reports at 1 Hz, the stream's 50 ms between refreshes (250 nodes report
-// in that time, outside the timing) and a booking on one node per refresh,
-// as a plugin's Reserve; one iteration is one refresh of one shape (a
-// standard Burstable pod, SchedulingBasic's). `incremental` 0 is the control:
-// every node visited each refresh, its decision reused when unchanged (the
-// stream before the journal); 1 visits only the nodes the journal lists.
-// Counters: nodes evaluated or visited per refresh, and the share of
-// refreshes that were full.
+// reports at 1 Hz, `ms` between refreshes (50: the stream's timer, 250
+// nodes report in that time; 1: a booking's refresh at kube-scheduler's
+// pace, 5 report), outside the timing, and a booking on one node per
+// refresh, as a plugin's Reserve; one iteration is one refresh of one shape
+// (a standard Burstable pod, SchedulingBasic's; `refused` 1: a
+// latency-critical pod that tolerates almost nothing, refused on every node
+// so that the least-harm fallback decides; both tracked with
+// least_harm_state as the plugin subscribes them, except a standard pod at
+// 50 ms, measured before the plugin did). `incremental` 0 is the control: every node
+// visited each refresh, its decision reused when unchanged (the stream
+// before the journal); 1 visits only the nodes the journal lists.
+// Counters: nodes evaluated or visited per refresh, the share of refreshes
+// that were full, the share of the last refresh's decisions that passed.
 void BM_VerdictRefresh(benchmark::State& state) {
   constexpr int kNodes = 5000;
   const bool incremental = state.range(0) != 0;
+  const bool refused = state.range(1) != 0;
+  const absl::Duration interval = absl::Milliseconds(state.range(2));
   FakeClock clock;
   const absl::Time start = absl::FromUnixSeconds(1'700'000'001);
   clock.Set(start);
@@ -384,24 +391,30 @@ void BM_VerdictRefresh(benchmark::State& state) {
     }
   };
   for (int i = 0; i < kNodes; ++i) report();
-  const IncomingPod shape = [] {
+  const IncomingPod shape = [&] {
     IncomingPod pod;
     pod.namespace_name = "bench";
     pod.name = "pod";
     pod.qos = extender::QosClass::kBurstable;
     pod.cpu_request_millicores = 100;
     pod.memory_request_bytes = int64_t{500} << 20;
+    if (refused) {
+      pod.annotations = {{"neighborly.io/class", "latency-critical"},
+                         {"neighborly.io/max-slowdown", "1.001"}};
+    }
     return pod;
   }();
   const std::vector<std::string> names = Names(kNodes);
-  extender::ExtenderCore::VerdictTracker tracker(incremental);
+  // As the plugin subscribes, except in the 50 ms rows measured before it did.
+  extender::ExtenderCore::VerdictTracker tracker(
+      incremental, /*least_harm_state=*/refused || interval < absl::Milliseconds(50));
   extender::ExtenderCore::VerdictChanges changes;
   core.Verdicts(shape, tracker, changes);  // the table's first, full refresh
   const extender::ExtenderCore::VerdictRefreshStats before = core.verdict_refresh_stats();
   uint64_t k = 0;
   for (auto _ : state) {
     state.PauseTiming();
-    clock.Set(clock.Now() + absl::Milliseconds(50));
+    clock.Set(clock.Now() + interval);
     const auto due = static_cast<uint64_t>(absl::ToDoubleSeconds(clock.Now() - start) * kNodes);
     while (next_report < due + kNodes) report();
     IncomingPod pod = shape;
@@ -417,9 +430,22 @@ void BM_VerdictRefresh(benchmark::State& state) {
   state.counters["nodes_per_refresh"] =
       static_cast<double>(after.nodes_visited - before.nodes_visited) / refreshes;
   state.counters["full_share"] = static_cast<double>(after.full - before.full) / refreshes;
-  state.SetLabel(incremental ? "journal: changed nodes only" : "control: every node visited");
+  const auto passed = std::count_if(changes.decisions.begin(), changes.decisions.end(),
+                                    [](const extender::NodeDecision& d) { return d.feasible; });
+  const size_t given = std::max<size_t>(1, changes.decisions.size());
+  state.counters["feasible_share"] = static_cast<double>(passed) / static_cast<double>(given);
+  state.SetLabel(absl::StrCat(
+      incremental ? "journal: changed nodes only" : "control: every node visited",
+      refused ? "; refused everywhere, least_harm_state" : ""));
 }
-BENCHMARK(BM_VerdictRefresh)->Arg(0)->Arg(1)->ArgName("incremental")->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_VerdictRefresh)
+    ->Args({0, 0, 50})
+    ->Args({1, 0, 50})
+    ->Args({1, 1, 50})
+    ->Args({1, 0, 1})
+    ->Args({1, 1, 1})
+    ->ArgNames({"incremental", "refused", "ms"})
+    ->Unit(benchmark::kMicrosecond);
 
 }  // namespace
 }  // namespace neighborly::bench

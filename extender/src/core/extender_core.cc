@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <cmath>
 #include <deque>
 #include <limits>
 #include <mutex>
@@ -763,6 +764,29 @@ struct ExtenderCore::VerdictTracker::State {
   std::vector<Node> nodes;  // by ordinal
   size_t feasible = 0;      // tracked nodes whose first look passes
   size_t passed = 0;        // tracked nodes the fallback passes
+  // The least-harm fallback's candidates, kept as nodes change, so that a
+  // refresh of a shape that falls back finds each group's least harm without
+  // visiting every node (issue 25: that visit, on every refresh of a shape
+  // refused everywhere, was the verdict stream's largest single cost). Per
+  // group (kSoft, kSoftGuessed): how many tracked nodes' second looks pass,
+  // and the least cost among them, exact unless `least_stale` (a node of
+  // the least cost left; the next visit finds it again). The visit is made
+  // too while some tracked soft node has no second look yet, or a cost that
+  // does not order (NaN).
+  std::array<size_t, 2> second_passes{};
+  std::array<double, 2> second_least{std::numeric_limits<double>::infinity(),
+                                     std::numeric_limits<double>::infinity()};
+  bool least_stale = false;
+  size_t unlooked = 0;
+  size_t unordered = 0;
+  // Forgets every node's part in the above (a full refresh starts over).
+  void ResetCandidates() {
+    second_passes = {};
+    second_least.fill(std::numeric_limits<double>::infinity());
+    least_stale = false;
+    unlooked = 0;
+    unordered = 0;
+  }
   // (time, ordinal), earliest first; an entry whose time is not its node's
   // `queued` is stale and skipped.
   using Expiry = std::pair<absl::Time, uint64_t>;
@@ -775,6 +799,34 @@ struct ExtenderCore::VerdictTracker::State {
   std::vector<uint64_t> more_ordinals;
   std::vector<NodeDecision> more;
 
+  // A node's part in the fallback's candidates, taken out before its state
+  // changes (Leave) and put back after (Enter).
+  void Leave(const Node& n) {
+    if (!n.tracked || n.soft == kNotSoft) return;
+    if (!n.second_known) {
+      --unlooked;
+    } else if (n.second_feasible) {
+      if (std::isnan(n.second_cost)) {
+        --unordered;
+      } else {
+        --second_passes[n.soft - 1];
+        if (n.second_cost <= second_least[n.soft - 1]) least_stale = true;
+      }
+    }
+  }
+  void Enter(const Node& n) {
+    if (!n.tracked || n.soft == kNotSoft) return;
+    if (!n.second_known) {
+      ++unlooked;
+    } else if (n.second_feasible) {
+      if (std::isnan(n.second_cost)) {
+        ++unordered;
+      } else {
+        ++second_passes[n.soft - 1];
+        second_least[n.soft - 1] = std::min(second_least[n.soft - 1], n.second_cost);
+      }
+    }
+  }
   // Queues node `o` at its valid_until unless an entry comes due earlier.
   void Queue(uint64_t o) {
     Node& n = nodes[o];
@@ -805,6 +857,7 @@ struct ExtenderCore::VerdictTracker::State {
       if (o >= nodes.size()) nodes.resize(o + 1);
       Node& n = nodes[o];
       const NodeDecision& d = decisions[i];
+      Leave(n);
       if (n.tracked && n.feasible) --feasible;
       n.tracked = true;
       n.feasible = d.feasible;
@@ -813,6 +866,7 @@ struct ExtenderCore::VerdictTracker::State {
                : d.reason.starts_with("in-flight") ? kSoftGuessed
                                                      : kSoft;
       n.second_known = false;
+      Enter(n);
       n.valid_until = valid[i];
       Queue(o);
     }
@@ -914,6 +968,7 @@ void ExtenderCore::Impl::TrackVerdicts(const IncomingPod& pod, VerdictTracker::S
     for (State::Node& n : st.nodes) n = State::Node{.mark = n.mark};
     st.feasible = 0;
     st.passed = 0;
+    st.ResetCandidates();
     st.expiries = {};
     for (const ClusterState::Entry* entry : entries) st.changed.push_back(entry->ordinal);
     journalled = st.changed.size();
@@ -971,9 +1026,11 @@ void ExtenderCore::Impl::TrackVerdicts(const IncomingPod& pod, VerdictTracker::S
     const NodeSnapshot* snapshot = entries[o]->snapshot.load();
     if (snapshot == nullptr) return false;
     SecondLook(req, *entries[o], *snapshot, now, harm_reuse, look, harm_reused, harm_evaluated);
+    st.Leave(n);
     n.second_known = true;
     n.second_feasible = look.feasible;
     n.second_cost = look.cost;
+    st.Enter(n);
     return true;
   };
   if (st.least_harm_state) {
@@ -993,7 +1050,13 @@ void ExtenderCore::Impl::TrackVerdicts(const IncomingPod& pod, VerdictTracker::S
   double least = std::numeric_limits<double>::infinity();
   bool any_soft = false, any_guessed = false;
   double least_soft = least, least_guessed = least;
-  if (falling_back) {
+  if (falling_back && st.unlooked == 0 && st.unordered == 0 && !st.least_stale) {
+    // Every candidate's second look is known: each group's least as kept.
+    any_soft = st.second_passes[State::kSoft - 1] > 0;
+    any_guessed = st.second_passes[State::kSoftGuessed - 1] > 0;
+    if (any_soft) least_soft = st.second_least[State::kSoft - 1];
+    if (any_guessed) least_guessed = st.second_least[State::kSoftGuessed - 1];
+  } else if (falling_back) {
     for (uint64_t o = 0; o < st.nodes.size() && o < entries.size(); ++o) {
       State::Node& n = st.nodes[o];
       if (!n.tracked || n.soft == State::kNotSoft) continue;
@@ -1007,6 +1070,11 @@ void ExtenderCore::Impl::TrackVerdicts(const IncomingPod& pod, VerdictTracker::S
         least_guessed = std::min(least_guessed, n.second_cost);
       }
     }
+    // What the visit found is each group's least (NaN costs aside).
+    st.second_least = {least_soft, least_guessed};
+    st.least_stale = false;
+  }
+  if (falling_back) {
     if (any_soft) {
       group = State::kSoft;
       least = least_soft;

@@ -5,6 +5,7 @@
 #include <condition_variable>
 #include <deque>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <utility>
 
@@ -50,58 +51,128 @@ VerdictStream::VerdictStream(ExtenderCore& core, Options options, PlacementMetri
       metrics_(metrics) {}
 
 grpc::Status VerdictStream::Run(grpc::ServerContext* context, Stream* stream) {
-  // The reader queues; this thread handles, refreshes and writes.
+  {
+    // Before the reader starts: from then on the thread that holds the turn
+    // writes.
+    pv1::VerdictsUpdate ready;
+    ready.set_ready(true);
+    if (!stream->Write(ready)) {
+      context->TryCancel();
+      return grpc::Status::OK;
+    }
+  }
+  // A turn (messages handled, tables refreshed, deltas and acks written) is
+  // taken by one thread at a time (`busy`): by the reader itself when a
+  // message arrives while no turn is under way and none is queued, so that
+  // a booking costs one thread's wake-up and not two (issue 25: the
+  // hand-off from the reader to this thread and back was a fifth of the
+  // extender's CPU in a plugin round); by this thread for the messages
+  // queued during a turn and for the periodic refresh. Messages are handled
+  // in the order read either way: the reader takes a turn only while the
+  // queue is empty.
   std::mutex mu;
   std::condition_variable cv;
   std::deque<pv1::VerdictsRequest> queue;  // guarded by mu
-  bool closed = false;                     // guarded by mu
+  bool closed = false;                     // guarded by mu: the reader is done
+  bool broken = false;                     // guarded by mu: a write failed
+  bool busy = false;                       // guarded by mu: a turn is under way
+  bool waiting = false;  // guarded by mu: this thread waits for the reader's turn to end
+  const auto refresh = absl::ToChronoNanoseconds(options_.refresh);
+  auto next_refresh = std::chrono::steady_clock::now() + refresh;  // guarded by mu
+  // One turn of `batch`; the caller holds `busy`. Returns whether the stream
+  // still works; `refreshed_at` gets the time of the refresh, if it took one.
+  auto turn = [&](std::deque<pv1::VerdictsRequest>& batch,
+                  std::chrono::steady_clock::time_point due,
+                  std::optional<std::chrono::steady_clock::time_point>& refreshed_at) {
+    // Every message of the batch in order; the bookings' acks after the
+    // refresh that wrote their deltas.
+    bool ok = true;
+    turn_acks_.clear();
+    for (const pv1::VerdictsRequest& request : batch) {
+      if (!(ok = Handle(request, *stream, turn_acks_))) break;
+    }
+    batch.clear();
+    const auto now = std::chrono::steady_clock::now();
+    if (ok && (!turn_acks_.empty() || now >= due)) {
+      ok = RefreshAll(*stream);
+      refreshed_at = now;
+    }
+    for (size_t i = 0; ok && i < turn_acks_.size(); ++i) {
+      ok = Send(*stream, std::move(turn_acks_[i]));
+    }
+    return ok && Flush(*stream);
+  };
   std::thread reader([&] {
+    std::deque<pv1::VerdictsRequest> own;
     pv1::VerdictsRequest request;
     while (stream->Read(&request)) {
-      std::lock_guard<std::mutex> lock(mu);
-      queue.push_back(std::move(request));
+      std::unique_lock<std::mutex> lock(mu);
+      if (broken) break;
+      if (busy || !queue.empty()) {
+        queue.push_back(std::move(request));
+        request.Clear();
+        cv.notify_one();
+        continue;
+      }
+      busy = true;
+      const auto due = next_refresh;
+      lock.unlock();
+      own.push_back(std::move(request));
       request.Clear();
-      cv.notify_one();
+      std::optional<std::chrono::steady_clock::time_point> refreshed_at;
+      const bool ok = !context->IsCancelled() && turn(own, due, refreshed_at);
+      lock.lock();
+      busy = false;
+      if (refreshed_at) next_refresh = *refreshed_at + refresh;
+      if (!ok) broken = true;
+      // Only a thread that waits for this turn to end is woken: a notify
+      // with none waiting costs nothing, but a waiter woken for nothing
+      // costs the wake-up this turn saved.
+      if (waiting || !queue.empty() || broken) cv.notify_one();
+      if (broken) break;
     }
     std::lock_guard<std::mutex> lock(mu);
     closed = true;
     cv.notify_one();
   });
-  {
-    pv1::VerdictsUpdate ready;
-    ready.set_ready(true);
-    if (!stream->Write(ready)) context->TryCancel();
-  }
-  const auto refresh = absl::ToChronoNanoseconds(options_.refresh);
-  auto next_refresh = std::chrono::steady_clock::now() + refresh;
-  bool ok = true;
   std::deque<pv1::VerdictsRequest> batch;
-  std::vector<pv1::VerdictsUpdate> acks;
-  while (ok) {
-    {
-      std::unique_lock<std::mutex> lock(mu);
-      cv.wait_until(lock, next_refresh, [&] { return closed || !queue.empty(); });
-      if (closed && queue.empty()) break;
+  {
+    std::unique_lock<std::mutex> lock(mu);
+    for (;;) {
+      const auto deadline = next_refresh;
+      cv.wait_until(lock, deadline,
+                    [&] { return closed || broken || (!busy && !queue.empty()); });
+      if (broken || (closed && queue.empty() && !busy)) break;
+      const bool due = std::chrono::steady_clock::now() >= next_refresh;
+      if (queue.empty() && !due) continue;  // the reader refreshed meanwhile
+      if (busy) {
+        // The reader's turn: wait for its end, then look again.
+        waiting = true;
+        cv.wait(lock, [&] { return !busy || broken; });
+        waiting = false;
+        continue;
+      }
+      busy = true;
       batch.swap(queue);
+      const auto due_at = next_refresh;
+      lock.unlock();
+      std::optional<std::chrono::steady_clock::time_point> refreshed_at;
+      const bool ok = !context->IsCancelled() && turn(batch, due_at, refreshed_at);
+      lock.lock();
+      busy = false;
+      if (refreshed_at) next_refresh = *refreshed_at + refresh;
+      if (!ok) {
+        broken = true;
+        break;
+      }
     }
-    if (context->IsCancelled()) break;
-    // Every message of the batch in order; the bookings' acks after the
-    // refresh that wrote their deltas.
-    acks.clear();
-    for (const pv1::VerdictsRequest& request : batch) {
-      if (!(ok = Handle(request, *stream, acks))) break;
-    }
-    batch.clear();
-    const auto now = std::chrono::steady_clock::now();
-    if (ok && (!acks.empty() || now >= next_refresh)) {
-      ok = RefreshAll(*stream);
-      next_refresh = now + refresh;
-    }
-    for (size_t i = 0; ok && i < acks.size(); ++i) ok = Send(*stream, std::move(acks[i]));
-    ok = ok && Flush(*stream);
   }
-  // A broken stream: end the call so that the reader's Read returns.
-  if (!ok) context->TryCancel();
+  // A broken stream or a cancelled call: end the call so that the reader's
+  // Read returns.
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    if (broken || !closed) context->TryCancel();
+  }
   reader.join();
   return grpc::Status::OK;
 }

@@ -16,8 +16,9 @@
 // only then acked, so the plugin holds every node's post-booking verdicts by
 // the time it reads the ack.
 //
-// The handler's thread does all the work and all the writes; a reader thread
-// of its own queues what the plugin sends.
+// A turn (messages handled, tables refreshed, writes) is taken by one thread
+// at a time: the stream's reader thread when a message arrives while none is
+// under way, else the handler's thread, which also refreshes on a timer.
 //
 //   VerdictStream stream(core, {.limits = limits, .teach = true}, &metrics);
 //   return stream.Run(context, reader_writer);   // until the plugin goes
@@ -112,8 +113,9 @@ class VerdictStream {
   std::vector<std::unique_ptr<Shape>> shapes_;
   absl::flat_hash_map<std::string, uint32_t> reasons_;
   uint64_t clock_ = 0;
-  // Scratch reused by every refresh.
+  // Scratch reused by every refresh, and the acks of a turn.
   ExtenderCore::VerdictChanges changes_;
+  std::vector<placement::v1::VerdictsUpdate> turn_acks_;
   // The write Send holds back (see Send).
   placement::v1::VerdictsUpdate held_;
   bool holding_ = false;
