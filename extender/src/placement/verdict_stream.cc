@@ -5,7 +5,6 @@
 #include <condition_variable>
 #include <deque>
 #include <mutex>
-#include <optional>
 #include <thread>
 #include <utility>
 
@@ -79,28 +78,33 @@ grpc::Status VerdictStream::Run(grpc::ServerContext* context, Stream* stream) {
   bool waiting = false;  // guarded by mu: this thread waits for the reader's turn to end
   const auto refresh = absl::ToChronoNanoseconds(options_.refresh);
   auto next_refresh = std::chrono::steady_clock::now() + refresh;  // guarded by mu
-  // One turn of `batch`; the caller holds `busy`. Returns whether the stream
-  // still works; `refreshed_at` gets the time of the refresh, if it took one.
-  auto turn = [&](std::deque<pv1::VerdictsRequest>& batch,
-                  std::chrono::steady_clock::time_point due,
-                  std::optional<std::chrono::steady_clock::time_point>& refreshed_at) {
-    // Every message of the batch in order; the bookings' acks after the
-    // refresh that wrote their deltas.
-    bool ok = true;
+  // One turn of `batch`, by the caller of either thread: entered and left
+  // with `lock` held, released while the turn runs (`busy`). Every message of
+  // the batch in order; the bookings' acks after the refresh that wrote
+  // their deltas. False when the stream broke (`broken` set).
+  auto take_turn = [&](std::unique_lock<std::mutex>& lock,
+                       std::deque<pv1::VerdictsRequest>& batch) {
+    busy = true;
+    const auto due = next_refresh;
+    lock.unlock();
+    bool ok = !context->IsCancelled();
     turn_acks_.clear();
     for (const pv1::VerdictsRequest& request : batch) {
-      if (!(ok = Handle(request, *stream, turn_acks_))) break;
+      if (!ok || !(ok = Handle(request, *stream, turn_acks_))) break;
     }
     batch.clear();
     const auto now = std::chrono::steady_clock::now();
-    if (ok && (!turn_acks_.empty() || now >= due)) {
-      ok = RefreshAll(*stream);
-      refreshed_at = now;
-    }
+    const bool refreshing = ok && (!turn_acks_.empty() || now >= due);
+    if (refreshing) ok = RefreshAll(*stream);
     for (size_t i = 0; ok && i < turn_acks_.size(); ++i) {
       ok = Send(*stream, std::move(turn_acks_[i]));
     }
-    return ok && Flush(*stream);
+    ok = ok && Flush(*stream);
+    lock.lock();
+    busy = false;
+    if (refreshing) next_refresh = now + refresh;
+    if (!ok) broken = true;
+    return ok;
   };
   std::thread reader([&] {
     std::deque<pv1::VerdictsRequest> own;
@@ -114,22 +118,14 @@ grpc::Status VerdictStream::Run(grpc::ServerContext* context, Stream* stream) {
         cv.notify_one();
         continue;
       }
-      busy = true;
-      const auto due = next_refresh;
-      lock.unlock();
       own.push_back(std::move(request));
       request.Clear();
-      std::optional<std::chrono::steady_clock::time_point> refreshed_at;
-      const bool ok = !context->IsCancelled() && turn(own, due, refreshed_at);
-      lock.lock();
-      busy = false;
-      if (refreshed_at) next_refresh = *refreshed_at + refresh;
-      if (!ok) broken = true;
+      const bool ok = take_turn(lock, own);
       // Only a thread that waits for this turn to end is woken: a notify
       // with none waiting costs nothing, but a waiter woken for nothing
       // costs the wake-up this turn saved.
-      if (waiting || !queue.empty() || broken) cv.notify_one();
-      if (broken) break;
+      if (waiting || !queue.empty() || !ok) cv.notify_one();
+      if (!ok) break;
     }
     std::lock_guard<std::mutex> lock(mu);
     closed = true;
@@ -152,19 +148,8 @@ grpc::Status VerdictStream::Run(grpc::ServerContext* context, Stream* stream) {
         waiting = false;
         continue;
       }
-      busy = true;
       batch.swap(queue);
-      const auto due_at = next_refresh;
-      lock.unlock();
-      std::optional<std::chrono::steady_clock::time_point> refreshed_at;
-      const bool ok = !context->IsCancelled() && turn(batch, due_at, refreshed_at);
-      lock.lock();
-      busy = false;
-      if (refreshed_at) next_refresh = *refreshed_at + refresh;
-      if (!ok) {
-        broken = true;
-        break;
-      }
+      if (!take_turn(lock, batch)) break;
     }
   }
   // A broken stream or a cancelled call: end the call so that the reader's
