@@ -68,9 +68,14 @@ std::string ParseWhatIf(const std::string& text, WhatIf& w) {
       w.instant_telemetry = true;
     } else if (lever == "true-footprints") {
       w.true_footprints = true;
+    } else if (lever == "blind-incoming") {
+      w.blind_incoming = true;
     } else {
       return absl::StrCat("--what-if: unknown lever \"", lever, "\"");
     }
+  }
+  if (w.blind_incoming && w.oracle_filter == OracleFilter::kNone && !w.oracle_scores) {
+    return "--what-if: blind-incoming changes the oracle levers: name oracle-filter or oracle-scores too";
   }
   return std::string();
 }
@@ -85,7 +90,7 @@ int Usage(const std::string& error) {
                "  levers (the Neighborly mode with one part taken from the ground truth):\n"
                "  oracle-filter, oracle-filter-annotated, oracle-filter-residents,\n"
                "  oracle-filter-incoming, oracle-scores, exact-bookings, instant-telemetry,\n"
-               "  true-footprints\n");
+               "  true-footprints, blind-incoming (with the oracle levers)\n");
   return 2;
 }
 

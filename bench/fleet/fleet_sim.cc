@@ -549,6 +549,40 @@ class Simulation {
     return c;
   }
 
+  // The truth the oracle and the oracle levers judge a candidate by:
+  // TruthOf, or with WhatIf::blind_incoming its average over other
+  // workloads' behaviour in the pod's place.
+  std::optional<CalibrationCandidate> LeverTruthOf(const PodState& pod,
+                                                   const NodeState& node) const {
+    if (options_.scorer != Scorer::kNeighborly || !options_.what_if.blind_incoming) {
+      return TruthOf(pod, node);
+    }
+    std::vector<const Workload*> others;
+    for (const Workload& w : fleet_.workloads) {
+      if (w.kind == pod.workload->kind && &w != pod.workload) others.push_back(&w);
+    }
+    if (others.empty()) return TruthOf(pod, node);
+    const size_t samples = std::min(others.size(), WhatIf::kBlindSamples);
+    std::optional<CalibrationCandidate> out;
+    double harm = 0;
+    size_t within = 0;
+    for (size_t i = 0; i < samples; ++i) {
+      const Workload& other = *others[i * others.size() / samples];
+      Workload stand_in = *pod.workload;
+      stand_in.behaviour = other.behaviour;
+      PodState as_other = pod;
+      as_other.workload = &stand_in;
+      std::optional<CalibrationCandidate> t = TruthOf(as_other, node);
+      if (!t) return std::nullopt;  // the kubelet's refusal does not depend on behaviour
+      harm += t->true_added_harm;
+      within += t->true_within ? 1 : 0;
+      if (!out) out = t;
+    }
+    out->true_added_harm = harm / static_cast<double>(samples);
+    out->true_within = 2 * within >= samples;
+    return out;
+  }
+
   // Whether `within` checks this latency-critical pod: always for the
   // oracle; for WhatIf::oracle_filter, the pods of its scope.
   bool Protected(const Workload& w, bool resident) const {
@@ -574,7 +608,7 @@ class Simulation {
     std::vector<size_t> admitted;
     std::vector<double> harm;
     for (size_t k : feasible) {
-      if (std::optional<CalibrationCandidate> t = TruthOf(pod, nodes_[k])) {
+      if (std::optional<CalibrationCandidate> t = LeverTruthOf(pod, nodes_[k])) {
         admitted.push_back(k);
         harm.push_back(t->true_added_harm);
       }
@@ -604,7 +638,7 @@ class Simulation {
     std::vector<size_t> admitted;
     std::vector<CalibrationCandidate> truth;
     for (size_t k : feasible) {
-      std::optional<CalibrationCandidate> t = TruthOf(pod, nodes_[k]);
+      std::optional<CalibrationCandidate> t = LeverTruthOf(pod, nodes_[k]);
       if (!t) continue;
       admitted.push_back(k);
       truth.push_back(*t);

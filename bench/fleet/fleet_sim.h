@@ -67,9 +67,18 @@ struct WhatIf {
   // Every pod carries its true footprint as its cache hint
   // (AnnotateTrueFootprint): the extender's inputs corrected, its forms kept.
   bool true_footprints = false;
+  // With oracle_filter / oracle_scores: the truth does not know the incoming
+  // pod's own memory behaviour, as the extender cannot before its replicas
+  // have run (a Deployment's replicas arrive within a second or two). Each
+  // candidate's truth is averaged over up to kBlindSamples other workloads
+  // of the pod's kind (their behaviour on the pod's requests and placement):
+  // the added harm their mean, the candidate within where at least half are.
+  // What perfect knowledge of everything else reaches.
+  bool blind_incoming = false;
+  static constexpr size_t kBlindSamples = 6;
   bool any() const {
     return oracle_filter != OracleFilter::kNone || oracle_scores || exact_bookings ||
-           instant_telemetry || true_footprints;
+           instant_telemetry || true_footprints || blind_incoming;
   }
 };
 

@@ -162,6 +162,39 @@ TEST(FleetSimulator, WhatIfLeversTakeTheirPartFromTheGroundTruth) {
   for (const PodResult& p : r.pods) EXPECT_EQ(p.phase, PodPhase::kRunning);
 }
 
+// What-if blind-incoming: the truth's filter judges the service by other
+// latency-critical workloads' behaviour in its place. Beside a light one
+// (a compute-bound service that loses nothing to the scan), it no longer
+// refuses the scan's node to the cache-sensitive service.
+TEST(FleetSimulator, BlindIncomingJudgesThePodByOthersOfItsKind) {
+  FleetSpec fleet = ServiceScanAndComputeFleet();
+  Workload light = Deployment("light", WorkloadKind::kLatencyCritical, 1);
+  light.behaviour.mpki_cold = 0.6;
+  light.behaviour.mpki_floor = 0.5;
+  light.behaviour.working_set_bytes = 1e6;
+  light.behaviour.footprint_bytes = 1e6;
+  fleet.workloads.push_back(light);  // never arrives: only a stand-in
+
+  SimOptions sighted;
+  sighted.scorer = Scorer::kNeighborly;
+  sighted.what_if.oracle_filter = OracleFilter::kIncoming;
+  const FleetResult seen = SimulateFleet(fleet, sighted);
+  EXPECT_EQ(seen.extender_filtered_out, 1u) << "the scan's node, refused to the service";
+  EXPECT_NE(seen.pods[2].node, seen.pods[1].node);
+
+  SimOptions blind = sighted;
+  blind.what_if.blind_incoming = true;
+  const FleetResult unseen = SimulateFleet(fleet, blind);
+  EXPECT_EQ(unseen.extender_filtered_out, 0u) << "a light service would be within beside the scan";
+  ASSERT_EQ(unseen.pods[2].phase, PodPhase::kRunning);
+
+  // Alone of its kind, the pod is its own stand-in: the lever changes nothing.
+  SimOptions alone = blind;
+  const FleetResult own = SimulateFleet(ServiceScanAndComputeFleet(), alone);
+  EXPECT_EQ(own.extender_filtered_out, 1u);
+  EXPECT_EQ(own.pods[2].node, seen.pods[2].node);
+}
+
 // placement_bench --extender-config: a file that does not load is refused
 // before any fleet runs, by file, line and key; no file is the defaults.
 TEST(FleetSimTest, ExtenderConfigIsCheckedBeforeTheRun) {
