@@ -8,7 +8,6 @@
 #include <limits>
 #include <mutex>
 #include <optional>
-#include <queue>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/numbers.h"
@@ -16,6 +15,7 @@
 #include "common/strings.h"
 #include "extender/src/core/decision_reuse.h"
 #include "extender/src/core/evaluation_pool.h"
+#include "extender/src/core/expiry_queue.h"
 #include "extender/src/core/report_validation.h"
 #include "extender/src/model/classify.h"
 #include "extender/src/model/evaluate.h"
@@ -798,10 +798,11 @@ struct ExtenderCore::VerdictTracker::State {
     unlooked = 0;
     unordered = 0;
   }
-  // (time, ordinal), earliest first; an entry whose time is not its node's
-  // `queued` is stale and skipped.
-  using Expiry = std::pair<absl::Time, uint64_t>;
-  std::priority_queue<Expiry, std::vector<Expiry>, std::greater<Expiry>> expiries;
+  // (time, ordinal), popped earliest first; an entry whose time is not its
+  // node's `queued` is stale and skipped.
+  using Expiry = ExpiryQueue::Entry;
+  ExpiryQueue expiries;
+  std::vector<Expiry> popped;  // scratch
   uint64_t refreshes = 0;
   // Scratch.
   std::vector<uint64_t> changed;
@@ -843,14 +844,14 @@ struct ExtenderCore::VerdictTracker::State {
     Node& n = nodes[o];
     if (n.valid_until < n.queued) {
       n.queued = n.valid_until;
-      expiries.push({n.queued, o});
+      expiries.Push(n.queued, o);
     }
   }
   // Appends to `due` the nodes whose decisions may have changed by `now`.
   void Due(absl::Time now, std::vector<uint64_t>& due) {
-    while (!expiries.empty() && expiries.top().first <= now) {
-      const auto [at, o] = expiries.top();
-      expiries.pop();
+    popped.clear();
+    expiries.PopDue(now, popped);
+    for (const auto& [at, o] : popped) {
       if (o >= nodes.size() || !nodes[o].tracked || nodes[o].queued != at) continue;
       Node& n = nodes[o];
       n.queued = absl::InfiniteFuture();
@@ -883,13 +884,12 @@ struct ExtenderCore::VerdictTracker::State {
     }
     // Stale entries beyond a few per node: rebuilt from the nodes.
     if (expiries.size() > 4 * nodes.size() + 64) {
-      std::vector<Expiry> live;
+      expiries.Clear();
       for (uint64_t o = 0; o < nodes.size(); ++o) {
         if (nodes[o].tracked && nodes[o].queued != absl::InfiniteFuture()) {
-          live.push_back({nodes[o].queued, o});
+          expiries.Push(nodes[o].queued, o);
         }
       }
-      expiries = decltype(expiries)(std::greater<Expiry>(), std::move(live));
     }
   }
 };
@@ -980,7 +980,7 @@ void ExtenderCore::Impl::TrackVerdicts(const IncomingPod& pod, VerdictTracker::S
     st.feasible = 0;
     st.passed = 0;
     st.ResetCandidates();
-    st.expiries = {};
+    st.expiries.Clear();
     for (const ClusterState::Entry* entry : entries) st.changed.push_back(entry->ordinal);
     journalled = st.changed.size();
     changes.full = true;
