@@ -1,5 +1,6 @@
 #include "common/strings.h"
 
+#include <charconv>
 #include <cmath>
 #include <cstdlib>
 
@@ -35,6 +36,20 @@ void AppendOneDecimal(std::string* out, int64_t value, int shift) {
   if (rest > half || (rest == half && (q & 1) != 0)) ++q;
   const char digit[2] = {static_cast<char>('0' + q % 10), '\0'};
   absl::StrAppend(out, q / 10, ".", absl::string_view(digit, 1));
+}
+
+void AppendFixed(std::string* out, double value, int precision) {
+  // At most 31 digits before the point, 17 after, a sign and the point.
+  char buf[64];
+  if (std::isfinite(value) && std::fabs(value) < 1e30 && precision >= 0 && precision <= 17) {
+    const std::to_chars_result r =
+        std::to_chars(buf, buf + sizeof(buf), value, std::chars_format::fixed, precision);
+    if (r.ec == std::errc()) {
+      out->append(buf, r.ptr);
+      return;
+    }
+  }
+  absl::StrAppendFormat(out, "%.*f", precision, value);
 }
 
 }  // namespace neighborly
