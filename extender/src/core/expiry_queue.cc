@@ -20,12 +20,11 @@ size_t Slot(int64_t bucket, int64_t buckets) {
 
 void ExpiryQueue::Push(absl::Time at, uint64_t ordinal) {
   int64_t b = Clamped(Bucket(at));
-  if (!started_) {
-    base_ = b;
-    started_ = true;
-  }
   ++size_;
-  if (b >= base_ + kBuckets) {
+  // Until a PopDue says where now is, everything waits in the heap (a base
+  // set from the first entry pushed, seconds ahead of now, once gathered
+  // every earlier entry into its one bucket, scanned by every PopDue).
+  if (!started_ || b >= base_ + kBuckets) {
     later_.push({at, ordinal});
     return;
   }
@@ -35,9 +34,13 @@ void ExpiryQueue::Push(absl::Time at, uint64_t ordinal) {
 }
 
 void ExpiryQueue::PopDue(absl::Time now, std::vector<Entry>& due) {
+  const int64_t now_bucket = Clamped(Bucket(now));
+  if (!started_) {
+    base_ = now_bucket;
+    started_ = true;
+  }
   if (size_ == 0) return;
   const size_t first = due.size();
-  const int64_t now_bucket = Clamped(Bucket(now));
   // The buckets from the base to now's (every slot once at most): each
   // entry there but in now's own bucket is due; now's, and the base's when
   // now lies before it, are checked one by one.

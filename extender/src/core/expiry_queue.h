@@ -47,11 +47,12 @@ class ExpiryQueue {
 
   // buckets_[b % kBuckets] holds the entries of bucket b for b in
   // [base_, base_ + kBuckets), and those before base_ in base_'s; later
-  // ones wait in `later_`.
+  // ones, and all pushed before the first PopDue, wait in `later_`. base_
+  // is now's bucket as of the last PopDue.
   std::vector<std::vector<Entry>> buckets_;
   std::priority_queue<Entry, std::vector<Entry>, std::greater<Entry>> later_;
   int64_t base_ = 0;
-  bool started_ = false;  // base_ set by the first Push or PopDue
+  bool started_ = false;  // base_ set by a PopDue since the last Clear
   size_t size_ = 0;
 };
 
