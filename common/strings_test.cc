@@ -75,7 +75,9 @@ TEST(AppendFixedTest, WritesWhatPrintfWrites) {
     // Ties and near-ties in binary and decimal, signs, zeros, magnitudes.
     for (double v : {0.0, -0.0, 0.5, 1.5, 2.5, -0.5, 0.125, 0.375, 1.005, 2.675, 1.0049999,
                      0.001, -0.001, -0.004, 0.995, 99.5, 100.5, 84.49999999, 1e-300, 5e-324,
-                     123456789.125, 1e29, -1e29, 4503599627370497.0}) {
+                     123456789.125, 1e29, -1e29, 4503599627370497.0, 4503599627370495.5,
+                     -4503599627370495.5, 0x1p52, 0x1p-60, 0x1p-70, 0.0049999999999999999,
+                     0.0050000000000000001, 0.0005, 0.0015, 0.0025}) {
       EXPECT_EQ(Fixed(v, precision), PrintfFixed(v, precision)) << v << " %." << precision << "f";
     }
   }
@@ -93,6 +95,7 @@ TEST(AppendFixedTest, WritesWhatPrintfWrites) {
         break;
       default:
         v = std::ldexp(static_cast<double>(random() >> 11), -static_cast<int>(random() % 120));
+        if (random() % 4 == 0) v = std::ldexp(std::round(std::ldexp(v, 3)), -3);  // ties
         if (random() % 2) v = -v;
         break;
     }
