@@ -436,8 +436,8 @@ void Reject(NodeDecision& out, const Parts&... parts) {
 // A refusal whose reason carries measured numbers, written piece by piece
 // into `out.reason`'s own storage, each number as printf's "%.Nf" writes it
 // (AppendFixed). absl::StrAppendFormat parsed its format string again for
-// every refused node, and formatting was 13 % of a verdict stream's refresh
-// (issue 25, perf on bench/verdict_stream_bench); the text is the same.
+// every refused node, and formatting them was 11 % of a verdict stream's
+// refresh (issue 25, perf on bench/verdict_stream_bench); the text is the same.
 class Refusal {
  public:
   explicit Refusal(NodeDecision& out) : text_(out.reason) {
