@@ -58,5 +58,59 @@ TEST(AppendOneDecimalTest, OutOfItsExactRangeFallsBackToPrintf) {
   EXPECT_EQ(Fast(12345, 70), Printf(12345, 70));
 }
 
+std::string Fixed(double value, int precision) {
+  std::string out = "x";  // appends
+  AppendFixed(&out, value, precision);
+  return out.substr(1);
+}
+
+std::string PrintfFixed(double value, int precision) {
+  return absl::StrFormat("%.*f", precision, value);
+}
+
+// The refusal reasons' numbers (issue 25): what AppendFixed writes is what
+// absl::StrFormat's "%.Nf" wrote before, byte for byte.
+TEST(AppendFixedTest, WritesWhatPrintfWrites) {
+  for (int precision : {0, 1, 2, 3, 6}) {
+    // Ties and near-ties in binary and decimal, signs, zeros, magnitudes.
+    for (double v : {0.0, -0.0, 0.5, 1.5, 2.5, -0.5, 0.125, 0.375, 1.005, 2.675, 1.0049999,
+                     0.001, -0.001, -0.004, 0.995, 99.5, 100.5, 84.49999999, 1e-300, 5e-324,
+                     123456789.125, 1e29, -1e29, 4503599627370497.0, 4503599627370495.5,
+                     -4503599627370495.5, 0x1p52, 0x1p-60, 0x1p-70, 0.0049999999999999999,
+                     0.0050000000000000001, 0.0005, 0.0015, 0.0025}) {
+      EXPECT_EQ(Fixed(v, precision), PrintfFixed(v, precision)) << v << " %." << precision << "f";
+    }
+  }
+  std::mt19937_64 random(25);
+  for (int i = 0; i < 300'000; ++i) {
+    const int precision = static_cast<int>(random() % 4);
+    // Slowdowns (1-3x), percentages (0-300), and any magnitude.
+    double v;
+    switch (i % 3) {
+      case 0:
+        v = 1.0 + static_cast<double>(random() % 2'000'000) / 1e6;
+        break;
+      case 1:
+        v = static_cast<double>(random() % 30'000'000) / 1e5;
+        break;
+      default:
+        v = std::ldexp(static_cast<double>(random() >> 11), -static_cast<int>(random() % 120));
+        if (random() % 4 == 0) v = std::ldexp(std::round(std::ldexp(v, 3)), -3);  // ties
+        if (random() % 2) v = -v;
+        break;
+    }
+    ASSERT_EQ(Fixed(v, precision), PrintfFixed(v, precision)) << v << " %." << precision << "f";
+  }
+}
+
+TEST(AppendFixedTest, OutOfItsRangeFallsBackToPrintf) {
+  for (double v : {std::numeric_limits<double>::infinity(),
+                   -std::numeric_limits<double>::infinity(),
+                   std::numeric_limits<double>::quiet_NaN(), 1e300, -1e31}) {
+    EXPECT_EQ(Fixed(v, 2), PrintfFixed(v, 2)) << v;
+  }
+  EXPECT_EQ(Fixed(1.0 / 3, 20), PrintfFixed(1.0 / 3, 20));
+}
+
 }  // namespace
 }  // namespace neighborly

@@ -38,19 +38,18 @@ bool SameShape(const PodRequest& a, const PodRequest& b) {
   return true;
 }
 
-bool DecisionReuse::Table::Find(uint64_t ordinal, uint64_t snapshot_generation,
-                                uint64_t bookings_generation, absl::Time now,
-                                NodeDecision& out) const {
-  if (ordinal >= slots_.size()) return false;
+const NodeDecision* DecisionReuse::Table::Find(uint64_t ordinal, uint64_t snapshot_generation,
+                                               uint64_t bookings_generation,
+                                               absl::Time now) const {
+  if (ordinal >= slots_.size()) return nullptr;
   const Slot& slot = slots_[ordinal];
   // The same snapshot and list as when kept, so what the decision rests on
   // changes with time only at ReusableUntil, copied into the slot.
   if (slot.epoch != epoch_ || slot.snapshot != snapshot_generation ||
       slot.bookings != bookings_generation || now > slot.held_until) {
-    return false;
+    return nullptr;
   }
-  out = slot.decision;
-  return true;
+  return &slot.decision;
 }
 
 void DecisionReuse::Table::Keep(uint64_t ordinal, const NodeSnapshot& snapshot,

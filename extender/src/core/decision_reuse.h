@@ -21,7 +21,9 @@
 // bytes (7 MB for 4 shapes and 5,000 nodes).
 //
 //   DecisionReuse::Table& table = reuse.For(req);
-//   if (!table.Find(ordinal, snapshot, bookings, now, out)) {
+//   if (const NodeDecision* kept = table.Find(ordinal, snapshot, bookings, now)) {
+//     out = *kept;  // or only what the caller reads
+//   } else {
 //     EvaluateNode(...);
 //     table.Keep(ordinal, snapshot, bookings, now, out);
 //   }
@@ -70,18 +72,23 @@ class DecisionReuse {
 
   class Table {
    public:
-    // Copies the kept decision for node `ordinal` into `out` when it was made
-    // from the snapshot and booking list of these generations (bookings 0:
-    // none) and both still allow reuse at `now` (what Reusable checked when
-    // it was kept, at `now`: read from the slot, not from them).
-    bool Find(uint64_t ordinal, uint64_t snapshot_generation, uint64_t bookings_generation,
-              absl::Time now, NodeDecision& out) const;
-    // Fetches node `ordinal`'s slot toward the cache ahead of Find.
+    // The kept decision for node `ordinal` when it was made from the snapshot
+    // and booking list of these generations (bookings 0: none) and both still
+    // allow reuse at `now` (what Reusable checked when it was kept, at `now`:
+    // read from the slot, not from them); else null. It stays valid until the
+    // table's next Keep or the set's next For. Nothing is copied: a caller
+    // copies what it reads (the HTTP path the whole decision into its reply,
+    // the least-harm fallback only the looks that pass; issue 25).
+    const NodeDecision* Find(uint64_t ordinal, uint64_t snapshot_generation,
+                             uint64_t bookings_generation, absl::Time now) const;
+    // Fetches node `ordinal`'s slot toward the cache ahead of Find: every line
+    // of it, since a reused decision is read whole (two lines of a slot's
+    // four were fetched before, and the copy waited on the rest).
     void Prefetch(uint64_t ordinal) const {
       if (ordinal < slots_.size()) {
         const char* slot = reinterpret_cast<const char*>(&slots_[ordinal]);
-        __builtin_prefetch(slot);
-        __builtin_prefetch(slot + 64);
+        for (size_t at = 0; at < sizeof(Slot); at += 64) __builtin_prefetch(slot + at);
+        __builtin_prefetch(slot + sizeof(Slot) - 1);
       }
     }
     // Keeps `decision`, made at `now` from them, when reusable.

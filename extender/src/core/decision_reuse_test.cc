@@ -483,6 +483,59 @@ TEST(DecisionReuseTest, KeepsFromAShapesSecondRequestAndAtMostFourShapes) {
 // A kept decision is returned only for the snapshot and booking list it was
 // made from, while the telemetry is fresh and no booking has expired (the
 // core republishes a list when one expires; this holds without that too).
+// Find hands back the kept decision itself, not a copy (issue 25): every
+// field as kept, at the same address while nothing is kept over it, and the
+// newer decision once one is.
+TEST(DecisionReuseTest, FindHandsBackTheKeptDecisionWhole) {
+  const absl::Time t0 = absl::FromUnixSeconds(1'700'000'000);
+  NodeSnapshot snapshot;
+  snapshot.profile.numa.emplace_back();
+  snapshot.profile.fresh_until = t0 + absl::Seconds(3);
+  snapshot.profile.stale_at = t0 + absl::Seconds(35);
+  snapshot.profile.residents_until = t0 + absl::Seconds(600);
+  NodeDecision made;
+  made.feasible = false;
+  made.reason = "interference: predicted slowdown 1.31x > 1.20x (a reason past the inline size)";
+  made.score = 3;
+  made.cost = 0.125;
+  made.confidence = 0.75;
+  made.has_telemetry = true;
+  made.l3_pressure = 0.5;
+  made.membw_utilisation = 0.625;
+  made.harm_to_incoming = 0.25;
+  made.harm_to_residents = 0.375;
+  made.numa_penalty = 1;
+  made.unmeasured_penalty = 0.0625;
+  made.numa_node = 1;
+  made.l3_domain = 3;
+  made.exclusive_cpus = 4;
+  made.first_cpu = 8;
+  made.full_cores = false;
+  made.spans_numa = true;
+  made.topology_policy = 2;
+  made.least_harm = true;
+
+  DecisionReuse reuse;
+  PodRequest req;
+  reuse.For(req);
+  DecisionReuse::Table& table = reuse.For(req);  // keeps from the second request
+  table.Keep(3, snapshot, nullptr, t0, made);
+  const NodeDecision* kept = table.Find(3, snapshot.generation, 0, t0 + absl::Seconds(1));
+  ASSERT_NE(kept, nullptr);
+  EXPECT_EQ(Describe(*kept), Describe(made));
+  EXPECT_NE(kept, &made) << "the table's own";
+  EXPECT_EQ(table.Find(3, snapshot.generation, 0, t0 + absl::Seconds(2)), kept);
+
+  NodeDecision newer = made;
+  newer.feasible = true;
+  newer.reason.clear();
+  newer.score = 9;
+  table.Keep(3, snapshot, nullptr, t0 + absl::Seconds(2), newer);
+  kept = table.Find(3, snapshot.generation, 0, t0 + absl::Seconds(2));
+  ASSERT_NE(kept, nullptr);
+  EXPECT_EQ(Describe(*kept), Describe(newer));
+}
+
 TEST(DecisionReuseTest, FindsOnlyWhatWasMadeFromTheSameFreshState) {
   const absl::Time t0 = absl::FromUnixSeconds(1'700'000'000);
   NodeSnapshot snapshot;
@@ -506,44 +559,48 @@ TEST(DecisionReuseTest, FindsOnlyWhatWasMadeFromTheSameFreshState) {
   made.feasible = false;
   made.reason = "isolation: kept";
   first.Keep(7, snapshot, &bookings, t0, made);  // a shape's first request keeps nothing
-  NodeDecision out;
-  EXPECT_FALSE(first.Find(7, snapshot.generation, bookings.generation, t0, out));
+  EXPECT_EQ(first.Find(7, snapshot.generation, bookings.generation, t0), nullptr);
 
   DecisionReuse::Table& table = reuse.For(req);
   ASSERT_EQ(&table, &first);
   table.Keep(7, snapshot, &bookings, t0, made);
-  ASSERT_TRUE(table.Find(7, snapshot.generation, bookings.generation, t0 + absl::Seconds(1), out));
-  EXPECT_EQ(out.reason, "isolation: kept");
-  EXPECT_FALSE(out.feasible);
-  EXPECT_FALSE(table.Find(8, snapshot.generation, bookings.generation, t0, out)) << "another node";
-  EXPECT_FALSE(table.Find(7, newer.generation, bookings.generation, t0, out)) << "a newer snapshot";
-  EXPECT_FALSE(table.Find(7, snapshot.generation, rebooked.generation, t0, out))
+  const NodeDecision* kept =
+      table.Find(7, snapshot.generation, bookings.generation, t0 + absl::Seconds(1));
+  ASSERT_NE(kept, nullptr);
+  EXPECT_EQ(kept->reason, "isolation: kept");
+  EXPECT_FALSE(kept->feasible);
+  EXPECT_EQ(table.Find(8, snapshot.generation, bookings.generation, t0), nullptr) << "another node";
+  EXPECT_EQ(table.Find(7, newer.generation, bookings.generation, t0), nullptr)
+      << "a newer snapshot";
+  EXPECT_EQ(table.Find(7, snapshot.generation, rebooked.generation, t0), nullptr)
       << "another booking list";
-  EXPECT_FALSE(table.Find(7, snapshot.generation, 0, t0, out)) << "bookings gone";
-  EXPECT_FALSE(table.Find(7, snapshot.generation, bookings.generation, t0 + absl::Seconds(2), out))
+  EXPECT_EQ(table.Find(7, snapshot.generation, 0, t0), nullptr) << "bookings gone";
+  EXPECT_EQ(table.Find(7, snapshot.generation, bookings.generation, t0 + absl::Seconds(2)),
+            nullptr)
       << "a booking expired";
   table.Keep(7, snapshot, nullptr, t0, made);
-  EXPECT_TRUE(table.Find(7, snapshot.generation, 0, t0 + absl::Seconds(3), out));
-  EXPECT_FALSE(table.Find(7, snapshot.generation, 0, t0 + absl::Seconds(3) + absl::Nanoseconds(1),
-                          out))
+  EXPECT_NE(table.Find(7, snapshot.generation, 0, t0 + absl::Seconds(3)), nullptr);
+  EXPECT_EQ(
+      table.Find(7, snapshot.generation, 0, t0 + absl::Seconds(3) + absl::Nanoseconds(1)),
+      nullptr)
       << "fresh no longer";
   // Aging: a decision holds for the rest of its confidence step (3-4 s, 4-5 s, ...).
   table.Keep(7, snapshot, nullptr, t0 + absl::Seconds(4.2), made);
-  EXPECT_TRUE(table.Find(7, snapshot.generation, 0, t0 + absl::Seconds(4.9), out));
-  EXPECT_FALSE(table.Find(7, snapshot.generation, 0, t0 + absl::Seconds(5), out)) << "next step";
+  EXPECT_NE(table.Find(7, snapshot.generation, 0, t0 + absl::Seconds(4.9)), nullptr);
+  EXPECT_EQ(table.Find(7, snapshot.generation, 0, t0 + absl::Seconds(5)), nullptr) << "next step";
   // Stale: until the residents it reported stop counting, then for good.
   table.Keep(7, snapshot, nullptr, t0 + absl::Seconds(40), made);
-  EXPECT_TRUE(table.Find(7, snapshot.generation, 0, t0 + absl::Seconds(599), out));
-  EXPECT_FALSE(table.Find(7, snapshot.generation, 0, t0 + absl::Seconds(600), out))
+  EXPECT_NE(table.Find(7, snapshot.generation, 0, t0 + absl::Seconds(599)), nullptr);
+  EXPECT_EQ(table.Find(7, snapshot.generation, 0, t0 + absl::Seconds(600)), nullptr)
       << "residents aged out";
   table.Keep(7, snapshot, nullptr, t0 + absl::Seconds(600), made);
-  EXPECT_TRUE(table.Find(7, snapshot.generation, 0, t0 + absl::Hours(100), out));
+  EXPECT_NE(table.Find(7, snapshot.generation, 0, t0 + absl::Hours(100)), nullptr);
   table.Keep(7, snapshot, nullptr, t0, made);
   // Another shape takes another table; the first is still there.
   PodRequest other;
   other.cpus = 3;
   EXPECT_NE(&reuse.For(other), &table);
-  EXPECT_TRUE(reuse.For(req).Find(7, snapshot.generation, 0, t0, out));
+  EXPECT_NE(reuse.For(req).Find(7, snapshot.generation, 0, t0), nullptr);
 }
 
 }  // namespace

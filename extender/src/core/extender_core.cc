@@ -8,7 +8,6 @@
 #include <limits>
 #include <mutex>
 #include <optional>
-#include <queue>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/numbers.h"
@@ -16,6 +15,7 @@
 #include "common/strings.h"
 #include "extender/src/core/decision_reuse.h"
 #include "extender/src/core/evaluation_pool.h"
+#include "extender/src/core/expiry_queue.h"
 #include "extender/src/core/report_validation.h"
 #include "extender/src/model/classify.h"
 #include "extender/src/model/evaluate.h"
@@ -114,10 +114,12 @@ struct ExtenderCore::Impl {
   void TrackVerdicts(const IncomingPod& pod, VerdictTracker::State& tracker,
                      VerdictChanges& changes);
   // The least-harm fallback's second look at a node (the soft filters off),
-  // from `harm_reuse` while kept there (null: evaluated), counted.
-  void SecondLook(const PodRequest& req, const ClusterState::Entry& entry,
-                  const NodeSnapshot& snapshot, absl::Time now, DecisionReuse::Table* harm_reuse,
-                  NodeDecision& look, uint64_t& reused, uint64_t& evaluated);
+  // counted: the one kept in `harm_reuse` (null: none), valid until its next
+  // Keep, or else `scratch`, evaluated.
+  const NodeDecision& SecondLook(const PodRequest& req, const ClusterState::Entry& entry,
+                                 const NodeSnapshot& snapshot, absl::Time now,
+                                 DecisionReuse::Table* harm_reuse, NodeDecision& scratch,
+                                 uint64_t& reused, uint64_t& evaluated);
   bool Reserve(const IncomingPod& pod, std::string_view node, bool teach, NodeDecision* decision);
   bool Unreserve(std::string_view pod_uid, std::string_view node);
   NodeSummary Summarize(const ClusterState::Entry& entry, const NodeSnapshot& snap, absl::Time now,
@@ -492,11 +494,14 @@ void ExtenderCore::Impl::Decide(std::string_view verb, const IncomingPod& pod,
               ::neighborly::extender::ReusableUntil(*snapshots[j], booked[j], now) +
               absl::Nanoseconds(1);
         }
-        if (reuse != nullptr && snapshots[j] != nullptr &&
-            reuse->Find(entries[j]->ordinal, snapshots[j]->generation,
-                        booked[j] != nullptr ? booked[j]->generation : 0, now, out[base + j])) {
-          ++reused;
-          continue;
+        if (reuse != nullptr && snapshots[j] != nullptr) {
+          if (const NodeDecision* kept =
+                  reuse->Find(entries[j]->ordinal, snapshots[j]->generation,
+                              booked[j] != nullptr ? booked[j]->generation : 0, now)) {
+            out[base + j] = *kept;  // the reply carries it whole
+            ++reused;
+            continue;
+          }
         }
         missed[misses++] = static_cast<uint8_t>(j);
       }
@@ -591,9 +596,10 @@ void ExtenderCore::Impl::Decide(std::string_view verb, const IncomingPod& pod,
     DecisionReuse::Table* harm_reuse =
         reusing_least_harm != nullptr ? &reusing_least_harm->For(req) : nullptr;
     uint64_t harm_reused = 0, harm_evaluated = 0;
-    // One decision written for every node looked at (its reason's storage
-    // reused), copied into `trials` only when it passes.
-    NodeDecision look;
+    // One decision written for every node evaluated (its reason's storage
+    // reused); a look, kept or evaluated, is copied into `trials` only when
+    // it passes.
+    NodeDecision scratch;
     // First the nodes refused for interference (or isolation, headroom), then,
     // only if none of those passes, the ones a guessed booking refused.
     for (const bool guessed : {false, true}) {
@@ -602,7 +608,8 @@ void ExtenderCore::Impl::Decide(std::string_view verb, const IncomingPod& pod,
         const ClusterState::Entry* entry = view.Find(nodes[i], NodeNameHash(nodes[i]));
         const NodeSnapshot* snapshot = entry != nullptr ? entry->snapshot.load() : nullptr;
         if (snapshot == nullptr) continue;
-        SecondLook(req, *entry, *snapshot, now, harm_reuse, look, harm_reused, harm_evaluated);
+        const NodeDecision& look = SecondLook(req, *entry, *snapshot, now, harm_reuse, scratch,
+                                              harm_reused, harm_evaluated);
         if (!look.feasible) continue;
         least = std::min(least, look.cost);
         trials.emplace_back(i, look);
@@ -697,24 +704,28 @@ void ExtenderCore::Prioritize(const IncomingPod& pod, std::span<const std::strin
   impl_->Decide("prioritize", pod, nodes, out, /*book=*/true, impl_->learn_from_scheduler);
 }
 
-void ExtenderCore::Impl::SecondLook(const PodRequest& req, const ClusterState::Entry& entry,
-                                    const NodeSnapshot& snapshot, absl::Time now,
-                                    DecisionReuse::Table* harm_reuse, NodeDecision& look,
-                                    uint64_t& reused, uint64_t& evaluated) {
+const NodeDecision& ExtenderCore::Impl::SecondLook(const PodRequest& req,
+                                                   const ClusterState::Entry& entry,
+                                                   const NodeSnapshot& snapshot, absl::Time now,
+                                                   DecisionReuse::Table* harm_reuse,
+                                                   NodeDecision& scratch, uint64_t& reused,
+                                                   uint64_t& evaluated) {
   const BookingList* booked = entry.bookings.load();
-  if (harm_reuse != nullptr &&
-      harm_reuse->Find(entry.ordinal, snapshot.generation,
-                       booked != nullptr ? booked->generation : 0, now, look)) {
-    ++reused;
-    return;
+  if (harm_reuse != nullptr) {
+    if (const NodeDecision* kept = harm_reuse->Find(
+            entry.ordinal, snapshot.generation, booked != nullptr ? booked->generation : 0, now)) {
+      ++reused;
+      return *kept;
+    }
   }
   EvaluateNodeLeastHarmWith(req, &snapshot.profile,
                             booked ? std::span<const Booking>(*booked) : std::span<const Booking>(),
-                            now, least_harm_config, look, booked ? &booked->fold : nullptr);
+                            now, least_harm_config, scratch, booked ? &booked->fold : nullptr);
   if (harm_reuse != nullptr) {
     ++evaluated;
-    harm_reuse->Keep(entry.ordinal, snapshot, booked, now, look);
+    harm_reuse->Keep(entry.ordinal, snapshot, booked, now, scratch);
   }
+  return scratch;
 }
 
 void ExtenderCore::FilterKnownNodes(const IncomingPod& pod, bool teach,
@@ -787,10 +798,11 @@ struct ExtenderCore::VerdictTracker::State {
     unlooked = 0;
     unordered = 0;
   }
-  // (time, ordinal), earliest first; an entry whose time is not its node's
-  // `queued` is stale and skipped.
-  using Expiry = std::pair<absl::Time, uint64_t>;
-  std::priority_queue<Expiry, std::vector<Expiry>, std::greater<Expiry>> expiries;
+  // (time, ordinal), popped earliest first; an entry whose time is not its
+  // node's `queued` is stale and skipped.
+  using Expiry = ExpiryQueue::Entry;
+  ExpiryQueue expiries;
+  std::vector<Expiry> popped;  // scratch
   uint64_t refreshes = 0;
   // Scratch.
   std::vector<uint64_t> changed;
@@ -832,14 +844,14 @@ struct ExtenderCore::VerdictTracker::State {
     Node& n = nodes[o];
     if (n.valid_until < n.queued) {
       n.queued = n.valid_until;
-      expiries.push({n.queued, o});
+      expiries.Push(n.queued, o);
     }
   }
   // Appends to `due` the nodes whose decisions may have changed by `now`.
   void Due(absl::Time now, std::vector<uint64_t>& due) {
-    while (!expiries.empty() && expiries.top().first <= now) {
-      const auto [at, o] = expiries.top();
-      expiries.pop();
+    popped.clear();
+    expiries.PopDue(now, popped);
+    for (const auto& [at, o] : popped) {
       if (o >= nodes.size() || !nodes[o].tracked || nodes[o].queued != at) continue;
       Node& n = nodes[o];
       n.queued = absl::InfiniteFuture();
@@ -872,13 +884,12 @@ struct ExtenderCore::VerdictTracker::State {
     }
     // Stale entries beyond a few per node: rebuilt from the nodes.
     if (expiries.size() > 4 * nodes.size() + 64) {
-      std::vector<Expiry> live;
+      expiries.Clear();
       for (uint64_t o = 0; o < nodes.size(); ++o) {
         if (nodes[o].tracked && nodes[o].queued != absl::InfiniteFuture()) {
-          live.push_back({nodes[o].queued, o});
+          expiries.Push(nodes[o].queued, o);
         }
       }
-      expiries = decltype(expiries)(std::greater<Expiry>(), std::move(live));
     }
   }
 };
@@ -969,7 +980,7 @@ void ExtenderCore::Impl::TrackVerdicts(const IncomingPod& pod, VerdictTracker::S
     st.feasible = 0;
     st.passed = 0;
     st.ResetCandidates();
-    st.expiries = {};
+    st.expiries.Clear();
     for (const ClusterState::Entry* entry : entries) st.changed.push_back(entry->ordinal);
     journalled = st.changed.size();
     changes.full = true;
@@ -1019,28 +1030,30 @@ void ExtenderCore::Impl::TrackVerdicts(const IncomingPod& pod, VerdictTracker::S
     }
     done();
   };
-  NodeDecision look;
-  // Node `o`'s second look into `look`, kept in the node; false without
-  // telemetry.
-  auto look_again = [&](uint64_t o, State::Node& n) {
+  NodeDecision scratch;
+  // Node `o`'s second look, kept in the node (its pass and cost; nothing
+  // else of it is copied); null without telemetry.
+  auto look_again = [&](uint64_t o, State::Node& n) -> const NodeDecision* {
     const NodeSnapshot* snapshot = entries[o]->snapshot.load();
-    if (snapshot == nullptr) return false;
-    SecondLook(req, *entries[o], *snapshot, now, harm_reuse, look, harm_reused, harm_evaluated);
+    if (snapshot == nullptr) return nullptr;
+    const NodeDecision& look = SecondLook(req, *entries[o], *snapshot, now, harm_reuse, scratch,
+                                          harm_reused, harm_evaluated);
     st.Leave(n);
     n.second_known = true;
     n.second_feasible = look.feasible;
     n.second_cost = look.cost;
     st.Enter(n);
-    return true;
+    return &look;
   };
   if (st.least_harm_state) {
     for (size_t i = 0; i < changes.ordinals.size(); ++i) {
       State::Node& n = st.nodes[changes.ordinals[i]];
-      if (n.soft == State::kNotSoft || !look_again(changes.ordinals[i], n)) continue;
-      if (look.feasible) {
+      if (n.soft == State::kNotSoft) continue;
+      const NodeDecision* look = look_again(changes.ordinals[i], n);
+      if (look != nullptr && look->feasible) {
         changes.second[i] = {.group = n.soft,
-                             .score = std::clamp(look.score, 0, 10),
-                             .harm_micros = HarmMicros(look.cost)};
+                             .score = std::clamp(look->score, 0, 10),
+                             .harm_micros = HarmMicros(look->cost)};
       }
     }
   }
@@ -1060,7 +1073,7 @@ void ExtenderCore::Impl::TrackVerdicts(const IncomingPod& pod, VerdictTracker::S
     for (uint64_t o = 0; o < st.nodes.size() && o < entries.size(); ++o) {
       State::Node& n = st.nodes[o];
       if (!n.tracked || n.soft == State::kNotSoft) continue;
-      if (!n.second_known && !look_again(o, n)) continue;
+      if (!n.second_known && look_again(o, n) == nullptr) continue;
       if (!n.second_feasible) continue;
       if (n.soft == State::kSoft) {
         any_soft = true;
@@ -1126,8 +1139,10 @@ void ExtenderCore::Impl::TrackVerdicts(const IncomingPod& pod, VerdictTracker::S
     if (!pass) continue;
     const NodeSnapshot* snapshot = entries[o]->snapshot.load();
     if (snapshot == nullptr) continue;
-    SecondLook(req, *entries[o], *snapshot, now, harm_reuse, changes.decisions[i], harm_reused,
-               harm_evaluated);
+    NodeDecision& given = changes.decisions[i];
+    const NodeDecision& look = SecondLook(req, *entries[o], *snapshot, now, harm_reuse, given,
+                                          harm_reused, harm_evaluated);
+    if (&look != &given) given = look;
   }
   finish();
 }
