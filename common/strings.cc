@@ -1,7 +1,6 @@
 #include "common/strings.h"
 
 #include <bit>
-#include <charconv>
 #include <cmath>
 #include <cstdlib>
 
@@ -79,16 +78,6 @@ bool AppendFixedInIntegers(std::string* out, double value, int precision) {
 
 void AppendFixed(std::string* out, double value, int precision) {
   if (AppendFixedInIntegers(out, value, precision)) return;
-  // At most 31 digits before the point, 17 after, a sign and the point.
-  char buf[64];
-  if (std::isfinite(value) && std::fabs(value) < 1e30 && precision >= 0 && precision <= 17) {
-    const std::to_chars_result r =
-        std::to_chars(buf, buf + sizeof(buf), value, std::chars_format::fixed, precision);
-    if (r.ec == std::errc()) {
-      out->append(buf, r.ptr);
-      return;
-    }
-  }
   absl::StrAppendFormat(out, "%.*f", precision, value);
 }
 

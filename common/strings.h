@@ -53,9 +53,8 @@ void AppendOneDecimal(std::string* out, int64_t value, int shift);
 // "0.12", -0.001 -> "-0.00") without the general formatter, which parses
 // its format string on every call: a refusal's reason prints up to five such
 // numbers, and formatting them was 11 % of a verdict stream's refresh (issue
-// 25). Below 2^52 with at most 3 decimals it rounds in integers; otherwise
-// std::to_chars (about as slow as the formatter), and for non-finite or
-// huge values, or a precision past 17, the general formatter.
+// 25). Below 2^52 with at most 3 decimals it rounds in integers; anything
+// else (larger, non-finite, more decimals) takes the general formatter.
 //   AppendFixed(&text, 1.3149, 2);  // "1.31"
 void AppendFixed(std::string* out, double value, int precision);
 

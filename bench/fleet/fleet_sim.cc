@@ -549,27 +549,37 @@ class Simulation {
     return c;
   }
 
-  // The truth the oracle and the oracle levers judge a candidate by:
-  // TruthOf, or with WhatIf::blind_incoming its average over other
-  // workloads' behaviour in the pod's place.
-  std::optional<CalibrationCandidate> LeverTruthOf(const PodState& pod,
-                                                   const NodeState& node) const {
+  // WhatIf::blind_incoming's stand-ins for `pod`: up to kBlindSamples other
+  // workloads of its kind, spread over the fleet's list, each as `pod`'s
+  // workload with their behaviour. Empty (the pod judged as itself) without
+  // the lever or without others of its kind. Once per scheduling cycle.
+  std::vector<Workload> StandIns(const PodState& pod) const {
+    std::vector<Workload> stand_ins;
     if (options_.scorer != Scorer::kNeighborly || !options_.what_if.blind_incoming) {
-      return TruthOf(pod, node);
+      return stand_ins;
     }
     std::vector<const Workload*> others;
     for (const Workload& w : fleet_.workloads) {
       if (w.kind == pod.workload->kind && &w != pod.workload) others.push_back(&w);
     }
-    if (others.empty()) return TruthOf(pod, node);
     const size_t samples = std::min(others.size(), WhatIf::kBlindSamples);
+    for (size_t i = 0; i < samples; ++i) {
+      stand_ins.push_back(*pod.workload);
+      stand_ins.back().behaviour = others[i * others.size() / samples]->behaviour;
+    }
+    return stand_ins;
+  }
+
+  // The truth the oracle and the oracle levers judge a candidate by:
+  // TruthOf, or with stand-ins (StandIns) its average over them: the added
+  // harm their mean, the candidate within where at least half of them are.
+  std::optional<CalibrationCandidate> LeverTruthOf(const PodState& pod, const NodeState& node,
+                                                   const std::vector<Workload>& stand_ins) const {
+    if (stand_ins.empty()) return TruthOf(pod, node);
     std::optional<CalibrationCandidate> out;
     double harm = 0;
     size_t within = 0;
-    for (size_t i = 0; i < samples; ++i) {
-      const Workload& other = *others[i * others.size() / samples];
-      Workload stand_in = *pod.workload;
-      stand_in.behaviour = other.behaviour;
+    for (const Workload& stand_in : stand_ins) {
       PodState as_other = pod;
       as_other.workload = &stand_in;
       std::optional<CalibrationCandidate> t = TruthOf(as_other, node);
@@ -578,8 +588,8 @@ class Simulation {
       within += t->true_within ? 1 : 0;
       if (!out) out = t;
     }
-    out->true_added_harm = harm / static_cast<double>(samples);
-    out->true_within = 2 * within >= samples;
+    out->true_added_harm = harm / static_cast<double>(stand_ins.size());
+    out->true_within = 2 * within >= stand_ins.size();
     return out;
   }
 
@@ -607,8 +617,9 @@ class Simulation {
                                    std::vector<int64_t>& scores) const {
     std::vector<size_t> admitted;
     std::vector<double> harm;
+    const std::vector<Workload> stand_ins = StandIns(pod);
     for (size_t k : feasible) {
-      if (std::optional<CalibrationCandidate> t = LeverTruthOf(pod, nodes_[k])) {
+      if (std::optional<CalibrationCandidate> t = LeverTruthOf(pod, nodes_[k], stand_ins)) {
         admitted.push_back(k);
         harm.push_back(t->true_added_harm);
       }
@@ -637,8 +648,9 @@ class Simulation {
                                            std::vector<int64_t>& scores) const {
     std::vector<size_t> admitted;
     std::vector<CalibrationCandidate> truth;
+    const std::vector<Workload> stand_ins = StandIns(pod);
     for (size_t k : feasible) {
-      std::optional<CalibrationCandidate> t = LeverTruthOf(pod, nodes_[k]);
+      std::optional<CalibrationCandidate> t = LeverTruthOf(pod, nodes_[k], stand_ins);
       if (!t) continue;
       admitted.push_back(k);
       truth.push_back(*t);

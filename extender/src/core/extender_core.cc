@@ -784,20 +784,17 @@ struct ExtenderCore::VerdictTracker::State {
   // the least cost left; the next visit finds it again). The visit is made
   // too while some tracked soft node has no second look yet, or a cost that
   // does not order (NaN).
-  std::array<size_t, 2> second_passes{};
-  std::array<double, 2> second_least{std::numeric_limits<double>::infinity(),
-                                     std::numeric_limits<double>::infinity()};
-  bool least_stale = false;
-  size_t unlooked = 0;
-  size_t unordered = 0;
-  // Forgets every node's part in the above (a full refresh starts over).
-  void ResetCandidates() {
-    second_passes = {};
-    second_least.fill(std::numeric_limits<double>::infinity());
-    least_stale = false;
-    unlooked = 0;
-    unordered = 0;
-  }
+  struct Candidates {
+    std::array<size_t, 2> passes{};
+    std::array<double, 2> least{std::numeric_limits<double>::infinity(),
+                                std::numeric_limits<double>::infinity()};
+    bool least_stale = false;
+    size_t unlooked = 0;
+    size_t unordered = 0;
+    // Every least exact: no visit needed.
+    bool Exact() const { return unlooked == 0 && unordered == 0 && !least_stale; }
+  };
+  Candidates candidates;  // a full refresh starts it over
   // (time, ordinal), popped earliest first; an entry whose time is not its
   // node's `queued` is stale and skipped.
   using Expiry = ExpiryQueue::Entry;
@@ -816,26 +813,27 @@ struct ExtenderCore::VerdictTracker::State {
   void Leave(const Node& n) {
     if (!n.tracked || n.soft == kNotSoft) return;
     if (!n.second_known) {
-      --unlooked;
+      --candidates.unlooked;
     } else if (n.second_feasible) {
       if (std::isnan(n.second_cost)) {
-        --unordered;
+        --candidates.unordered;
       } else {
-        --second_passes[n.soft - 1];
-        if (n.second_cost <= second_least[n.soft - 1]) least_stale = true;
+        --candidates.passes[n.soft - 1];
+        if (n.second_cost <= candidates.least[n.soft - 1]) candidates.least_stale = true;
       }
     }
   }
   void Enter(const Node& n) {
     if (!n.tracked || n.soft == kNotSoft) return;
     if (!n.second_known) {
-      ++unlooked;
+      ++candidates.unlooked;
     } else if (n.second_feasible) {
       if (std::isnan(n.second_cost)) {
-        ++unordered;
+        ++candidates.unordered;
       } else {
-        ++second_passes[n.soft - 1];
-        second_least[n.soft - 1] = std::min(second_least[n.soft - 1], n.second_cost);
+        ++candidates.passes[n.soft - 1];
+        double& least = candidates.least[n.soft - 1];
+        least = std::min(least, n.second_cost);
       }
     }
   }
@@ -979,7 +977,7 @@ void ExtenderCore::Impl::TrackVerdicts(const IncomingPod& pod, VerdictTracker::S
     for (State::Node& n : st.nodes) n = State::Node{.mark = n.mark};
     st.feasible = 0;
     st.passed = 0;
-    st.ResetCandidates();
+    st.candidates = {};
     st.expiries.Clear();
     for (const ClusterState::Entry* entry : entries) st.changed.push_back(entry->ordinal);
     journalled = st.changed.size();
@@ -1063,12 +1061,12 @@ void ExtenderCore::Impl::TrackVerdicts(const IncomingPod& pod, VerdictTracker::S
   double least = std::numeric_limits<double>::infinity();
   bool any_soft = false, any_guessed = false;
   double least_soft = least, least_guessed = least;
-  if (falling_back && st.unlooked == 0 && st.unordered == 0 && !st.least_stale) {
+  if (falling_back && st.candidates.Exact()) {
     // Every candidate's second look is known: each group's least as kept.
-    any_soft = st.second_passes[State::kSoft - 1] > 0;
-    any_guessed = st.second_passes[State::kSoftGuessed - 1] > 0;
-    if (any_soft) least_soft = st.second_least[State::kSoft - 1];
-    if (any_guessed) least_guessed = st.second_least[State::kSoftGuessed - 1];
+    any_soft = st.candidates.passes[State::kSoft - 1] > 0;
+    any_guessed = st.candidates.passes[State::kSoftGuessed - 1] > 0;
+    if (any_soft) least_soft = st.candidates.least[State::kSoft - 1];
+    if (any_guessed) least_guessed = st.candidates.least[State::kSoftGuessed - 1];
   } else if (falling_back) {
     for (uint64_t o = 0; o < st.nodes.size() && o < entries.size(); ++o) {
       State::Node& n = st.nodes[o];
@@ -1084,8 +1082,8 @@ void ExtenderCore::Impl::TrackVerdicts(const IncomingPod& pod, VerdictTracker::S
       }
     }
     // What the visit found is each group's least (NaN costs aside).
-    st.second_least = {least_soft, least_guessed};
-    st.least_stale = false;
+    st.candidates.least = {least_soft, least_guessed};
+    st.candidates.least_stale = false;
   }
   if (falling_back) {
     if (any_soft) {

@@ -420,24 +420,15 @@ void PredictPlacement(const PodRequest& pod, const NodeProfile& p, const InFligh
   }
 }
 
-// Rejects with a reason written into `out.reason`'s own storage: decisions
+// A refusal, its reason written into `out.reason`'s own storage: decisions
 // are reused from request to request, so once a reason has grown this costs
 // no allocation (a request that meets in-flight bookings of the other class
 // rejects most of its candidates; a fresh string each was a third of such a
-// request's evaluation, bench/model_bench BM_EvaluateBookedNodes).
-template <typename... Parts>
-void Reject(NodeDecision& out, const Parts&... parts) {
-  out.feasible = false;
-  out.score = 0;
-  out.reason.clear();
-  absl::StrAppend(&out.reason, parts...);
-}
-
-// A refusal whose reason carries measured numbers, written piece by piece
-// into `out.reason`'s own storage, each number as printf's "%.Nf" writes it
-// (AppendFixed). absl::StrAppendFormat parsed its format string again for
-// every refused node, and formatting them was 11 % of a verdict stream's
-// refresh (issue 25, perf on bench/verdict_stream_bench); the text is the same.
+// request's evaluation, bench/model_bench BM_EvaluateBookedNodes). Measured
+// numbers go in piece by piece, each as printf's "%.Nf" writes it
+// (AppendFixed): absl::StrAppendFormat parsed its format string again for
+// every refused node, 11 % of a verdict stream's refresh (issue 25, perf on
+// bench/verdict_stream_bench).
 class Refusal {
  public:
   explicit Refusal(NodeDecision& out) : text_(out.reason) {
@@ -457,21 +448,37 @@ class Refusal {
     absl::StrAppend(&text_, id);
     return *this;
   }
+  template <typename... Parts>
+  Refusal& Cat(const Parts&... parts) {
+    absl::StrAppend(&text_, parts...);
+    return *this;
+  }
 
  private:
   std::string& text_;
 };
 
+template <typename... Parts>
+void Reject(NodeDecision& out, const Parts&... parts) {
+  Refusal(out).Cat(parts...);
+}
+
+// "membw 84% > 80% on NUMA node 1": the strict mode's bandwidth headroom.
+Refusal RejectHeadroom(NodeDecision& out, double utilisation, double headroom, uint32_t numa_id) {
+  Refusal r(out);
+  r.Text("membw ").Fixed(utilisation * 100, 0).Text("% > ").Fixed(headroom * 100, 0);
+  r.Text("% on NUMA node ").Id(numa_id);
+  return r;
+}
+
 // Copies a reason the profile precomputed (reusing `out.reason`'s storage);
 // formats it only for a profile built by hand without it.
 void RejectCopy(NodeDecision& out, const std::string& precomputed, ContentionClass incoming,
                 std::string_view example, int count) {
-  out.feasible = false;
-  out.score = 0;
   if (!precomputed.empty()) {
-    out.reason.assign(precomputed);
+    Refusal(out).Text(precomputed);
   } else {
-    out.reason = IsolationReason(incoming, example, count);
+    Refusal(out).Text(IsolationReason(incoming, example, count));
   }
 }
 
@@ -769,13 +776,7 @@ void EvaluateLoaded(const PodRequest& pod, const NodeProfile& p, const InFlightT
     const double utilisation = (resident_membw + pod.membw_bytes_per_second) / numa.peak_membw;
     out.membw_utilisation = utilisation;
     if (latency_critical && StrictHeadroom(config) && utilisation > config.membw_headroom) {
-      Refusal(out)
-          .Text("membw ")
-          .Fixed(utilisation * 100, 0)
-          .Text("% > ")
-          .Fixed(config.membw_headroom * 100, 0)
-          .Text("% on NUMA node ")
-          .Id(numa.id)
+      RejectHeadroom(out, utilisation, config.membw_headroom, numa.id)
           .Text(" (where the kubelet will pin it)");
       return;
     }
@@ -839,13 +840,7 @@ void EvaluateLoaded(const PodRequest& pod, const NodeProfile& p, const InFlightT
   }
   if (latency_critical && StrictHeadroom(config) && worst >= 0 &&
       worst_utilisation > config.membw_headroom) {
-    Refusal(out)
-        .Text("membw ")
-        .Fixed(worst_utilisation * 100, 0)
-        .Text("% > ")
-        .Fixed(config.membw_headroom * 100, 0)
-        .Text("% on NUMA node ")
-        .Id(numa_nodes[worst].id);
+    RejectHeadroom(out, worst_utilisation, config.membw_headroom, numa_nodes[worst].id);
     return;
   }
   double max_pressure = 0;
