@@ -162,6 +162,12 @@ type windowedCycle struct {
 	// (FilterRequest.with_scores): PreScore reads them instead of calling.
 	scores scores
 	open   bool // a call failed and the cycle fails open
+	// Nodes judged while a booking on them was unacked, whose answer the
+	// booking may change (one that passed, or one being freed), with the
+	// window they were judged in: asked again, after the ack, if a Filter
+	// reaches them. The calls do not wait for every ack (issue 25: that
+	// wait was 4 ms a pod of a new shape in SchedulingMixed).
+	stale map[string][]string
 }
 
 func (w *windowedCycle) Clone() fwk.StateData { return w }
@@ -227,6 +233,12 @@ func (p *Plugin) judge(ctx context.Context, w *windowedCycle, info fwk.NodeInfo)
 	node := info.Node().Name
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if window, ok := w.stale[node]; ok {
+		delete(w.stale, node)
+		if !w.open {
+			return p.judgeAgain(ctx, w, info, window)
+		}
+	}
 	if reason, ok := w.judged[node]; ok {
 		return refusalStatus(reason)
 	}
@@ -248,6 +260,59 @@ func (p *Plugin) judge(ctx context.Context, w *windowedCycle, info fwk.NodeInfo)
 	}
 	// Not the cycle's cancellation: kube-scheduler cancels the filtering once
 	// it has found its share of nodes, which must not read as a failure here.
+	var pending *pendingSet
+	if p.verdicts != nil {
+		pending = p.verdicts.pending.Load()
+	}
+	if err := p.judgeWindow(ctx, w, names); err != nil || w.open {
+		return err
+	}
+	// Bookings sent before the call and acked after it: the call may have
+	// judged those nodes before or after them.
+	if pending != nil {
+		for _, n := range *pending {
+			if reason, judged := w.judged[n.node]; judged && (reason == "" || n.frees > 0) {
+				if w.stale == nil {
+					w.stale = map[string][]string{}
+				}
+				w.stale[n.node] = names
+			}
+		}
+	}
+	return refusalStatus(w.judged[node])
+}
+
+// judgeAgain judges a node of a window again once its bookings are acked,
+// with the same window (the least-harm fallback looks at it as a set); w.mu
+// held.
+func (p *Plugin) judgeAgain(ctx context.Context, w *windowedCycle, info fwk.NodeInfo, window []string) *fwk.Status {
+	node := info.Node().Name
+	if !p.verdicts.await(int32(p.verdicts.slot(node)), info, node, time.Now().Add(p.args.FilterTimeout.Duration)) {
+		return p.pendingTimedOut("Filter", w.pod, node)
+	}
+	judged, scored := w.judged, w.scores
+	w.judged, w.scores = make(map[string]string, len(window)), make(scores, len(window))
+	err := p.judgeWindow(ctx, w, window)
+	fresh := w.judged[node]
+	freshScore, hasScore := w.scores[node]
+	w.judged, w.scores = judged, scored
+	if err != nil {
+		return err
+	}
+	if w.open {
+		return nil
+	}
+	w.judged[node] = fresh
+	delete(w.scores, node)
+	if hasScore {
+		w.scores[node] = freshScore
+	}
+	return refusalStatus(fresh)
+}
+
+// judgeWindow asks for the verdicts and scores of names and records them in
+// w; a failed call fails the cycle open (w.open) or is the error. w.mu held.
+func (p *Plugin) judgeWindow(ctx context.Context, w *windowedCycle, names []string) *fwk.Status {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), p.args.FilterTimeout.Duration)
 	defer cancel()
 	began := time.Now()
@@ -270,7 +335,7 @@ func (p *Plugin) judge(ctx context.Context, w *windowedCycle, info fwk.NodeInfo)
 	for _, sc := range resp.GetScores() {
 		w.scores[sc.GetNodeName()] = int64(sc.GetScore())
 	}
-	return refusalStatus(w.judged[node])
+	return nil
 }
 
 // position is info's index in nodes (0 when absent): by identity, as
@@ -326,16 +391,20 @@ func (p *Plugin) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.Po
 			}
 			return nil, nil
 		}
-		// The calls see the bookings sent on the stream once they are acked.
-		if !p.verdicts.settle(time.Now().Add(p.args.FilterTimeout.Duration)) {
-			cycles.WithLabelValues("calls").Inc()
-			return nil, p.failed("PreFilter", pod, status.Error(codes.DeadlineExceeded, "bookings on the verdict stream unacked"))
-		}
 	}
+	// The windowed calls judge again a node whose booking they may have
+	// missed (judge); the whole-fleet call sees the bookings sent on the
+	// stream once they are acked.
 	if window := filterWindow(len(nodes)); len(nodes) > window {
 		state.Write(filterKey, &windowedCycle{pod: pod, m: m, nodes: nodes, judged: make(map[string]string, window), scores: make(scores, window)})
 		cycles.WithLabelValues("windowed").Inc()
 		return nil, nil
+	}
+	if p.verdicts != nil {
+		if !p.verdicts.settle(time.Now().Add(p.args.FilterTimeout.Duration)) {
+			cycles.WithLabelValues("calls").Inc()
+			return nil, p.failed("PreFilter", pod, status.Error(codes.DeadlineExceeded, "bookings on the verdict stream unacked"))
+		}
 	}
 	cycles.WithLabelValues("calls").Inc()
 	ctx, cancel := context.WithTimeout(ctx, p.args.FilterTimeout.Duration)
