@@ -537,28 +537,15 @@ func (p *Plugin) NormalizeScore(_ context.Context, _ fwk.CycleState, _ *v1.Pod, 
 	return nil
 }
 
-func (p *Plugin) Reserve(ctx context.Context, state fwk.CycleState, pod *v1.Pod, nodeName string) *fwk.Status {
+func (p *Plugin) Reserve(ctx context.Context, _ fwk.CycleState, pod *v1.Pod, nodeName string) *fwk.Status {
 	ctx, cancel := context.WithTimeout(ctx, p.args.ReserveTimeout.Duration)
 	defer cancel()
 	req := &placementv1.ReserveRequest{Pod: podMessage(pod), NodeName: nodeName}
 	if p.peers != nil {
 		p.peers.reserve(req) // beside the primary call, never waited for
 	}
-	// A shape whose table refuses nodes has its Filter run on a few named
-	// nodes, this one among them: its next pod waits for this booking's
-	// ack, so the booking is written at once. Where the table refuses
-	// nothing the next cycle walks past this node, and kube-scheduler's
-	// goroutine keeps its place.
-	hurry := false
-	if state != nil {
-		if d, err := state.Read(filterKey); err == nil {
-			if c, ok := d.(*streamedCycle); ok {
-				hurry = c.table.refused.Load() > 0
-			}
-		}
-	}
 	if p.verdicts != nil && p.verdicts.book(&placementv1.VerdictsRequest{Kind: &placementv1.VerdictsRequest_Reserve{
-		Reserve: &placementv1.VerdictsReserve{Pod: req.Pod, NodeName: nodeName}}}, nodeName, hurry) {
+		Reserve: &placementv1.VerdictsReserve{Pod: req.Pod, NodeName: nodeName}}}, nodeName) {
 		return nil // acked on the stream; the node is pending until then
 	}
 	start := time.Now()
@@ -585,7 +572,7 @@ func (p *Plugin) Unreserve(ctx context.Context, _ fwk.CycleState, pod *v1.Pod, n
 		p.peers.unreserve(req)
 	}
 	if p.verdicts != nil && p.verdicts.book(&placementv1.VerdictsRequest{Kind: &placementv1.VerdictsRequest_Unreserve{
-		Unreserve: &placementv1.VerdictsUnreserve{PodUid: req.PodUid, NodeName: nodeName}}}, nodeName, true) {
+		Unreserve: &placementv1.VerdictsUnreserve{PodUid: req.PodUid, NodeName: nodeName}}}, nodeName) {
 		return
 	}
 	start := time.Now()

@@ -543,9 +543,8 @@ func (v *verdicts) settle(deadline time.Time) bool {
 }
 
 // book sends a booking on the stream; false when the extender does not
-// serve the stream (the caller makes the synchronous call). hurry: the next
-// pods may well wait for its ack (see Reserve), so it is written at once.
-func (v *verdicts) book(req *placementv1.VerdictsRequest, node string, hurry bool) bool {
+// serve the stream (the caller makes the synchronous call).
+func (v *verdicts) book(req *placementv1.VerdictsRequest, node string) bool {
 	v.mu.Lock()
 	if !v.supported {
 		v.mu.Unlock()
@@ -573,17 +572,14 @@ func (v *verdicts) book(req *placementv1.VerdictsRequest, node string, hurry boo
 	v.mu.Unlock()
 	if stream != nil {
 		v.send(stream, req) // a failed send is resent after the reconnect
-		if hurry {
-			// gRPC-Go writes the message from its writer goroutine, which
-			// the send readies to run next on this P; kube-scheduler's next
-			// cycle, which this goroutine goes on to, would push it behind
-			// its 16 Filter workers, and the booking would reach the
-			// extender after the cycle that waits for its ack (issue 25:
-			// the booking's round trip fell from 8.2 to 5.5 ms on average in
-			// a SchedulingMixed round). Yielding lets it write now, at the
-			// cost of this goroutine's place on the P.
-			runtime.Gosched()
-		}
+		// gRPC-Go writes the message from its writer goroutine, which the
+		// send readies to run next on this P; kube-scheduler's next cycle,
+		// which this goroutine goes on to, would push it behind its 16
+		// Filter workers, and the booking would reach the extender after
+		// the cycle that waits for its ack (issue 25: the booking's round
+		// trip fell from 8.2 to 5.5 ms on average in a SchedulingMixed
+		// round). Yielding lets it write now.
+		runtime.Gosched()
 	}
 	return true
 }
