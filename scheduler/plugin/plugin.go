@@ -279,6 +279,10 @@ func (p *Plugin) judge(ctx context.Context, w *windowedCycle, info fwk.NodeInfo)
 			}
 		}
 	}
+	if window, ok := w.stale[node]; ok {
+		delete(w.stale, node)
+		return p.judgeAgain(ctx, w, info, window)
+	}
 	return refusalStatus(w.judged[node])
 }
 

@@ -810,4 +810,21 @@ func TestWindowedCycleJudgesAPendingNodeAgainAfterItsAck(t *testing.T) {
 	if _, scoreCalls, _, _ := f.counts(); scoreCalls != 0 {
 		t.Errorf("Score calls = %d, want the windows' scores", scoreCalls)
 	}
+
+	// The node that makes the call is the one booked meanwhile: it is judged
+	// again at once, after its ack.
+	if st := p.Reserve(ctx, framework.NewCycleState(), shapeReplica("uid-node-0007"), "node-0007"); st != nil {
+		t.Fatal(st)
+	}
+	began = time.Now()
+	state = framework.NewCycleState()
+	if _, st := p.PreFilter(ctx, state, pod, nodes); !st.IsSuccess() {
+		t.Fatalf("PreFilter: %v", st)
+	}
+	if st := p.Filter(ctx, state, pod, nodes[7]); st == nil || !strings.Contains(st.Message(), "booked") {
+		t.Errorf("Filter(node-0007), the call's own node = %v, want the refusal of the booking acked after the call", st)
+	}
+	if d := time.Since(began); d < 140*time.Millisecond {
+		t.Errorf("node-0007 answered after %v, before its ack", d)
+	}
 }
