@@ -163,9 +163,8 @@ type windowedCycle struct {
 	scores scores
 	open   bool // a call failed and the cycle fails open
 	// Nodes judged while a booking on them was unacked, whose answer the
-	// booking may change (one that passed, or one being freed), with the
-	// window they were judged in: asked again, after the ack, if a Filter
-	// reaches them. The calls do not wait for every ack (issue 25: that
+	// booking may change, with the window they were judged in: asked again,
+	// after the ack, if a Filter reaches them. The calls do not wait for every ack (issue 25: that
 	// wait was 4 ms a pod of a new shape in SchedulingMixed).
 	stale map[string][]string
 }
@@ -268,10 +267,11 @@ func (p *Plugin) judge(ctx context.Context, w *windowedCycle, info fwk.NodeInfo)
 		return err
 	}
 	// Bookings sent before the call and acked after it: the call may have
-	// judged those nodes before or after them.
+	// judged those nodes before or after them, and a booking can lift a
+	// refusal as well as make one.
 	if pending != nil {
 		for _, n := range *pending {
-			if reason, judged := w.judged[n.node]; judged && (reason == "" || n.frees > 0) {
+			if _, judged := w.judged[n.node]; judged {
 				if w.stale == nil {
 					w.stale = map[string][]string{}
 				}

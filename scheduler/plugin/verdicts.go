@@ -27,13 +27,7 @@ import (
 //
 // A booking is acked after the deltas it caused; until then its node is
 // pending, and a pod whose cycle reaches that node waits for the ack (up to
-// its extension point's deadline, then fails open for that node). Not where
-// the table refuses the node and every booking pending on it is a Reserve:
-// a booking only adds to a node (the model's predictions grow with its
-// load, and NUMA admission has fewer CPUs left), so the refusal holds
-// whatever the ack brings, and the node is refused at once with the
-// table's reason (issue 25: in SchedulingMixed, the replicas of a shape
-// most nodes refuse waited for the previous replica's ack in most cycles). After a
+// its extension point's deadline, then fails open for that node). After a
 // reconnect every table is fetched again and every unacked booking resent
 // (the extender books idempotently by UID).
 type verdicts struct {
@@ -371,23 +365,15 @@ func (v *verdicts) lookupInfo(t *shapeTable, slots *slotCache, info fwk.NodeInfo
 // must be compared by name.
 func (v *verdicts) lookupSlot(t *shapeTable, slot int32, info fwk.NodeInfo, name string, deadline time.Time, filtering bool) (verdict, bool) {
 	// The pending bookings first: an ack is applied after its deltas, so
-	// none pending means the cells hold the node's post-booking verdict.
-	n, pending := v.pending.Load().find(slot, info, name)
-	if !pending {
-		if filtering && t.refused.Load() == 0 {
-			return verdict{feasible: true}, true
-		}
-		return v.readSlot(t, int(slot)), true
-	}
-	// A refusal holds while the node is only booked more (see verdicts).
-	// Only a node the table passes, or one being freed, waits.
-	if n.frees == 0 {
-		if d := v.readSlot(t, int(slot)); !d.feasible {
-			return d, true
-		}
-	}
-	if !v.await(slot, info, name, deadline) {
+	// none pending means the cells hold the node's post-booking verdict. A
+	// node the table refuses waits too: a booking can lift a refusal (a
+	// resident already past its tolerance no longer counts against a pod
+	// that adds less than model.minAddedSlowdown to it).
+	if v.pending.Load().has(slot, info, name) && !v.await(slot, info, name, deadline) {
 		return verdict{}, false
+	}
+	if filtering && t.refused.Load() == 0 {
+		return verdict{feasible: true}, true
 	}
 	return v.readSlot(t, int(slot)), true
 }
@@ -424,10 +410,9 @@ func (v *verdicts) await(slot int32, info fwk.NodeInfo, name string, deadline ti
 // pod) made it walk all 5,000 (issue 25: the filter phase took three times
 // the fair baseline's CPU on SchedulingMixed). nil: every node is a candidate.
 //
-// A node without a verdict (no telemetry, unknown) or with an unacked
-// Unreserve is named: Filter then reads or waits for it as usual; a node the
-// table refuses that is only being booked more stays refused (see verdicts).
-// Nil as well when no node passes, so that Filter gives each node's reason.
+// A node without a verdict (no telemetry, unknown) or with an unacked booking
+// is named: Filter then reads or waits for it as usual. Nil as well when no
+// node passes, so that Filter gives each node's reason.
 func (v *verdicts) passing(t *shapeTable, nodes []fwk.NodeInfo, cache *slotCache) sets.Set[string] {
 	refused := int(t.refused.Load())
 	if refused == 0 || len(nodes)-refused > len(nodes)/2 {
@@ -445,7 +430,7 @@ func (v *verdicts) passing(t *shapeTable, nodes []fwk.NodeInfo, cache *slotCache
 	for i, s := range slots {
 		if s >= 0 && int(s) < len(cells) {
 			c := cells[s].v.Load()
-			if c&cellPresent != 0 && c&cellFeasible == 0 && !pending.freeing(s, nodes[i], "") {
+			if c&cellPresent != 0 && c&cellFeasible == 0 && !pending.has(s, nodes[i], "") {
 				if _, passes := passesFallback(lh, cells[s].fb.Load()); !passes {
 					continue
 				}
@@ -567,7 +552,7 @@ func (v *verdicts) book(req *placementv1.VerdictsRequest, node string) bool {
 		failOpen.WithLabelValues("Reserve", "unacked_dropped").Inc()
 	}
 	v.unacked[id] = req
-	v.addPending(node, 1, req.GetUnreserve() != nil)
+	v.addPending(node, 1)
 	stream := v.stream
 	v.mu.Unlock()
 	if stream != nil {
@@ -595,28 +580,23 @@ func (v *verdicts) forget(id uint64) {
 	if node == "" {
 		node = req.GetUnreserve().GetNodeName()
 	}
-	v.addPending(node, -1, req.GetUnreserve() != nil)
+	v.addPending(node, -1)
 }
 
-// addPending counts a booking on node sent (+1) or acked (-1), an Unreserve
-// (frees) or a Reserve; v.mu held.
-func (v *verdicts) addPending(node string, delta int, frees bool) {
+// addPending counts a booking on node sent (+1) or acked (-1); v.mu held.
+func (v *verdicts) addPending(node string, delta int) {
 	old := *v.pending.Load()
 	next := make(pendingSet, 0, len(old)+1)
-	count, freeing := delta, 0
-	if frees {
-		freeing = delta
-	}
+	count := delta
 	for _, p := range old {
 		if p.node == node {
 			count += p.count
-			freeing += p.frees
 		} else {
 			next = append(next, p)
 		}
 	}
 	if count > 0 {
-		next = append(next, pendingNode{node, int32(v.slot(node)), count, max(freeing, 0)})
+		next = append(next, pendingNode{node, int32(v.slot(node)), count})
 	}
 	v.pending.Store(&next)
 }
@@ -630,31 +610,16 @@ type pendingNode struct {
 	node  string
 	slot  int32 // its slot when booked; -1: none then
 	count int
-	// Of count, the Unreserves: a node only booked more stays refused (see
-	// verdicts), one being freed may not.
-	frees int
 }
 
 // has: the node in slot (-1: none) has a booking not acked. Slots are
 // compared where both have one (a name's slot never changes); otherwise the
 // names, the node's taken from info when name is "".
 func (p *pendingSet) has(slot int32, info fwk.NodeInfo, name string) bool {
-	_, ok := p.find(slot, info, name)
-	return ok
-}
-
-// freeing: the node has a pending Unreserve, which can lift its refusal.
-func (p *pendingSet) freeing(slot int32, info fwk.NodeInfo, name string) bool {
-	n, ok := p.find(slot, info, name)
-	return ok && n.frees > 0
-}
-
-func (p *pendingSet) find(slot int32, info fwk.NodeInfo, name string) (*pendingNode, bool) {
-	for i := range *p {
-		n := &(*p)[i]
+	for _, n := range *p {
 		if slot >= 0 && n.slot >= 0 {
 			if n.slot == slot {
-				return n, true
+				return true
 			}
 			continue
 		}
@@ -662,10 +627,10 @@ func (p *pendingSet) find(slot int32, info fwk.NodeInfo, name string) (*pendingN
 			name = info.Node().Name
 		}
 		if n.node == name {
-			return n, true
+			return true
 		}
 	}
-	return nil, false
+	return false
 }
 
 // nothingToFilter: t refuses no node and no booking is pending, so every

@@ -358,39 +358,14 @@ func TestStreamedPendingNodeFailsOpenAtTheDeadline(t *testing.T) {
 	if _, st := p.PreFilter(context.Background(), state, pod, nil); st != nil {
 		t.Fatal(st)
 	}
-	// n2 is refused in the table and only being booked more: the refusal
-	// holds whatever the ack says, so it is answered at once.
 	start := time.Now()
-	if st := p.Filter(context.Background(), state, pod, nodeInfo("n2")); st == nil || !strings.Contains(st.Message(), "membw 91%") {
-		t.Errorf("Filter(n2) with a Reserve unacked = %v, want the table's refusal", st)
-	}
-	if d := time.Since(start); d > 40*time.Millisecond {
-		t.Errorf("Filter(n2) waited %v for an ack that cannot lift its refusal", d)
-	}
-	// n4 passes in the table, and its booking is never acked: the plugin
+	// n2 is refused in the table, but its booking is never acked: the plugin
 	// does not decide on the stale verdict, it lets the node through.
-	if st := p.Reserve(context.Background(), framework.NewCycleState(), shapeReplica("uid-4"), "n4"); st != nil {
-		t.Fatal(st)
-	}
-	start = time.Now()
-	if st := p.Filter(context.Background(), state, pod, nodeInfo("n4")); st != nil {
-		t.Errorf("Filter(n4) with its booking unacked past the deadline = %v, want fail-open", st)
+	if st := p.Filter(context.Background(), state, pod, nodeInfo("n2")); st != nil {
+		t.Errorf("Filter(n2) with its booking unacked past the deadline = %v, want fail-open", st)
 	}
 	if d := time.Since(start); d < 60*time.Millisecond || d > 2*time.Second {
-		t.Errorf("Filter(n4) waited %v, want about the 80ms deadline", d)
-	}
-	// An Unreserve can lift n3's refusal: n3 waits for it, and fails open.
-	p.Unreserve(context.Background(), framework.NewCycleState(), shapeReplica("uid-5"), "n3")
-	state = framework.NewCycleState()
-	if _, st := p.PreFilter(context.Background(), state, pod, nil); st != nil {
-		t.Fatal(st)
-	}
-	start = time.Now()
-	if st := p.Filter(context.Background(), state, pod, nodeInfo("n3")); st != nil {
-		t.Errorf("Filter(n3) with its Unreserve unacked past the deadline = %v, want fail-open", st)
-	}
-	if d := time.Since(start); d < 60*time.Millisecond || d > 2*time.Second {
-		t.Errorf("Filter(n3) waited %v, want about the 80ms deadline", d)
+		t.Errorf("waited %v, want about the 80ms deadline", d)
 	}
 }
 
@@ -476,7 +451,7 @@ func TestVerdictTableAppliesFullTablesAndDeltas(t *testing.T) {
 	check("all pass", "d", false, verdict{feasible: true, score: 9})
 	// A node with an unacked booking waits; the others do not.
 	v.mu.Lock()
-	v.addPending("a", 1, false)
+	v.addPending("a", 1)
 	v.mu.Unlock()
 	if _, ok := v.lookupFiltering(tab, "a", time.Now().Add(20*time.Millisecond), false); ok {
 		t.Error("a node with an unacked booking was read before its ack")
@@ -485,7 +460,7 @@ func TestVerdictTableAppliesFullTablesAndDeltas(t *testing.T) {
 	go func() {
 		time.Sleep(20 * time.Millisecond)
 		v.mu.Lock()
-		v.addPending("a", -1, false)
+		v.addPending("a", -1)
 		close(v.acked)
 		v.acked = make(chan struct{})
 		v.mu.Unlock()
@@ -494,14 +469,14 @@ func TestVerdictTableAppliesFullTablesAndDeltas(t *testing.T) {
 	// A booking on a node no table has named yet: Filter waits for it too,
 	// and reads the blind score once it is acked.
 	v.mu.Lock()
-	v.addPending("new", 1, false)
+	v.addPending("new", 1)
 	v.mu.Unlock()
 	if _, ok := v.lookupFiltering(tab, "new", time.Now().Add(10*time.Millisecond), true); ok {
 		t.Error("a node without a verdict but with an unacked booking passed before its ack")
 	}
 	check("pending on a new node", "a", true, verdict{feasible: true})
 	v.mu.Lock()
-	v.addPending("new", -1, false)
+	v.addPending("new", -1)
 	v.mu.Unlock()
 	check("acked new node", "new", false, verdict{feasible: true, score: tab.blind.Load()})
 	// A full table replaces everything, nodes beyond the first table's included.
@@ -548,30 +523,24 @@ func TestPreFilterNamesTheFewNodesAShapePasses(t *testing.T) {
 		t.Errorf("PreFilter named %v, want %v", got, want)
 	}
 	// Asked again with the same list (the cached slots), and after a booking
-	// on a refused node that the extender has not acked yet: a Reserve
-	// cannot lift n1's refusal, an Unreserve can lift n2's.
+	// on a refused node that the extender has not acked yet.
 	if st := p.Reserve(context.Background(), framework.NewCycleState(), shapeReplica("uid-2"), "n1"); st != nil {
 		t.Fatal(st)
 	}
-	if got, want := prefilter(list), []string{"n10", "n9", "unknown"}; !slices.Equal(got, want) {
-		t.Errorf("PreFilter with a Reserve on n1 unacked named %v, want %v", got, want)
-	}
-	p.Unreserve(context.Background(), framework.NewCycleState(), shapeReplica("uid-3"), "n2")
-	if got, want := prefilter(list), []string{"n10", "n2", "n9", "unknown"}; !slices.Equal(got, want) {
-		t.Errorf("PreFilter with an Unreserve on n2 unacked named %v, want %v", got, want)
+	if got, want := prefilter(list), []string{"n1", "n10", "n9", "unknown"}; !slices.Equal(got, want) {
+		t.Errorf("PreFilter with n1's booking unacked named %v, want %v", got, want)
 	}
 	// A new node list (a node came): the slots are looked up again.
 	grown := append(append([]fwk.NodeInfo(nil), list...), nodeInfo("new"))
-	if got, want := prefilter(grown), []string{"n10", "n2", "n9", "new", "unknown"}; !slices.Equal(got, want) {
+	if got, want := prefilter(grown), []string{"n1", "n10", "n9", "new", "unknown"}; !slices.Equal(got, want) {
 		t.Errorf("PreFilter over a grown list named %v, want %v", got, want)
 	}
 	// More than half of the list passing: every node stays a candidate.
 	if got := prefilter(list[6:]); got != nil {
 		t.Errorf("PreFilter over a list most of which passes named %v, want every node", got)
 	}
-	// None passing (n2 is named while its Unreserve is unacked): every node
-	// stays a candidate, so Filter gives the reasons.
-	if got := prefilter(list[2:8]); got != nil {
+	// None passing: every node stays a candidate, so Filter gives the reasons.
+	if got := prefilter(list[1:8]); got != nil {
 		t.Errorf("PreFilter over refused nodes named %v, want every node (Filter's reasons)", got)
 	}
 }
@@ -615,8 +584,8 @@ func TestLookupByNodeInfoAgreesWithLookupByName(t *testing.T) {
 	// Pending: a (slot) by slot, from the cached NodeInfo and from a clone;
 	// "late" (no slot when booked, one since) by name.
 	v.mu.Lock()
-	v.addPending("a", 1, false)
-	v.addPending("late", 1, false)
+	v.addPending("a", 1)
+	v.addPending("late", 1)
 	v.mu.Unlock()
 	update(false, &placementv1.NodeVerdict{NodeName: "late", Feasible: true, Score: 1})
 	short := time.Now().Add(5 * time.Millisecond)
@@ -751,9 +720,9 @@ func TestPreFilterSkipsFilterWhileNothingIsRefusedOrPending(t *testing.T) {
 
 // A pod of a shape without a table, on a cluster larger than the window, is
 // judged by windowed calls that do not wait for the bookings in flight; a
-// node of the window whose booking was unacked at the call and that the call
-// passed is judged again after its ack, when a Filter reaches it; one the
-// call refused stays refused.
+// node of the window whose booking was unacked at the call is judged again
+// after its ack, when a Filter reaches it, whatever the call answered (a
+// booking can lift a refusal as well as make one), the call's own node too.
 func TestWindowedCycleJudgesAPendingNodeAgainAfterItsAck(t *testing.T) {
 	f := newStreaming()
 	f.ackDelay = 150 * time.Millisecond
@@ -771,6 +740,10 @@ func TestWindowedCycleJudgesAPendingNodeAgainAfterItsAck(t *testing.T) {
 		}
 	}
 	before, _, _, _ := f.counts()
+	calls := func() int {
+		n, _, _, _ := f.counts()
+		return n - before
+	}
 	pod := testPod()
 	pod.Spec.Containers[0].Resources.Requests[v1.ResourceMemory] = resource.MustParse("3Gi") // a shape of its own
 	state := framework.NewCycleState()
@@ -783,26 +756,31 @@ func TestWindowedCycleJudgesAPendingNodeAgainAfterItsAck(t *testing.T) {
 	if d := time.Since(began); d > 100*time.Millisecond {
 		t.Errorf("the window was judged after %v: it waited for the bookings' acks", d)
 	}
-	if st := p.Filter(ctx, state, pod, nodes[6]); st == nil || !strings.Contains(st.Message(), "membw 91%") {
-		t.Errorf("Filter(node-0006) = %v, want the refusal the call answered", st)
+	if n := calls(); n != 1 {
+		t.Errorf("%d calls before a booked node was reached, want 1", n)
 	}
-	if filters, _, _, _ := f.counts(); filters-before != 1 {
-		t.Errorf("%d calls before node-0005 was reached, want 1", filters-before)
-	}
+	// node-0005 passed in the call; its booking's ack (150 ms) refuses it.
 	if st := p.Filter(ctx, state, pod, nodes[5]); st == nil || !strings.Contains(st.Message(), "booked") {
 		t.Errorf("Filter(node-0005) = %v, want the refusal of the booking acked after the call", st)
 	}
 	if d := time.Since(began); d < 140*time.Millisecond {
 		t.Errorf("node-0005 answered after %v, before its ack", d)
 	}
-	if filters, _, _, _ := f.counts(); filters-before != 2 {
-		t.Errorf("%d calls, want 2 (the window, then node-0005's window again)", filters-before)
+	// node-0006 was refused in the call: judged again after its ack too (300 ms).
+	if st := p.Filter(ctx, state, pod, nodes[6]); st == nil {
+		t.Errorf("Filter(node-0006) passes, want a refusal")
+	}
+	if d := time.Since(began); d < 290*time.Millisecond {
+		t.Errorf("node-0006 answered after %v, before its ack", d)
+	}
+	if n := calls(); n != 3 {
+		t.Errorf("%d calls, want 3 (the window, then each booked node's window again)", n)
 	}
 	if st := p.Filter(ctx, state, pod, nodes[5]); st == nil || !strings.Contains(st.Message(), "booked") {
 		t.Errorf("Filter(node-0005) again = %v", st)
 	}
-	if filters, _, _, _ := f.counts(); filters-before != 2 {
-		t.Errorf("%d calls after node-0005 was asked twice, want 2", filters-before)
+	if n := calls(); n != 3 {
+		t.Errorf("%d calls after node-0005 was asked twice, want 3", n)
 	}
 	if st := p.PreScore(ctx, state, pod, []fwk.NodeInfo{nodes[4]}); st != nil {
 		t.Fatalf("PreScore: %v", st)
