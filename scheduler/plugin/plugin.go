@@ -3,6 +3,7 @@ package plugin
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math"
 	"strings"
 	"sync"
@@ -164,8 +165,9 @@ type windowedCycle struct {
 	open   bool // a call failed and the cycle fails open
 	// Nodes judged while a booking on them was unacked, whose answer the
 	// booking may change, with the window they were judged in: asked again,
-	// after the ack, if a Filter reaches them. The calls do not wait for every ack (issue 25: that
-	// wait was 4 ms a pod of a new shape in SchedulingMixed).
+	// after the ack, if a Filter reaches them. The calls do not wait for
+	// every ack (issue 25: that wait was 4 ms a pod of a new shape in
+	// SchedulingMixed).
 	stale map[string][]string
 }
 
@@ -232,54 +234,48 @@ func (p *Plugin) judge(ctx context.Context, w *windowedCycle, info fwk.NodeInfo)
 	node := info.Node().Name
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if window, ok := w.stale[node]; ok {
-		delete(w.stale, node)
-		if !w.open {
-			return p.judgeAgain(ctx, w, info, window)
+	if _, ok := w.judged[node]; !ok {
+		if w.open {
+			return nil
 		}
-	}
-	if reason, ok := w.judged[node]; ok {
-		return refusalStatus(reason)
-	}
-	if w.open {
-		return nil
-	}
-	// The window starts a chunk before the node: the first Filter of a
-	// cycle may come from a worker a chunk or so ahead of the walk's start.
-	n := len(w.nodes)
-	start := (position(w.nodes, info) - filterChunk(n) + n) % n
-	size := filterWindow(n)
-	names := make([]string, 0, size+1)
-	names = append(names, node)
-	for i := 0; i < n && len(names) < size; i++ {
-		name := w.nodes[(start+i)%n].Node().Name
-		if _, done := w.judged[name]; !done && name != node {
-			names = append(names, name)
+		// The window starts a chunk before the node: the first Filter of a
+		// cycle may come from a worker a chunk or so ahead of the walk's start.
+		n := len(w.nodes)
+		start := (position(w.nodes, info) - filterChunk(n) + n) % n
+		size := filterWindow(n)
+		names := make([]string, 0, size+1)
+		names = append(names, node)
+		for i := 0; i < n && len(names) < size; i++ {
+			name := w.nodes[(start+i)%n].Node().Name
+			if _, done := w.judged[name]; !done && name != node {
+				names = append(names, name)
+			}
 		}
-	}
-	// Not the cycle's cancellation: kube-scheduler cancels the filtering once
-	// it has found its share of nodes, which must not read as a failure here.
-	var pending *pendingSet
-	if p.verdicts != nil {
-		pending = p.verdicts.pending.Load()
-	}
-	if err := p.judgeWindow(ctx, w, names); err != nil || w.open {
-		return err
-	}
-	// Bookings sent before the call and acked after it: the call may have
-	// judged those nodes before or after them, and a booking can lift a
-	// refusal as well as make one.
-	if pending != nil {
-		for _, n := range *pending {
-			if _, judged := w.judged[n.node]; judged {
-				if w.stale == nil {
-					w.stale = map[string][]string{}
+		var pending *pendingSet
+		if p.verdicts != nil {
+			pending = p.verdicts.pending.Load()
+		}
+		judged, scored, st := p.callWindow(ctx, w, names)
+		if st != nil || w.open {
+			return st
+		}
+		maps.Copy(w.judged, judged)
+		maps.Copy(w.scores, scored)
+		// Bookings sent before the call and acked after it: the call may have
+		// judged those nodes before or after them, and a booking can lift a
+		// refusal as well as make one.
+		if pending != nil {
+			for _, b := range *pending {
+				if _, ok := judged[b.node]; ok {
+					if w.stale == nil {
+						w.stale = map[string][]string{}
+					}
+					w.stale[b.node] = names
 				}
-				w.stale[n.node] = names
 			}
 		}
 	}
-	if window, ok := w.stale[node]; ok {
+	if window, ok := w.stale[node]; ok && !w.open {
 		delete(w.stale, node)
 		return p.judgeAgain(ctx, w, info, window)
 	}
@@ -287,36 +283,31 @@ func (p *Plugin) judge(ctx context.Context, w *windowedCycle, info fwk.NodeInfo)
 }
 
 // judgeAgain judges a node of a window again once its bookings are acked,
-// with the same window (the least-harm fallback looks at it as a set); w.mu
-// held.
+// with the same window (the least-harm fallback looks at it as a set); only
+// that node's answer is taken. w.mu held.
 func (p *Plugin) judgeAgain(ctx context.Context, w *windowedCycle, info fwk.NodeInfo, window []string) *fwk.Status {
 	node := info.Node().Name
 	if !p.verdicts.await(int32(p.verdicts.slot(node)), info, node, time.Now().Add(p.args.FilterTimeout.Duration)) {
 		return p.pendingTimedOut("Filter", w.pod, node)
 	}
-	judged, scored := w.judged, w.scores
-	w.judged, w.scores = make(map[string]string, len(window)), make(scores, len(window))
-	err := p.judgeWindow(ctx, w, window)
-	fresh := w.judged[node]
-	freshScore, hasScore := w.scores[node]
-	w.judged, w.scores = judged, scored
-	if err != nil {
-		return err
+	judged, scored, st := p.callWindow(ctx, w, window)
+	if st != nil || w.open {
+		return st
 	}
-	if w.open {
-		return nil
-	}
-	w.judged[node] = fresh
+	w.judged[node] = judged[node]
 	delete(w.scores, node)
-	if hasScore {
-		w.scores[node] = freshScore
+	if score, ok := scored[node]; ok {
+		w.scores[node] = score
 	}
-	return refusalStatus(fresh)
+	return refusalStatus(judged[node])
 }
 
-// judgeWindow asks for the verdicts and scores of names and records them in
-// w; a failed call fails the cycle open (w.open) or is the error. w.mu held.
-func (p *Plugin) judgeWindow(ctx context.Context, w *windowedCycle, names []string) *fwk.Status {
+// callWindow asks for the verdicts (node -> refusal reason, "" feasible) and
+// the feasible nodes' scores of names. A failed call fails the cycle open
+// (w.open set, no answer) or is the error. w.mu held.
+func (p *Plugin) callWindow(ctx context.Context, w *windowedCycle, names []string) (map[string]string, scores, *fwk.Status) {
+	// Not the cycle's cancellation: kube-scheduler cancels the filtering once
+	// it has found its share of nodes, which must not read as a failure here.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), p.args.FilterTimeout.Duration)
 	defer cancel()
 	began := time.Now()
@@ -326,20 +317,22 @@ func (p *Plugin) judgeWindow(ctx context.Context, w *windowedCycle, names []stri
 		if *p.args.FailOpen {
 			w.open = true
 			p.countFailOpen("Filter", w.pod, err)
-			return nil
+			return nil, nil, nil
 		}
-		return fwk.AsStatus(fmt.Errorf("neighborly filter: %w", err))
+		return nil, nil, fwk.AsStatus(fmt.Errorf("neighborly filter: %w", err))
 	}
+	judged := make(map[string]string, len(names))
 	for _, name := range names {
-		w.judged[name] = ""
+		judged[name] = ""
 	}
 	for _, r := range resp.GetRefused() {
-		w.judged[r.GetNodeName()] = r.GetReason()
+		judged[r.GetNodeName()] = r.GetReason()
 	}
+	scored := make(scores, len(resp.GetScores()))
 	for _, sc := range resp.GetScores() {
-		w.scores[sc.GetNodeName()] = int64(sc.GetScore())
+		scored[sc.GetNodeName()] = int64(sc.GetScore())
 	}
-	return nil
+	return judged, scored, nil
 }
 
 // position is info's index in nodes (0 when absent): by identity, as

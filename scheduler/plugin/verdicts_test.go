@@ -132,16 +132,6 @@ func (f *streamingPlacement) Verdicts(stream placementv1.Placement_VerdictsServe
 			if err := stream.Send(&placementv1.VerdictsUpdate{Kind: &placementv1.VerdictsUpdate_Ack{Ack: ack}}); err != nil {
 				return err
 			}
-		case *placementv1.VerdictsRequest_Unreserve:
-			// Acked (without a delta) unless acks are held.
-			time.Sleep(f.ackDelay)
-			if f.holdAcks {
-				continue
-			}
-			ack := &placementv1.BookingAck{BookingId: k.Unreserve.BookingId, Done: true, BookingsGeneration: 10}
-			if err := stream.Send(&placementv1.VerdictsUpdate{Kind: &placementv1.VerdictsUpdate_Ack{Ack: ack}}); err != nil {
-				return err
-			}
 		}
 	}
 }
