@@ -24,8 +24,7 @@ const maxMessageBytes = 16 << 20
 
 // dial opens one long-lived client connection; gRPC reconnects by itself when
 // the extender restarts.
-// Its writes are counted in wrote (nil: not counted).
-func dial(a Args, wrote *writeSignal) (*grpc.ClientConn, placementv1.PlacementClient, error) {
+func dial(a Args) (*grpc.ClientConn, placementv1.PlacementClient, error) {
 	serverName := a.ServerName
 	if serverName == "" {
 		serverName, _, _ = net.SplitHostPort(a.Address)
@@ -34,7 +33,7 @@ func dial(a Args, wrote *writeSignal) (*grpc.ClientConn, placementv1.PlacementCl
 	if err != nil {
 		return nil, nil, err
 	}
-	return dialTarget(a.Address, creds, wrote)
+	return dialTarget(a.Address, creds)
 }
 
 // transportCredentials: plaintext when a.Insecure, else TLS verifying serverName.
@@ -49,8 +48,8 @@ func transportCredentials(a Args, serverName string) (credentials.TransportCrede
 	return credentials.NewTLS(cfg), nil
 }
 
-func dialTarget(target string, creds credentials.TransportCredentials, wrote *writeSignal) (*grpc.ClientConn, placementv1.PlacementClient, error) {
-	opts := []grpc.DialOption{
+func dialTarget(target string, creds credentials.TransportCredentials) (*grpc.ClientConn, placementv1.PlacementClient, error) {
+	conn, err := grpc.NewClient(target,
 		grpc.WithTransportCredentials(creds),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxMessageBytes)),
 		grpc.WithKeepaliveParams(keepalive.ClientParameters{Time: 30 * time.Second, Timeout: 10 * time.Second}),
@@ -62,11 +61,7 @@ func dialTarget(target string, creds credentials.TransportCredentials, wrote *wr
 			Backoff:           backoff.Config{BaseDelay: 100 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: time.Second},
 			MinConnectTimeout: time.Second,
 		}),
-	}
-	if wrote != nil {
-		opts = append(opts, grpc.WithContextDialer(wrote.dialer()))
-	}
-	conn, err := grpc.NewClient(target, opts...)
+	)
 	if err != nil {
 		return nil, nil, fmt.Errorf("neighborly placement client for %s: %w", target, err)
 	}

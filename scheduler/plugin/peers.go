@@ -108,7 +108,7 @@ func (ps *peers) resolve() {
 		if _, ok := ps.conns[addr]; ok {
 			continue
 		}
-		conn, client, err := dialTarget(addr, ps.creds, nil)
+		conn, client, err := dialTarget(addr, ps.creds)
 		if err != nil {
 			klog.InfoS("Neighborly peers: cannot dial", "address", addr, "err", err)
 			continue

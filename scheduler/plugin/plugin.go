@@ -86,8 +86,7 @@ func NewWithArgs(a Args) (*Plugin, error) { return newPluginWithLookup(a, nil) }
 // newPluginWithLookup: `lookup` resolves Args.PeersAddress (nil: the system's resolver).
 func newPluginWithLookup(a Args, lookup func(context.Context, string) ([]string, error)) (*Plugin, error) {
 	registerMetrics()
-	wrote := newWriteSignal()
-	conn, client, err := dial(a, wrote)
+	conn, client, err := dial(a)
 	if err != nil {
 		return nil, err
 	}
@@ -99,7 +98,7 @@ func newPluginWithLookup(a Args, lookup func(context.Context, string) ([]string,
 		}
 	}
 	if *a.StreamedVerdicts {
-		p.verdicts = newVerdicts(client, wrote)
+		p.verdicts = newVerdicts(client)
 	}
 	klog.InfoS("Neighborly plugin ready", "address", a.Address, "tls", !a.Insecure,
 		"filterTimeout", a.FilterTimeout.Duration, "scoreTimeout", a.ScoreTimeout.Duration, "failOpen", *a.FailOpen,

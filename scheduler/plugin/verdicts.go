@@ -32,9 +32,6 @@ import (
 // (the extender books idempotently by UID).
 type verdicts struct {
 	client placementv1.PlacementClient
-	// wrote counts the connection's writes: Reserve waits for its
-	// booking's (nil: Reserve yields instead).
-	wrote *writeSignal
 	// Bookings kept for resending, at most; beyond, the oldest is dropped
 	// (counted as a fail-open Reserve).
 	maxUnacked int
@@ -174,10 +171,9 @@ const (
 	maxSeenOnce        = 4096
 )
 
-func newVerdicts(client placementv1.PlacementClient, wrote *writeSignal) *verdicts {
+func newVerdicts(client placementv1.PlacementClient) *verdicts {
 	ctx, cancel := context.WithCancel(context.Background())
 	v := newVerdictsState(client, cancel)
-	v.wrote = wrote
 	go v.run(ctx)
 	return v
 }
@@ -560,27 +556,15 @@ func (v *verdicts) book(req *placementv1.VerdictsRequest, node string) bool {
 	stream := v.stream
 	v.mu.Unlock()
 	if stream != nil {
+		v.send(stream, req) // a failed send is resent after the reconnect
 		// gRPC-Go writes the message from its writer goroutine, which the
 		// send readies to run next on this P; kube-scheduler's next cycle,
 		// which this goroutine goes on to, would push it behind its 16
 		// Filter workers, and the booking would reach the extender after
 		// the cycle that waits for its ack (issue 25: the booking's round
 		// trip fell from 8.2 to 5.5 ms on average in a SchedulingMixed
-		// round once Reserve let the writer go first). Reserve waits for
-		// the write: the writer, done, readies this goroutine next on its
-		// P, so the cycle goes on right after the write. A yield
-		// (runtime.Gosched) did the same at 0.7 ms a cycle: it queues the
-		// cycle behind everything else runnable (docs/performance.md).
-		var g uint64
-		if v.wrote != nil {
-			g = v.wrote.generation()
-		}
-		v.send(stream, req) // a failed send is resent after the reconnect
-		if v.wrote != nil {
-			v.wrote.waitPast(g, bookingWriteWait)
-		} else {
-			runtime.Gosched()
-		}
+		// round). Yielding lets it write now.
+		runtime.Gosched()
 	}
 	return true
 }
@@ -654,11 +638,6 @@ func (p *pendingSet) has(slot int32, info fwk.NodeInfo, name string) bool {
 func (v *verdicts) nothingToFilter(t *shapeTable) bool {
 	return t.refused.Load() == 0 && len(*v.pending.Load()) == 0
 }
-
-// bookingWriteWait bounds Reserve's wait for its booking's write: the writer
-// runs next on the P and writes in microseconds, but one blocked on flow
-// control or a broken connection must not hold the cycle.
-const bookingWriteWait = time.Millisecond
 
 func (v *verdicts) send(stream placementv1.Placement_VerdictsClient, req *placementv1.VerdictsRequest) {
 	v.sendMu.Lock()
