@@ -238,19 +238,7 @@ func (p *Plugin) judge(ctx context.Context, w *windowedCycle, info fwk.NodeInfo)
 		if w.open {
 			return nil
 		}
-		// The window starts a chunk before the node: the first Filter of a
-		// cycle may come from a worker a chunk or so ahead of the walk's start.
-		n := len(w.nodes)
-		start := (position(w.nodes, info) - filterChunk(n) + n) % n
-		size := filterWindow(n)
-		names := make([]string, 0, size+1)
-		names = append(names, node)
-		for i := 0; i < n && len(names) < size; i++ {
-			name := w.nodes[(start+i)%n].Node().Name
-			if _, done := w.judged[name]; !done && name != node {
-				names = append(names, name)
-			}
-		}
+		names := w.window(info)
 		var pending *pendingSet
 		if p.verdicts != nil {
 			pending = p.verdicts.pending.Load()
@@ -261,25 +249,51 @@ func (p *Plugin) judge(ctx context.Context, w *windowedCycle, info fwk.NodeInfo)
 		}
 		maps.Copy(w.judged, judged)
 		maps.Copy(w.scores, scored)
-		// Bookings sent before the call and acked after it: the call may have
-		// judged those nodes before or after them, and a booking can lift a
-		// refusal as well as make one.
-		if pending != nil {
-			for _, b := range *pending {
-				if _, ok := judged[b.node]; ok {
-					if w.stale == nil {
-						w.stale = map[string][]string{}
-					}
-					w.stale[b.node] = names
-				}
-			}
-		}
+		w.markStale(pending, judged, names)
 	}
 	if window, ok := w.stale[node]; ok && !w.open {
 		delete(w.stale, node)
 		return p.judgeAgain(ctx, w, info, window)
 	}
 	return refusalStatus(w.judged[node])
+}
+
+// window names the nodes to judge with info's: the node itself, then the
+// nodes not judged yet from a chunk before it on, filterWindow in all. The
+// window starts a chunk before the node: the first Filter of a cycle may
+// come from a worker a chunk or so ahead of the walk's start. w.mu held.
+func (w *windowedCycle) window(info fwk.NodeInfo) []string {
+	node := info.Node().Name
+	n := len(w.nodes)
+	start := (position(w.nodes, info) - filterChunk(n) + n) % n
+	size := filterWindow(n)
+	names := make([]string, 0, size+1)
+	names = append(names, node)
+	for i := 0; i < n && len(names) < size; i++ {
+		name := w.nodes[(start+i)%n].Node().Name
+		if _, done := w.judged[name]; !done && name != node {
+			names = append(names, name)
+		}
+	}
+	return names
+}
+
+// markStale records, for judging again after their acks, the nodes of a
+// call's answer that had a booking unacked when it went out (pending, nil:
+// none): the call may have judged them before or after the booking, and a
+// booking can lift a refusal as well as make one. w.mu held.
+func (w *windowedCycle) markStale(pending *pendingSet, answer map[string]string, names []string) {
+	if pending == nil {
+		return
+	}
+	for _, b := range *pending {
+		if _, ok := answer[b.node]; ok {
+			if w.stale == nil {
+				w.stale = map[string][]string{}
+			}
+			w.stale[b.node] = names
+		}
+	}
 }
 
 // judgeAgain judges a node of a window again once its bookings are acked,
