@@ -34,6 +34,9 @@ type fakePlacement struct {
 	delay   time.Duration
 	// noFilterScores: an extender that predates FilterRequest.with_scores.
 	noFilterScores bool
+	// noScoresInOrder: one that predates FilterRequest.scores_in_order;
+	// shortScoresInOrder: one that answers them a byte short (not read).
+	noScoresInOrder, shortScoresInOrder bool
 
 	mu        sync.Mutex
 	filters   []*placementv1.FilterRequest
@@ -63,15 +66,26 @@ func (f *fakePlacement) Filter(ctx context.Context, r *placementv1.FilterRequest
 		resp.Refused = append(resp.Refused, &placementv1.NodeRefusal{NodeName: n, Reason: why})
 	}
 	if r.GetWithScores() && !f.noFilterScores {
+		inOrder := r.GetScoresInOrder() && !f.noScoresInOrder && len(r.GetNodeNames()) > 0
 		for _, n := range r.GetNodeNames() {
 			if _, refused := f.refused[n]; refused {
+				if inOrder {
+					resp.ScoresInOrder = append(resp.ScoresInOrder, 255)
+				}
 				continue
 			}
 			s, ok := f.scores[n]
 			if !ok {
 				s = 5
 			}
-			resp.Scores = append(resp.Scores, &placementv1.NodeScore{NodeName: n, Score: s})
+			if inOrder {
+				resp.ScoresInOrder = append(resp.ScoresInOrder, byte(s))
+			} else {
+				resp.Scores = append(resp.Scores, &placementv1.NodeScore{NodeName: n, Score: s})
+			}
+		}
+		if inOrder && f.shortScoresInOrder {
+			resp.ScoresInOrder = resp.ScoresInOrder[1:]
 		}
 	}
 	return resp, nil
@@ -313,12 +327,19 @@ func TestWindowedCycleScoresFromItsFilterCalls(t *testing.T) {
 	for i := range nodes {
 		nodes[i] = nodeInfo(fmt.Sprintf("node-%04d", i))
 	}
-	for _, old := range []bool{false, true} {
+	// The extender: current (scores one byte a node), one that answers
+	// NodeScore messages, one that answers no scores with its verdicts, and
+	// one whose scores in order are a byte short. The last two cost a Score
+	// call; the scores are the same.
+	for _, kind := range []string{"in order", "messages", "none", "short"} {
 		f := &fakePlacement{
-			refused:        map[string]string{"node-0003": "l3 full"},
-			scores:         map[string]int32{"node-0001": 9, "node-0002": 2},
-			noFilterScores: old,
+			refused:            map[string]string{"node-0003": "l3 full"},
+			scores:             map[string]int32{"node-0001": 9, "node-0002": 2},
+			noFilterScores:     kind == "none",
+			noScoresInOrder:    kind == "messages",
+			shortScoresInOrder: kind == "short",
 		}
+		old := kind == "none" || kind == "short"
 		p := newPlugin(t, Args{Address: serve(t, f, nil), Insecure: true})
 		state := framework.NewCycleState()
 		pod := testPod()
@@ -331,8 +352,8 @@ func TestWindowedCycleScoresFromItsFilterCalls(t *testing.T) {
 				feasible = append(feasible, ni)
 			}
 		}
-		if len(f.filters) != 1 || !f.filters[0].GetWithScores() {
-			t.Fatalf("want one windowed Filter call asking for scores, got %d", len(f.filters))
+		if len(f.filters) != 1 || !f.filters[0].GetWithScores() || !f.filters[0].GetScoresInOrder() {
+			t.Fatalf("want one windowed Filter call asking for scores in order, got %d", len(f.filters))
 		}
 		if st := p.PreScore(context.Background(), state, pod, feasible); !st.IsSuccess() {
 			t.Fatalf("PreScore: %v", st)
@@ -347,10 +368,10 @@ func TestWindowedCycleScoresFromItsFilterCalls(t *testing.T) {
 		}
 		want := map[string]int64{"node-0000": 5, "node-0001": 9, "node-0002": 2, "node-0004": 5}
 		if !maps.Equal(got, want) {
-			t.Errorf("extender without filter scores %v: scores %v, want %v", old, got, want)
+			t.Errorf("extender with scores %s: scores %v, want %v", kind, got, want)
 		}
 		if calls := len(f.scoreReqs); (calls == 1) != old {
-			t.Errorf("extender without filter scores %v: %d Score calls", old, calls)
+			t.Errorf("extender with scores %s: %d Score calls", kind, calls)
 		}
 	}
 }

@@ -555,6 +555,10 @@ func TestLookupByNodeInfoAgreesWithLookupByName(t *testing.T) {
 	if len(cache.byInfo) != 2 {
 		t.Fatalf("the cache holds %d nodes by identity, want 2 (a and b; c has no slot)", len(cache.byInfo))
 	}
+	// Every node's name in the list's order, with a slot or without.
+	if want := []string{"a", "b", "c"}; !slices.Equal(cache.names, want) {
+		t.Errorf("the cache names %v, want %v", cache.names, want)
+	}
 	if again := v.snapshotSlots([]fwk.NodeInfo{list[0], list[1], list[2]}); again != cache {
 		t.Error("the same NodeInfos in the same order made a new cache")
 	}

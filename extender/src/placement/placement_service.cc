@@ -50,6 +50,9 @@ grpc::Status ExpiredStatus() {
                       "evaluated");
 }
 
+// FilterResponse.scores_in_order's byte for a refused node.
+constexpr unsigned char kRefusedInOrder = 255;
+
 // A node's score as Score answers it (and Filter, when asked with_scores).
 void SetScore(std::string_view node, const NodeDecision& d, pv1::NodeScore& score) {
   score.set_node_name(node.data(), node.size());
@@ -124,10 +127,22 @@ grpc::Status PlacementService::Filter(grpc::ServerContext* context,
   } else {
     core_.FilterNodes(s.pod, s.names, Teaches(*context), s.decisions);
   }
+  // Scores one byte a node, in the request's order, where the plugin asks
+  // (its windowed Filter: no NodeScore message per feasible node to encode
+  // here and decode there).
+  std::string* in_order = nullptr;
+  if (request->with_scores() && request->scores_in_order() && !request->node_names().empty()) {
+    in_order = response->mutable_scores_in_order();
+    in_order->assign(s.names.size(), static_cast<char>(kRefusedInOrder));
+  }
   for (size_t i = 0; i < s.names.size(); ++i) {
     const NodeDecision& d = s.decisions[i];
     if (d.feasible) {
-      if (request->with_scores()) SetScore(s.names[i], d, *response->add_scores());
+      if (in_order != nullptr) {
+        (*in_order)[i] = static_cast<char>(std::clamp(d.score, 0, 10));  // as /prioritize
+      } else if (request->with_scores()) {
+        SetScore(s.names[i], d, *response->add_scores());
+      }
       continue;
     }
     pv1::NodeRefusal* refusal = response->add_refused();

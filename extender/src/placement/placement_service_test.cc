@@ -234,6 +234,56 @@ TEST_F(PlacementServiceTest, FilterWithScoresAnswersTheFeasibleNodesScoresAsScor
   EXPECT_EQ(FilterOk(BatchPod("b-2"), names).scores_size(), 0);
 }
 
+// Asked for scores in order (the plugin's windowed Filter): one byte per
+// requested name, the score Score answers where feasible, 255 where refused,
+// and no NodeScore messages; without node names (the whole fleet) the field
+// does not apply and nothing is answered in it.
+TEST_F(PlacementServiceTest, FilterWithScoresInOrderAnswersOneBytePerNode) {
+  Start();
+  const std::vector<std::string> names = {"node-3", "node-1", "node-2", "node-without-telemetry"};
+  pv1::FilterRequest request;
+  *request.mutable_pod() = BatchPod("b-1");
+  for (const std::string& n : names) request.add_node_names(n);
+  request.set_with_scores(true);
+  request.set_scores_in_order(true);
+  pv1::FilterResponse filtered;
+  {
+    grpc::ClientContext context;
+    Deadline(context);
+    ASSERT_TRUE(stub_->Filter(&context, request, &filtered).ok());
+  }
+  EXPECT_THAT(RefusedNodes(filtered), ElementsAre("node-1"));
+  EXPECT_EQ(filtered.scores_size(), 0);
+  ASSERT_EQ(filtered.scores_in_order().size(), names.size());
+  pv1::ScoreRequest score_request;
+  *score_request.mutable_pod() = BatchPod("b-1");
+  for (const std::string& n : names) score_request.add_node_names(n);
+  pv1::ScoreResponse scored;
+  {
+    grpc::ClientContext context;
+    Deadline(context);
+    ASSERT_TRUE(stub_->Score(&context, score_request, &scored).ok());
+  }
+  ASSERT_EQ(scored.scores_size(), 4);
+  for (size_t i = 0; i < names.size(); ++i) {
+    const auto byte = static_cast<unsigned char>(filtered.scores_in_order()[i]);
+    if (names[i] == "node-1") {
+      EXPECT_EQ(byte, 255) << names[i];
+    } else {
+      EXPECT_EQ(byte, scored.scores(static_cast<int>(i)).score()) << names[i];
+    }
+  }
+  pv1::FilterRequest fleet;
+  *fleet.mutable_pod() = BatchPod("b-2");
+  fleet.set_with_scores(true);
+  fleet.set_scores_in_order(true);
+  pv1::FilterResponse whole;
+  grpc::ClientContext context;
+  Deadline(context);
+  ASSERT_TRUE(stub_->Filter(&context, fleet, &whole).ok());
+  EXPECT_TRUE(whole.scores_in_order().empty());
+}
+
 TEST_F(PlacementServiceTest, ReserveThenUnreserveChangesTheNextDecision) {
   Start();
   EXPECT_THAT(RefusedNodes(FilterOk(BatchPod("b-1"))), ElementsAre("node-1"));
