@@ -248,31 +248,7 @@ func (p *Plugin) judge(ctx context.Context, w *windowedCycle, info fwk.NodeInfo)
 		if st != nil || w.open {
 			return st
 		}
-		// Straight into the cycle's verdicts and scores: no maps of the
-		// answer's own (copying 1,760 entries twice was a fifth of a
-		// windowed call's CPU in kube-scheduler, issue 25).
-		for _, name := range names {
-			w.judged[name] = ""
-		}
-		for _, r := range resp.GetRefused() {
-			w.judged[r.GetNodeName()] = r.GetReason()
-		}
-		if in := resp.GetScoresInOrder(); len(in) > 0 {
-			// One byte a requested node; an answer of another length is not
-			// read, and its nodes then have no score (PreScore asks).
-			if len(in) == len(names) {
-				for i, b := range in {
-					if b <= extenderMaxScore {
-						w.scores[names[i]] = int64(b)
-					}
-				}
-			}
-		} else {
-			// An extender that predates scores_in_order.
-			for _, sc := range resp.GetScores() {
-				w.scores[sc.GetNodeName()] = int64(sc.GetScore())
-			}
-		}
+		w.take(resp, names, "")
 		w.markStale(pending, resp, names)
 	}
 	if window, ok := w.stale[node]; ok && !w.open {
@@ -355,41 +331,48 @@ func (p *Plugin) judgeAgain(ctx context.Context, w *windowedCycle, info fwk.Node
 	if st != nil || w.open {
 		return st
 	}
-	reason := ""
-	for _, r := range resp.GetRefused() {
-		if r.GetNodeName() == node {
-			reason = r.GetReason()
-		}
-	}
-	w.judged[node] = reason
-	delete(w.scores, node)
-	if score, ok := scoreAt(resp, window, node); ok {
-		w.scores[node] = score
-	}
-	return refusalStatus(reason)
+	w.take(resp, window, node)
+	return refusalStatus(w.judged[node])
 }
 
-// scoreAt is the score a windowed call for names answered for node, and
-// whether it answered one: from the scores in order where the extender
-// answered them (one byte a requested node; an answer of another length is
-// not read, and the node then has no score: PreScore asks for it), else from
-// its NodeScore messages (an extender that predates scores_in_order).
-func scoreAt(resp *placementv1.FilterResponse, names []string, node string) (int64, bool) {
+// take writes a windowed call's answer for names into the cycle's verdicts
+// and scores: every node of names and of its refusals, or, where only is
+// not "", that node alone (judged again after its ack). Straight into the
+// cycle: no maps of the answer's own (copying 1,760 entries twice was a
+// fifth of a windowed call's CPU in kube-scheduler, issue 25). The scores
+// come one byte a requested node (scores_in_order; an answer of another
+// length is not read, and its nodes then have no score: PreScore asks), or
+// as NodeScore messages from an extender that predates that field. w.mu held.
+func (w *windowedCycle) take(resp *placementv1.FilterResponse, names []string, only string) {
+	wanted := func(name string) bool { return only == "" || name == only }
+	if only != "" {
+		w.judged[only] = ""
+		delete(w.scores, only)
+	} else {
+		for _, name := range names {
+			w.judged[name] = ""
+		}
+	}
+	for _, r := range resp.GetRefused() {
+		if wanted(r.GetNodeName()) {
+			w.judged[r.GetNodeName()] = r.GetReason()
+		}
+	}
 	if in := resp.GetScoresInOrder(); len(in) > 0 {
-		i := slices.Index(names, node)
-		if len(in) != len(names) || i < 0 || in[i] > extenderMaxScore {
-			return 0, false
+		if len(in) == len(names) {
+			for i, b := range in {
+				if b <= extenderMaxScore && wanted(names[i]) {
+					w.scores[names[i]] = int64(b)
+				}
+			}
 		}
-		return int64(in[i]), true
+		return
 	}
-	var score int64
-	found := false
 	for _, sc := range resp.GetScores() {
-		if sc.GetNodeName() == node {
-			score, found = int64(sc.GetScore()), true
+		if wanted(sc.GetNodeName()) {
+			w.scores[sc.GetNodeName()] = int64(sc.GetScore())
 		}
 	}
-	return score, found
 }
 
 // callWindow asks for the verdicts (FilterResponse.refused: the refusals,

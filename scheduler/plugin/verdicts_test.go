@@ -49,10 +49,13 @@ func (f *streamingPlacement) Filter(ctx context.Context, r *placementv1.FilterRe
 	}
 	f.smu.Lock()
 	defer f.smu.Unlock()
-	for _, n := range r.GetNodeNames() {
+	for i, n := range r.GetNodeNames() {
 		if f.booked[n] {
 			resp.Refused = append(resp.Refused, &placementv1.NodeRefusal{NodeName: n, Reason: "booked"})
 			resp.Scores = slices.DeleteFunc(resp.Scores, func(s *placementv1.NodeScore) bool { return s.GetNodeName() == n })
+			if i < len(resp.ScoresInOrder) {
+				resp.ScoresInOrder[i] = 255
+			}
 		}
 	}
 	return resp, nil

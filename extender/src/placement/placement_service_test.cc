@@ -103,19 +103,49 @@ class PlacementServiceTest : public ::testing::Test {
     context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(20));
   }
 
-  grpc::Status Filter(const pv1::Pod& pod, std::vector<std::string> names,
-                      pv1::FilterResponse& response) {
+  // A Filter request; the flags as the plugin's windowed calls set them.
+  static pv1::FilterRequest FilterRequestFor(const pv1::Pod& pod,
+                                             const std::vector<std::string>& names,
+                                             bool with_scores = false,
+                                             bool scores_in_order = false) {
     pv1::FilterRequest request;
     *request.mutable_pod() = pod;
-    for (std::string& n : names) request.add_node_names(std::move(n));
+    for (const std::string& n : names) request.add_node_names(n);
+    request.set_with_scores(with_scores);
+    request.set_scores_in_order(scores_in_order);
+    return request;
+  }
+
+  grpc::Status Filter(const pv1::FilterRequest& request, pv1::FilterResponse& response) {
     grpc::ClientContext context;
     Deadline(context);
     return stub_->Filter(&context, request, &response);
   }
 
-  pv1::FilterResponse FilterOk(const pv1::Pod& pod, std::vector<std::string> names = {}) {
+  grpc::Status Filter(const pv1::Pod& pod, std::vector<std::string> names,
+                      pv1::FilterResponse& response) {
+    return Filter(FilterRequestFor(pod, names), response);
+  }
+
+  pv1::FilterResponse FilterOk(const pv1::FilterRequest& request) {
     pv1::FilterResponse response;
-    const grpc::Status s = Filter(pod, std::move(names), response);
+    const grpc::Status s = Filter(request, response);
+    EXPECT_TRUE(s.ok()) << s.error_message();
+    return response;
+  }
+
+  pv1::FilterResponse FilterOk(const pv1::Pod& pod, std::vector<std::string> names = {}) {
+    return FilterOk(FilterRequestFor(pod, names));
+  }
+
+  pv1::ScoreResponse ScoreOk(const pv1::Pod& pod, const std::vector<std::string>& names) {
+    pv1::ScoreRequest request;
+    *request.mutable_pod() = pod;
+    for (const std::string& n : names) request.add_node_names(n);
+    pv1::ScoreResponse response;
+    grpc::ClientContext context;
+    Deadline(context);
+    const grpc::Status s = stub_->Score(&context, request, &response);
     EXPECT_TRUE(s.ok()) << s.error_message();
     return response;
   }
@@ -201,28 +231,11 @@ TEST_F(PlacementServiceTest, ScoreAnswersEveryNodeInOrderAndBooksNothing) {
 TEST_F(PlacementServiceTest, FilterWithScoresAnswersTheFeasibleNodesScoresAsScoreDoes) {
   Start();
   const std::vector<std::string> names = {"node-3", "node-1", "node-2", "node-without-telemetry"};
-  pv1::FilterRequest request;
-  *request.mutable_pod() = BatchPod("b-1");
-  for (const std::string& n : names) request.add_node_names(n);
-  request.set_with_scores(true);
-  pv1::FilterResponse filtered;
-  {
-    grpc::ClientContext context;
-    Deadline(context);
-    ASSERT_TRUE(stub_->Filter(&context, request, &filtered).ok());
-  }
+  const pv1::FilterResponse filtered =
+      FilterOk(FilterRequestFor(BatchPod("b-1"), names, /*with_scores=*/true));
   EXPECT_THAT(RefusedNodes(filtered), ElementsAre("node-1"));
-  pv1::ScoreRequest score_request;
-  *score_request.mutable_pod() = BatchPod("b-1");
-  for (const char* n : {"node-3", "node-2", "node-without-telemetry"}) {
-    score_request.add_node_names(n);
-  }
-  pv1::ScoreResponse scored;
-  {
-    grpc::ClientContext context;
-    Deadline(context);
-    ASSERT_TRUE(stub_->Score(&context, score_request, &scored).ok());
-  }
+  const pv1::ScoreResponse scored =
+      ScoreOk(BatchPod("b-1"), {"node-3", "node-2", "node-without-telemetry"});
   ASSERT_EQ(filtered.scores_size(), 3);
   ASSERT_EQ(scored.scores_size(), 3);
   for (int i = 0; i < 3; ++i) {
@@ -241,29 +254,12 @@ TEST_F(PlacementServiceTest, FilterWithScoresAnswersTheFeasibleNodesScoresAsScor
 TEST_F(PlacementServiceTest, FilterWithScoresInOrderAnswersOneBytePerNode) {
   Start();
   const std::vector<std::string> names = {"node-3", "node-1", "node-2", "node-without-telemetry"};
-  pv1::FilterRequest request;
-  *request.mutable_pod() = BatchPod("b-1");
-  for (const std::string& n : names) request.add_node_names(n);
-  request.set_with_scores(true);
-  request.set_scores_in_order(true);
-  pv1::FilterResponse filtered;
-  {
-    grpc::ClientContext context;
-    Deadline(context);
-    ASSERT_TRUE(stub_->Filter(&context, request, &filtered).ok());
-  }
+  const pv1::FilterResponse filtered = FilterOk(
+      FilterRequestFor(BatchPod("b-1"), names, /*with_scores=*/true, /*scores_in_order=*/true));
   EXPECT_THAT(RefusedNodes(filtered), ElementsAre("node-1"));
   EXPECT_EQ(filtered.scores_size(), 0);
   ASSERT_EQ(filtered.scores_in_order().size(), names.size());
-  pv1::ScoreRequest score_request;
-  *score_request.mutable_pod() = BatchPod("b-1");
-  for (const std::string& n : names) score_request.add_node_names(n);
-  pv1::ScoreResponse scored;
-  {
-    grpc::ClientContext context;
-    Deadline(context);
-    ASSERT_TRUE(stub_->Score(&context, score_request, &scored).ok());
-  }
+  const pv1::ScoreResponse scored = ScoreOk(BatchPod("b-1"), names);
   ASSERT_EQ(scored.scores_size(), 4);
   for (size_t i = 0; i < names.size(); ++i) {
     const auto byte = static_cast<unsigned char>(filtered.scores_in_order()[i]);
@@ -273,14 +269,8 @@ TEST_F(PlacementServiceTest, FilterWithScoresInOrderAnswersOneBytePerNode) {
       EXPECT_EQ(byte, scored.scores(static_cast<int>(i)).score()) << names[i];
     }
   }
-  pv1::FilterRequest fleet;
-  *fleet.mutable_pod() = BatchPod("b-2");
-  fleet.set_with_scores(true);
-  fleet.set_scores_in_order(true);
-  pv1::FilterResponse whole;
-  grpc::ClientContext context;
-  Deadline(context);
-  ASSERT_TRUE(stub_->Filter(&context, fleet, &whole).ok());
+  const pv1::FilterResponse whole = FilterOk(
+      FilterRequestFor(BatchPod("b-2"), {}, /*with_scores=*/true, /*scores_in_order=*/true));
   EXPECT_TRUE(whole.scores_in_order().empty());
 }
 
