@@ -249,7 +249,7 @@ func (p *Plugin) judge(ctx context.Context, w *windowedCycle, info fwk.NodeInfo)
 			return st
 		}
 		w.take(resp, names, "")
-		w.markStale(pending, resp, names)
+		w.markStale(pending, names)
 	}
 	if window, ok := w.stale[node]; ok && !w.open {
 		delete(w.stale, node)
@@ -289,34 +289,22 @@ func (w *windowedCycle) nameAt(i int) string {
 }
 
 // markStale records, for judging again after their acks, the nodes of a
-// call's answer that had a booking unacked when it went out (pending, nil:
+// call for names that had a booking unacked when it went out (pending, nil:
 // none): the call may have judged them before or after the booking, and a
-// booking can lift a refusal as well as make one. w.mu held.
-func (w *windowedCycle) markStale(pending *pendingSet, resp *placementv1.FilterResponse, names []string) {
-	if pending == nil || len(*pending) == 0 {
+// booking can lift a refusal as well as make one. (A call with names judges
+// exactly those nodes, so its refusals are among them.) w.mu held.
+func (w *windowedCycle) markStale(pending *pendingSet, names []string) {
+	if pending == nil {
 		return
 	}
 	for _, b := range *pending {
-		if inAnswer(b.node, resp, names) {
+		if slices.Contains(names, b.node) {
 			if w.stale == nil {
 				w.stale = map[string][]string{}
 			}
 			w.stale[b.node] = names
 		}
 	}
-}
-
-// inAnswer: whether a call for names answered node (named it, or refused it).
-func inAnswer(node string, resp *placementv1.FilterResponse, names []string) bool {
-	if slices.Contains(names, node) {
-		return true
-	}
-	for _, r := range resp.GetRefused() {
-		if r.GetNodeName() == node {
-			return true
-		}
-	}
-	return false
 }
 
 // judgeAgain judges a node of a window again once its bookings are acked,
