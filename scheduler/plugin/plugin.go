@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"google.golang.org/grpc"
@@ -56,6 +57,11 @@ type Plugin struct {
 	peers *peers
 	// The verdict tables (Args.StreamedVerdicts); nil when off.
 	verdicts *verdicts
+	// What PreFilter and PreScore last wrote, by the CycleState they wrote it
+	// to: Filter and Score read it back from here rather than from the
+	// CycleState (a sync.Map with a string key: a hash per node per pod was
+	// a fifth of the plugin's CPU in a SchedulingBasic round, issue 25).
+	lastFilter, lastScore atomic.Pointer[cycleMemo]
 	// Close runs once: kube-scheduler's framework closes plugins that are
 	// io.Closers when it stops, and a test (scheduler/perf) may too.
 	closeOnce sync.Once
@@ -133,11 +139,37 @@ type scores map[string]int64
 
 func (s scores) Clone() fwk.StateData { return s }
 
+// cycleMemo: what the plugin wrote under one key of one cycle's CycleState.
+// Holding the CycleState keeps it alive, so no later cycle's can have its
+// address; a clone (a preemption dry run's) is another CycleState and is
+// read the usual way. Write replaces the memo, so a cycle that writes a key
+// again is read from the CycleState (the memo then names another one, or
+// this one with the new value).
+type cycleMemo struct {
+	state fwk.CycleState
+	data  fwk.StateData
+}
+
+// write stores data under key in state and in memo.
+func write(state fwk.CycleState, key fwk.StateKey, data fwk.StateData, memo *atomic.Pointer[cycleMemo]) {
+	state.Write(key, data)
+	memo.Store(&cycleMemo{state: state, data: data})
+}
+
+// read is state.Read(key), from memo when it holds this state's value.
+func read(state fwk.CycleState, key fwk.StateKey, memo *atomic.Pointer[cycleMemo]) (fwk.StateData, error) {
+	if m := memo.Load(); m != nil && m.state == state {
+		return m.data, nil
+	}
+	return state.Read(key)
+}
+
 // streamedCycle: this cycle reads the pod's shape's verdict table; a node
 // with an unacked booking is waited for until the deadline.
 type streamedCycle struct {
 	table    *shapeTable
-	slots    *slotCache // the slots of PreFilter's node list, by NodeInfo
+	slots    *slotCache    // the slots of PreFilter's node list, by NodeInfo
+	pending  *cyclePending // the bookings pending at PreFilter (Filter's)
 	deadline time.Time
 }
 
@@ -420,7 +452,8 @@ func (p *Plugin) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.Po
 	if p.verdicts != nil {
 		if t := p.verdicts.table(m); t != nil {
 			slots := p.verdicts.snapshotSlots(nodes)
-			state.Write(filterKey, &streamedCycle{table: t, slots: slots, deadline: time.Now().Add(p.args.FilterTimeout.Duration)})
+			write(state, filterKey, &streamedCycle{table: t, slots: slots, pending: p.verdicts.pendingOf(slots),
+				deadline: time.Now().Add(p.args.FilterTimeout.Duration)}, &p.lastFilter)
 			cycles.WithLabelValues("streamed").Inc()
 			if names := p.verdicts.passing(t, nodes, slots); names != nil {
 				narrowed.Inc()
@@ -448,7 +481,7 @@ func (p *Plugin) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.Po
 		if p.verdicts != nil {
 			w.names = p.verdicts.snapshotSlots(nodes).names
 		}
-		state.Write(filterKey, w)
+		write(state, filterKey, w, &p.lastFilter)
 		cycles.WithLabelValues("windowed").Inc()
 		return nil, nil
 	}
@@ -473,14 +506,14 @@ func (p *Plugin) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.Po
 	for _, n := range resp.GetRefused() {
 		r[n.GetNodeName()] = n.GetReason()
 	}
-	state.Write(filterKey, r)
+	write(state, filterKey, r, &p.lastFilter)
 	return nil, nil
 }
 
 func (p *Plugin) PreFilterExtensions() fwk.PreFilterExtensions { return nil }
 
 func (p *Plugin) Filter(ctx context.Context, state fwk.CycleState, pod *v1.Pod, nodeInfo fwk.NodeInfo) *fwk.Status {
-	d, err := state.Read(filterKey)
+	d, err := read(state, filterKey, &p.lastFilter)
 	if err != nil {
 		return nil // PreFilter failed open
 	}
@@ -488,7 +521,7 @@ func (p *Plugin) Filter(ctx context.Context, state fwk.CycleState, pod *v1.Pod, 
 		return p.judge(ctx, w, nodeInfo)
 	}
 	if c, ok := d.(*streamedCycle); ok {
-		v, ok := p.verdicts.lookupInfo(c.table, c.slots, nodeInfo, c.deadline, true)
+		v, ok := p.verdicts.lookupInfo(c.table, c.slots, c.pending, nodeInfo, c.deadline, true)
 		if !ok {
 			return p.pendingTimedOut("Filter", pod, nodeInfo.Node().Name)
 		}
@@ -506,14 +539,14 @@ func (p *Plugin) Filter(ctx context.Context, state fwk.CycleState, pod *v1.Pod, 
 }
 
 func (p *Plugin) PreScore(ctx context.Context, state fwk.CycleState, pod *v1.Pod, nodes []fwk.NodeInfo) *fwk.Status {
-	if d, err := state.Read(filterKey); err == nil {
+	if d, err := read(state, filterKey, &p.lastFilter); err == nil {
 		if c, ok := d.(*streamedCycle); ok {
-			state.Write(scoreKey, &streamedCycle{table: c.table, slots: c.slots, deadline: time.Now().Add(p.args.ScoreTimeout.Duration)})
+			write(state, scoreKey, &streamedCycle{table: c.table, slots: c.slots, deadline: time.Now().Add(p.args.ScoreTimeout.Duration)}, &p.lastScore)
 			return nil
 		}
 		if w, ok := d.(*windowedCycle); ok {
 			if s := w.scoresOf(nodes); s != nil {
-				state.Write(scoreKey, s)
+				write(state, scoreKey, s, &p.lastScore)
 				return nil
 			}
 		}
@@ -545,17 +578,17 @@ func (p *Plugin) PreScore(ctx context.Context, state fwk.CycleState, pod *v1.Pod
 	for _, n := range resp.GetScores() {
 		s[n.GetNodeName()] = int64(n.GetScore())
 	}
-	state.Write(scoreKey, s)
+	write(state, scoreKey, s, &p.lastScore)
 	return nil
 }
 
 func (p *Plugin) Score(_ context.Context, state fwk.CycleState, pod *v1.Pod, nodeInfo fwk.NodeInfo) (int64, *fwk.Status) {
-	d, err := state.Read(scoreKey)
+	d, err := read(state, scoreKey, &p.lastScore)
 	if err != nil {
 		return 0, fwk.AsStatus(fmt.Errorf("neighborly: no scores for this cycle: %w", err))
 	}
 	if c, ok := d.(*streamedCycle); ok {
-		v, ok := p.verdicts.lookupInfo(c.table, c.slots, nodeInfo, c.deadline, false)
+		v, ok := p.verdicts.lookupInfo(c.table, c.slots, nil, nodeInfo, c.deadline, false)
 		if !ok {
 			// Failing open, the neutral middle (as for a node the extender did not score).
 			return extenderMaxScore / 2, p.pendingTimedOut("Score", pod, nodeInfo.Node().Name)

@@ -214,6 +214,46 @@ func TestFilterAppliesTheRefusalsPerNode(t *testing.T) {
 	}
 }
 
+// Filter reads what PreFilter wrote from the plugin's memo of the last
+// cycle, never another cycle's: a second cycle with other refusals, the first
+// cycle's state read again afterwards, a clone of it (a preemption dry run's),
+// and a cycle whose PreFilter wrote nothing (Filter then fails open) each get
+// their own cycle's answer.
+func TestFilterReadsItsOwnCyclesState(t *testing.T) {
+	f := &fakePlacement{refused: map[string]string{"node-2": "membw"}}
+	p := newPlugin(t, Args{Address: serve(t, f, nil), Insecure: true})
+	pod := testPod()
+	refused := func(state fwk.CycleState, node string) bool {
+		return p.Filter(context.Background(), state, pod, nodeInfo(node)).Code() == fwk.UnschedulableAndUnresolvable
+	}
+	first := framework.NewCycleState()
+	if _, st := p.PreFilter(context.Background(), first, pod, nil); !st.IsSuccess() {
+		t.Fatalf("PreFilter: %v", st)
+	}
+	if !refused(first, "node-2") || refused(first, "node-1") {
+		t.Fatalf("first cycle: want node-2 refused and node-1 passed")
+	}
+	f.mu.Lock()
+	f.refused = map[string]string{"node-1": "l3 full"}
+	f.mu.Unlock()
+	second := framework.NewCycleState()
+	if _, st := p.PreFilter(context.Background(), second, pod, nil); !st.IsSuccess() {
+		t.Fatalf("PreFilter: %v", st)
+	}
+	if !refused(second, "node-1") || refused(second, "node-2") {
+		t.Errorf("second cycle: want node-1 refused and node-2 passed")
+	}
+	if !refused(first, "node-2") || refused(first, "node-1") {
+		t.Errorf("the first cycle's state read after the second's PreFilter: want its own refusals")
+	}
+	if clone := second.Clone(); !refused(clone, "node-1") || refused(clone, "node-2") {
+		t.Errorf("a clone of the second cycle's state: want its refusals")
+	}
+	if empty := framework.NewCycleState(); refused(empty, "node-1") || refused(empty, "node-2") {
+		t.Errorf("a cycle whose PreFilter wrote nothing must fail open, not read the last cycle's refusals")
+	}
+}
+
 // On a cluster larger than the window, a pod of a shape without a table is
 // judged a window of nodes at a time from the first node Filter meets, in
 // PreFilter's order, wrapping around; a node outside the windows asked so far

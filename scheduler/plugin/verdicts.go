@@ -10,6 +10,7 @@ import (
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
@@ -61,6 +62,10 @@ type verdicts struct {
 	// anything else, so a node without a pending booking is passed without
 	// reading its cell while the table refuses nothing.
 	pending atomic.Pointer[pendingSet]
+	// Bookings made pending so far: a cycle that read it before the pending
+	// set knows, while it is unchanged, that nothing was added since
+	// (cyclePending). Counted after the set is stored.
+	pendingAdds atomic.Uint64
 	// Bookings sent and not acked, by id (ids increase in sending order).
 	unacked     map[uint64]*placementv1.VerdictsRequest
 	nextBooking uint64
@@ -341,12 +346,11 @@ func (v *verdicts) lookupFiltering(t *shapeTable, node string, deadline time.Tim
 // its slot found by identity in that list's cache (slots, nil: none): no
 // name hashed. A NodeInfo not in it (a preemption dry run's clone, a node
 // that had no slot when the cache was made) is looked up by name.
-func (v *verdicts) lookupInfo(t *shapeTable, slots *slotCache, info fwk.NodeInfo, deadline time.Time, filtering bool) (verdict, bool) {
+func (v *verdicts) lookupInfo(t *shapeTable, slots *slotCache, pend *cyclePending, info fwk.NodeInfo, deadline time.Time, filtering bool) (verdict, bool) {
 	// No node refused: Filter needs no slot unless the node itself has a
-	// booking pending, which its name tells among the few pending (slot -1:
-	// compared by name; a map access per node was most of Filter's cost,
-	// issue 25).
-	if filtering && t.refused.Load() == 0 && !v.pending.Load().has(-1, info, "") {
+	// booking pending, which pend tells among the few pending (a map access
+	// per node was most of Filter's cost, issue 25).
+	if filtering && t.refused.Load() == 0 && !pend.mayBePending(v, info) {
 		return verdict{feasible: true}, true
 	}
 	if slots != nil {
@@ -489,11 +493,15 @@ func (v *verdicts) snapshotSlots(nodes []fwk.NodeInfo) *slotCache {
 	return c
 }
 
-// slotCache: snapshotSlots' last answer. Read-only once published.
+// slotCache: snapshotSlots' last answer. Read-only once published but for
+// its positions, made once on first use.
 type slotCache struct {
 	index *nodeIndex
-	nodes []fwk.NodeInfo
-	slots []int32
+	// Each slot's position in nodes (-1: none), by slot; see positions.
+	at     []int32
+	atOnce sync.Once
+	nodes  []fwk.NodeInfo
+	slots  []int32
 	// The nodes' names, in the list's order: PreFilter's narrowing and the
 	// windowed calls name nodes without loading each NodeInfo and its Node
 	// (issue 25: those loads were half of the narrowing's CPU).
@@ -504,6 +512,26 @@ type slotCache struct {
 	// and the key compared through two more pointers, was half of the
 	// plugin's CPU in a SchedulingBasic round, issue 25).
 	byInfo map[*framework.NodeInfo]int32
+}
+
+// positions is each slot's position in c.nodes (-1: none), indexed by slot.
+func (c *slotCache) positions() []int32 {
+	c.atOnce.Do(func() {
+		top := int32(-1)
+		for _, s := range c.slots {
+			top = max(top, s)
+		}
+		c.at = make([]int32, top+1)
+		for i := range c.at {
+			c.at[i] = -1
+		}
+		for i, s := range c.slots {
+			if s >= 0 {
+				c.at[s] = int32(i)
+			}
+		}
+	})
+	return c.at
 }
 
 // settle waits (until deadline) for every unacked booking: the synchronous
@@ -605,6 +633,65 @@ func (v *verdicts) addPending(node string, delta int) {
 		next = append(next, pendingNode{node, int32(v.slot(node)), count})
 	}
 	v.pending.Store(&next)
+	if delta > 0 {
+		v.pendingAdds.Add(1)
+	}
+}
+
+// cyclePending: the bookings pending when a cycle's PreFilter ran, as the
+// Node objects of that cycle's snapshot. Filter compares a node's Node
+// pointer with these instead of its name (issue 25: loading every node's
+// name to compare it with the few pending was most of the plugin's Filter
+// in a SchedulingBasic round, a cache miss per node). Within a cycle the
+// snapshot's NodeInfos, and the clones kube-scheduler makes of them for
+// nominated pods and preemption, share their node's Node object. While no
+// booking has been added since (adds), the pending set is a subset of
+// these: a node not among them has none pending, one among them is
+// looked up as before. nil: compare names.
+type cyclePending struct {
+	adds  uint64
+	nodes []*v1.Node
+}
+
+// pendingOf is the pending bookings of a cycle whose node list is cache's;
+// nil when one cannot be placed in it by slot (a node without a slot, or
+// not in the list: kube-scheduler filters only the list's nodes, but a
+// caller that filters others is answered by name).
+func (v *verdicts) pendingOf(cache *slotCache) *cyclePending {
+	adds := v.pendingAdds.Load() // before the set: see pendingAdds
+	set := *v.pending.Load()
+	c := &cyclePending{adds: adds}
+	if len(set) == 0 {
+		return c
+	}
+	at := cache.positions()
+	for _, p := range set {
+		if p.slot < 0 {
+			return nil
+		}
+		if int(p.slot) >= len(at) || at[p.slot] < 0 {
+			return nil
+		}
+		c.nodes = append(c.nodes, cache.nodes[at[p.slot]].Node())
+	}
+	return c
+}
+
+// mayBePending: info's node may have a booking pending (false: it has none).
+func (c *cyclePending) mayBePending(v *verdicts, info fwk.NodeInfo) bool {
+	if c == nil || v.pendingAdds.Load() != c.adds {
+		return v.pending.Load().has(-1, info, "")
+	}
+	if len(c.nodes) == 0 {
+		return false
+	}
+	n := info.Node()
+	for _, p := range c.nodes {
+		if p == n {
+			return true
+		}
+	}
+	return false
 }
 
 // pendingSet is the nodes with bookings sent and not acked, and how many

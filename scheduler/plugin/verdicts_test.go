@@ -572,7 +572,7 @@ func TestLookupByNodeInfoAgreesWithLookupByName(t *testing.T) {
 		name := info.Node().Name
 		for _, filtering := range []bool{false, true} {
 			want, _ := v.lookupFiltering(tab, name, soon, filtering)
-			got, ok := v.lookupInfo(tab, cache, info, soon, filtering)
+			got, ok := v.lookupInfo(tab, cache, nil, info, soon, filtering)
 			if !ok || got != want {
 				t.Errorf("%s (filtering %v): by NodeInfo %+v, %v; by name %+v", name, filtering, got, ok, want)
 			}
@@ -587,12 +587,12 @@ func TestLookupByNodeInfoAgreesWithLookupByName(t *testing.T) {
 	update(false, &placementv1.NodeVerdict{NodeName: "late", Feasible: true, Score: 1})
 	short := time.Now().Add(5 * time.Millisecond)
 	for _, info := range []fwk.NodeInfo{list[0], nodeInfo("a"), nodeInfo("late")} {
-		if _, ok := v.lookupInfo(tab, cache, info, short, true); ok {
+		if _, ok := v.lookupInfo(tab, cache, nil, info, short, true); ok {
 			t.Errorf("%s: read by NodeInfo with its booking unacked", info.Node().Name)
 		}
 	}
 	for _, info := range []fwk.NodeInfo{list[1], list[2], nodeInfo("c")} {
-		if _, ok := v.lookupInfo(tab, cache, info, short, false); !ok {
+		if _, ok := v.lookupInfo(tab, cache, nil, info, short, false); !ok {
 			t.Errorf("%s: waited for another node's booking", info.Node().Name)
 		}
 	}
@@ -802,4 +802,72 @@ func TestWindowedCycleJudgesAPendingNodeAgainAfterItsAck(t *testing.T) {
 	if d := time.Since(began); d < 140*time.Millisecond {
 		t.Errorf("node-0007 answered after %v, before its ack", d)
 	}
+}
+
+// With PreFilter given the node list (as kube-scheduler gives it), Filter
+// tells the pending nodes by their Node objects while the table refuses
+// nothing: the booked node, and a clone of its NodeInfo (preemption's,
+// nominated pods'), wait for the ack; the others pass at once; a booking made
+// after PreFilter is still waited for (the cycle then compares names); with
+// a pending node outside the list the cycle compares names.
+func TestFilterTellsPendingNodesByTheirNodeObjects(t *testing.T) {
+	ctx := context.Background()
+	list := []fwk.NodeInfo{nodeInfo("n1"), nodeInfo("n2"), nodeInfo("n3"), nodeInfo("n4")}
+	setup := func(t *testing.T) *Plugin {
+		f := newStreaming()
+		f.refused = map[string]string{}
+		f.ackDelay = 150 * time.Millisecond
+		return streamedPlugin(t, f, Args{FilterTimeout: Duration{2 * time.Second}})
+	}
+	book := func(t *testing.T, p *Plugin, uid, node string) {
+		if st := p.Reserve(ctx, framework.NewCycleState(), shapeReplica(uid), node); st != nil {
+			t.Fatal(st)
+		}
+	}
+	prefilter := func(t *testing.T, p *Plugin, uid string, nodes []fwk.NodeInfo) *framework.CycleState {
+		state := framework.NewCycleState()
+		if _, st := p.PreFilter(ctx, state, shapeReplica(uid), nodes); st != nil {
+			t.Fatalf("PreFilter with a booking pending = %v, want nil (Filter runs)", st)
+		}
+		return state
+	}
+	waitsForAck := func(t *testing.T, p *Plugin, state *framework.CycleState, uid string, info fwk.NodeInfo) {
+		t.Helper()
+		if st := p.Filter(ctx, state, shapeReplica(uid), info); st == nil || !strings.Contains(st.Message(), "booked") {
+			t.Errorf("Filter(%s) = %v, want the refusal its booking's ack came after", info.Node().Name, st)
+		}
+	}
+	t.Run("booked and cloned", func(t *testing.T) {
+		p := setup(t)
+		book(t, p, "uid-3", "n1")
+		state := prefilter(t, p, "uid-4", list)
+		c, _ := state.Read(filterKey)
+		if sc, ok := c.(*streamedCycle); !ok || sc.pending == nil || len(sc.pending.nodes) != 1 || sc.pending.nodes[0] != list[0].Node() {
+			t.Fatalf("the cycle's pending bookings = %+v, want n1's Node", c)
+		}
+		start := time.Now()
+		if st := p.Filter(ctx, state, shapeReplica("uid-4"), list[3]); st != nil {
+			t.Errorf("Filter(n4) = %v", st)
+		}
+		if d := time.Since(start); d > 50*time.Millisecond {
+			t.Errorf("Filter on a node without a pending booking waited %v", d)
+		}
+		waitsForAck(t, p, state, "uid-4", list[0].(*framework.NodeInfo).Snapshot())
+	})
+	t.Run("booked after PreFilter", func(t *testing.T) {
+		p := setup(t)
+		book(t, p, "uid-3", "n1")
+		state := prefilter(t, p, "uid-4", list)
+		book(t, p, "uid-5", "n3") // an Unreserve's, in kube-scheduler
+		waitsForAck(t, p, state, "uid-4", list[2])
+	})
+	t.Run("pending outside the list", func(t *testing.T) {
+		p := setup(t)
+		book(t, p, "uid-3", "n4")
+		state := prefilter(t, p, "uid-4", list[:2])
+		if c, _ := state.Read(filterKey); c.(*streamedCycle).pending != nil {
+			t.Errorf("a pending node outside the list: want names compared, got %+v", c.(*streamedCycle).pending)
+		}
+		waitsForAck(t, p, state, "uid-4", nodeInfo("n4"))
+	})
 }
