@@ -105,9 +105,10 @@ type workloadRun struct {
 	fleet              *process
 	fleetNodes         int
 	stats              *neighborlyStats
-	skipped            string // why the workload did not run
-	round              int    // 1..NEIGHBORLY_BENCH_ROUNDS
-	position           int    // its test case's place in the round's order, 1..; 0: unknown
+	skipped            string  // why the workload did not run
+	cpuStart           float64 // selfCPUSeconds when the workload began
+	round              int     // 1..NEIGHBORLY_BENCH_ROUNDS
+	position           int     // its test case's place in the round's order, 1..; 0: unknown
 }
 
 // packageDir is this package's directory, the working directory go test
@@ -214,6 +215,7 @@ func (h *benchHarness) preRun(tCtx ktesting.TContext, w *benchmark.Workload) (fu
 			run.position = i + 1
 		}
 	}
+	run.cpuStart = selfCPUSeconds()
 	h.workloads = append(h.workloads, run)
 	h.current = run
 
@@ -260,6 +262,10 @@ func (h *benchHarness) preRun(tCtx ktesting.TContext, w *benchmark.Workload) (fu
 		if stats != nil {
 			stats.ExtenderCPUSeconds = run.extender.proc.cpuSeconds()
 			stats.FleetNodes = run.fleetNodes
+			stats.ProcessCPUSeconds = -1
+			if now := selfCPUSeconds(); now >= 0 && run.cpuStart >= 0 {
+				stats.ProcessCPUSeconds = now - run.cpuStart
+			}
 		}
 		run.extender.proc.stop()
 		run.stats = stats

@@ -38,6 +38,16 @@ func (p *process) cpuSeconds() float64 {
 	return cpuSecondsFromStat(string(data))
 }
 
+// selfCPUSeconds is cpuSeconds of this process (scheduler_perf's: kube-scheduler,
+// the API server and the harness), or -1.
+func selfCPUSeconds() float64 {
+	data, err := os.ReadFile("/proc/self/stat")
+	if err != nil {
+		return -1
+	}
+	return cpuSecondsFromStat(string(data))
+}
+
 // cpuSecondsFromStat reads utime + stime (fields 14 and 15) of a
 // /proc/PID/stat line; the command name (field 2) may hold spaces, so fields
 // are counted from the last ')'. Clock ticks are USER_HZ, 100 on Linux.

@@ -25,7 +25,10 @@ type neighborlyStats struct {
 	ReportsAccepted           float64
 	ExtenderCPUSeconds        float64
 	FleetCPUSeconds           float64
-	FleetNodes                int
+	// scheduler_perf's own process (kube-scheduler, the API server, the
+	// harness) over the workload; -1: unknown.
+	ProcessCPUSeconds float64
+	FleetNodes        int
 	// The plugin's streamed verdict tables: refreshes by kind (full,
 	// incremental) and the nodes they decided (nil: not exported).
 	VerdictRefreshes map[string]float64
@@ -459,6 +462,44 @@ func renderTables(runs []*workloadRun, rounds map[int][]dataItem) string {
 					1e3*s.Durations[filter].mean(), 1e3*s.Durations[filter].quantile(0.99),
 					1e3*s.Durations[score].mean(), 1e3*s.Durations[score].quantile(0.99),
 					withoutTelemetry, telemetry, s.ReportsAccepted, refreshes, s.ExtenderCPUSeconds, s.FleetCPUSeconds)
+			}
+		}
+	}
+
+	// The CPU of a whole workload (the same pods and nodes in every mode):
+	// on cores the round keeps busy, pods/s go as its inverse, so the fair
+	// baseline's total over a mode's is the throughput ratio the CPU alone
+	// allows, far steadier than pods/s on a shared machine.
+	totalCPU := func(r *workloadRun) (float64, bool) {
+		if r == nil || r.stats == nil || r.stats.ProcessCPUSeconds < 0 || r.stats.ExtenderCPUSeconds < 0 || r.stats.FleetCPUSeconds < 0 {
+			return 0, false
+		}
+		total := r.stats.ProcessCPUSeconds + r.stats.ExtenderCPUSeconds + r.stats.FleetCPUSeconds
+		return total, total > 0
+	}
+	b.WriteString("\nCPU of the whole workload (scheduler_perf's process: kube-scheduler, the API server and the harness; the extender; the simulated fleet), and the fair baseline's total over the mode's in the same round (what the CPU alone allows of the baseline's pods/s):\n\n")
+	b.WriteString("| family | workload | mode | round | process CPU s | extender CPU s | fleet CPU s | total CPU s | fair baseline's total / this |\n")
+	b.WriteString("|---|---|---|---|---|---|---|---|---|\n")
+	for _, g := range groups {
+		for _, m := range []mode{modeBaseline, modeExtender, modePlugin} {
+			var ratios []float64
+			for _, r := range byKey[key{g, m}] {
+				total, ok := totalCPU(r)
+				if !ok {
+					continue
+				}
+				of := "-"
+				if base, okBase := totalCPU(sameRound(r, modeBaseline)); okBase {
+					ratios = append(ratios, base/total)
+					of = fmt.Sprintf("%.0f %%", 100*base/total)
+				}
+				fmt.Fprintf(&b, "| %s | %s | %s | %d | %.1f | %.1f | %.1f | %.1f | %s |\n", g.family, g.workload, m, r.round,
+					r.stats.ProcessCPUSeconds, r.stats.ExtenderCPUSeconds, r.stats.FleetCPUSeconds, total, of)
+			}
+			if m != modeBaseline && len(ratios) > 1 {
+				mean, lo, hi, sd := spread(ratios)
+				fmt.Fprintf(&b, "| %s | %s | %s | all %d | | | | | %.0f %% (%.0f-%.0f %%, std dev %.0f points) |\n",
+					g.family, g.workload, m, len(ratios), 100*mean, 100*lo, 100*hi, 100*sd)
 			}
 		}
 	}

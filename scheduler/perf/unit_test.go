@@ -299,6 +299,38 @@ func TestRenderTablesRatiosAndTargets(t *testing.T) {
 	}
 }
 
+// The CPU table sums a workload's three processes and compares the same
+// round's fair baseline with each mode, then the rounds' mean and spread; a
+// run whose process CPU could not be read (-1) has no row.
+func TestRenderTablesComparesTheWorkloadsCPU(t *testing.T) {
+	cpu := func(process, extender, fleet float64) *neighborlyStats {
+		return &neighborlyStats{ProcessCPUSeconds: process, ExtenderCPUSeconds: extender, FleetCPUSeconds: fleet}
+	}
+	runs := []*workloadRun{
+		{testCase: "SchedulingBasic_NeighborlyBaseline", family: "SchedulingBasic", workload: "5000Nodes", mode: modeBaseline, round: 1, stats: cpu(80, 3, 7)},
+		{testCase: "SchedulingBasic_NeighborlyPlugin", family: "SchedulingBasic", workload: "5000Nodes", mode: modePlugin, round: 1, stats: cpu(84, 7.5, 8.5)},
+		{testCase: "SchedulingBasic_NeighborlyBaseline", family: "SchedulingBasic", workload: "5000Nodes", mode: modeBaseline, round: 2, stats: cpu(70, 3, 7)},
+		{testCase: "SchedulingBasic_NeighborlyPlugin", family: "SchedulingBasic", workload: "5000Nodes", mode: modePlugin, round: 2, stats: cpu(-1, 7, 8)},
+		{testCase: "SchedulingBasic_NeighborlyBaseline", family: "SchedulingBasic", workload: "5000Nodes", mode: modeBaseline, round: 3, stats: cpu(70, 3, 7)},
+		{testCase: "SchedulingBasic_NeighborlyPlugin", family: "SchedulingBasic", workload: "5000Nodes", mode: modePlugin, round: 3, stats: cpu(70, 5, 5)},
+	}
+	out := renderTables(runs, map[int][]dataItem{})
+	for _, want := range []string{
+		"| SchedulingBasic | 5000Nodes | fleet, not consulted | 1 | 80.0 | 3.0 | 7.0 | 90.0 | 100 % |",
+		"| SchedulingBasic | 5000Nodes | framework plugin | 1 | 84.0 | 7.5 | 8.5 | 100.0 | 90 % |",
+		"| SchedulingBasic | 5000Nodes | fleet, not consulted | 2 | 70.0 | 3.0 | 7.0 | 80.0 | 100 % |",
+		// Rounds 1 and 3: 90 % and 100 %.
+		"| SchedulingBasic | 5000Nodes | framework plugin | all 2 | | | | | 95 % (90-100 %, std dev 7 points) |",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("missing %q in:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "| SchedulingBasic | 5000Nodes | framework plugin | 2 | -1.0") {
+		t.Errorf("a run without its process CPU has a CPU row:\n%s", out)
+	}
+}
+
 // With several rounds each row is compared with the same round's fair
 // baseline and no-extender rows, the spread is that of the rounds, and the
 // targets use the mean of the rounds against the fair baseline; the two
