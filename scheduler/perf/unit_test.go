@@ -284,7 +284,7 @@ func TestRenderTablesRatiosAndTargets(t *testing.T) {
 		item("SchedulingBasic_NeighborlyExtender", "scheduler_scheduling_attempt_duration_seconds", 7.25, "result", "scheduled"),
 	}
 	out := renderTables(runs, map[int][]dataItem{1: items})
-	for _, want := range []string{
+	wantLines(t, out,
 		"| SchedulingBasic | 5000Nodes | no extender | 1 | - | 200.0 | 200.0 | 200.0 | 200.0 | - | 100 % |",
 		"| SchedulingBasic | 5000Nodes | HTTP extender | 1 | - | 140.0 | 140.0 | 140.0 | 140.0 | - | 70 % | - / - | - | 7.2 / 7.2 |",
 		"| SchedulingBasic | 5000Nodes | HTTP extender | 1 | 5000 | 10 / 10 | - | 0 |",
@@ -292,40 +292,34 @@ func TestRenderTablesRatiosAndTargets(t *testing.T) {
 		"- SchedulingBasic, HTTP extender >= 75 %: not measured in this run (no fair baseline in this run)",
 		"| SchedulingBasic | 5000Nodes | framework plugin | 1 | - | not run: no placement port |",
 		"- SchedulingBasic, framework plugin >= 95 %: not measured in this run (no placement port)",
-	} {
-		if !strings.Contains(out, want) {
-			t.Errorf("missing %q in:\n%s", want, out)
-		}
-	}
+	)
 }
 
 // The CPU table sums a workload's three processes and compares the same
 // round's fair baseline with each mode, then the rounds' mean and spread; a
 // run whose process CPU could not be read (-1) has no row.
 func TestRenderTablesComparesTheWorkloadsCPU(t *testing.T) {
-	cpu := func(process, extender, fleet float64) *neighborlyStats {
-		return &neighborlyStats{ProcessCPUSeconds: process, ExtenderCPUSeconds: extender, FleetCPUSeconds: fleet}
+	run := func(m mode, round int, process, extender, fleet float64) *workloadRun {
+		testCase := "SchedulingBasic_NeighborlyBaseline"
+		if m == modePlugin {
+			testCase = "SchedulingBasic_NeighborlyPlugin"
+		}
+		return &workloadRun{testCase: testCase, family: "SchedulingBasic", workload: "5000Nodes", mode: m, round: round,
+			stats: &neighborlyStats{ProcessCPUSeconds: process, ExtenderCPUSeconds: extender, FleetCPUSeconds: fleet}}
 	}
 	runs := []*workloadRun{
-		{testCase: "SchedulingBasic_NeighborlyBaseline", family: "SchedulingBasic", workload: "5000Nodes", mode: modeBaseline, round: 1, stats: cpu(80, 3, 7)},
-		{testCase: "SchedulingBasic_NeighborlyPlugin", family: "SchedulingBasic", workload: "5000Nodes", mode: modePlugin, round: 1, stats: cpu(84, 7.5, 8.5)},
-		{testCase: "SchedulingBasic_NeighborlyBaseline", family: "SchedulingBasic", workload: "5000Nodes", mode: modeBaseline, round: 2, stats: cpu(70, 3, 7)},
-		{testCase: "SchedulingBasic_NeighborlyPlugin", family: "SchedulingBasic", workload: "5000Nodes", mode: modePlugin, round: 2, stats: cpu(-1, 7, 8)},
-		{testCase: "SchedulingBasic_NeighborlyBaseline", family: "SchedulingBasic", workload: "5000Nodes", mode: modeBaseline, round: 3, stats: cpu(70, 3, 7)},
-		{testCase: "SchedulingBasic_NeighborlyPlugin", family: "SchedulingBasic", workload: "5000Nodes", mode: modePlugin, round: 3, stats: cpu(70, 5, 5)},
+		run(modeBaseline, 1, 80, 3, 7), run(modePlugin, 1, 84, 7.5, 8.5),
+		run(modeBaseline, 2, 70, 3, 7), run(modePlugin, 2, -1, 7, 8),
+		run(modeBaseline, 3, 70, 3, 7), run(modePlugin, 3, 70, 5, 5),
 	}
 	out := renderTables(runs, map[int][]dataItem{})
-	for _, want := range []string{
+	wantLines(t, out,
 		"| SchedulingBasic | 5000Nodes | fleet, not consulted | 1 | 80.0 | 3.0 | 7.0 | 90.0 | 100 % |",
 		"| SchedulingBasic | 5000Nodes | framework plugin | 1 | 84.0 | 7.5 | 8.5 | 100.0 | 90 % |",
 		"| SchedulingBasic | 5000Nodes | fleet, not consulted | 2 | 70.0 | 3.0 | 7.0 | 80.0 | 100 % |",
 		// Rounds 1 and 3: 90 % and 100 %.
 		"| SchedulingBasic | 5000Nodes | framework plugin | all 2 | | | | | 95 % (90-100 %, std dev 7 points) |",
-	} {
-		if !strings.Contains(out, want) {
-			t.Errorf("missing %q in:\n%s", want, out)
-		}
-	}
+	)
 	if strings.Contains(out, "| SchedulingBasic | 5000Nodes | framework plugin | 2 | -1.0") {
 		t.Errorf("a run without its process CPU has a CPU row:\n%s", out)
 	}
@@ -358,7 +352,7 @@ func TestRenderTablesRoundsAgainstTheFairBaseline(t *testing.T) {
 			tp("SchedulingMixed", 100), tp("SchedulingMixed_NeighborlyBaseline", 100), tp("SchedulingMixed_NeighborlyExtender", 70)},
 	}
 	out := renderTables(runs, rounds)
-	for _, want := range []string{
+	wantLines(t, out,
 		"| SchedulingBasic | 5000Nodes | HTTP extender | 1 | 1 | 160.0 | 0.0 | 0.0 | 0.0 | 80 % | 64 % |",
 		"| SchedulingBasic | 5000Nodes | HTTP extender | 2 | 1 | 90.0 |",
 		"| SchedulingBasic | 5000Nodes | fleet, not consulted | 3 | 3 | 150.0 |",
@@ -369,11 +363,7 @@ func TestRenderTablesRoundsAgainstTheFairBaseline(t *testing.T) {
 		"- SchedulingBasic, HTTP extender >= 75 %: 79 % (118.3 vs 150.0 pods/s, 3 and 3 rounds), met",
 		"- SchedulingMixed, HTTP extender >= 75 %: 60 % (60.0 vs 100.0 pods/s, 3 and 3 rounds), MISSED by 15 points",
 		"- SchedulingBasic, framework plugin >= 95 %: not measured in this run",
-	} {
-		if !strings.Contains(out, want) {
-			t.Errorf("missing %q in:\n%s", want, out)
-		}
-	}
+	)
 }
 
 // Each round's configuration holds every test case of performance-config.yaml
@@ -534,6 +524,16 @@ func TestFleetIntervalKeepsTheReportRateSteady(t *testing.T) {
 	}{{5, time.Second}, {500, time.Second}, {1000, 2 * time.Second}, {5000, 10 * time.Second}} {
 		if got := fleetInterval(c.nodes); got != c.want {
 			t.Errorf("fleetInterval(%d) = %v, want %v", c.nodes, got, c.want)
+		}
+	}
+}
+
+// wantLines fails t for each of lines that out does not contain.
+func wantLines(t *testing.T, out string, lines ...string) {
+	t.Helper()
+	for _, want := range lines {
+		if !strings.Contains(out, want) {
+			t.Errorf("missing %q in:\n%s", want, out)
 		}
 	}
 }

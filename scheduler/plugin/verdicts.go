@@ -479,29 +479,39 @@ func (v *verdicts) snapshotSlots(nodes []fwk.NodeInfo) *slotCache {
 		names:  make([]string, len(nodes)),
 		byInfo: make(map[*framework.NodeInfo]int32, len(nodes)),
 	}
+	top := int32(-1)
 	for i, n := range nodes {
 		c.slots[i] = -1
 		c.names[i] = n.Node().Name
 		if s, ok := (*idx)[c.names[i]]; ok {
 			c.slots[i] = int32(s)
+			top = max(top, int32(s))
 			if ni, ok := n.(*framework.NodeInfo); ok {
 				c.byInfo[ni] = int32(s)
 			}
+		}
+	}
+	c.at = make([]int32, top+1)
+	for i := range c.at {
+		c.at[i] = -1
+	}
+	for i, s := range c.slots {
+		if s >= 0 {
+			c.at[s] = int32(i)
 		}
 	}
 	v.slotCache.Store(c)
 	return c
 }
 
-// slotCache: snapshotSlots' last answer. Read-only once published but for
-// its positions, made once on first use.
+// slotCache: snapshotSlots' last answer. Read-only once published.
 type slotCache struct {
 	index *nodeIndex
-	// Each slot's position in nodes (-1: none), by slot; see positions.
-	at     []int32
-	atOnce sync.Once
-	nodes  []fwk.NodeInfo
-	slots  []int32
+	nodes []fwk.NodeInfo
+	slots []int32
+	// The inverse of slots: each slot's position in nodes (-1: none), by
+	// slot; pendingOf finds a pending booking's NodeInfo with it.
+	at []int32
 	// The nodes' names, in the list's order: PreFilter's narrowing and the
 	// windowed calls name nodes without loading each NodeInfo and its Node
 	// (issue 25: those loads were half of the narrowing's CPU).
@@ -512,26 +522,6 @@ type slotCache struct {
 	// and the key compared through two more pointers, was half of the
 	// plugin's CPU in a SchedulingBasic round, issue 25).
 	byInfo map[*framework.NodeInfo]int32
-}
-
-// positions is each slot's position in c.nodes (-1: none), indexed by slot.
-func (c *slotCache) positions() []int32 {
-	c.atOnce.Do(func() {
-		top := int32(-1)
-		for _, s := range c.slots {
-			top = max(top, s)
-		}
-		c.at = make([]int32, top+1)
-		for i := range c.at {
-			c.at[i] = -1
-		}
-		for i, s := range c.slots {
-			if s >= 0 {
-				c.at[s] = int32(i)
-			}
-		}
-	})
-	return c.at
 }
 
 // settle waits (until deadline) for every unacked booking: the synchronous
@@ -664,15 +654,11 @@ func (v *verdicts) pendingOf(cache *slotCache) *cyclePending {
 	if len(set) == 0 {
 		return c
 	}
-	at := cache.positions()
 	for _, p := range set {
-		if p.slot < 0 {
+		if p.slot < 0 || int(p.slot) >= len(cache.at) || cache.at[p.slot] < 0 {
 			return nil
 		}
-		if int(p.slot) >= len(at) || at[p.slot] < 0 {
-			return nil
-		}
-		c.nodes = append(c.nodes, cache.nodes[at[p.slot]].Node())
+		c.nodes = append(c.nodes, cache.nodes[cache.at[p.slot]].Node())
 	}
 	return c
 }
