@@ -15,8 +15,9 @@
 // refreshes and the nodes they visited, and the updates the plugin read.
 //
 //   build/default/bench/verdict_stream_bench [--bookings 4000] [--rate 200]
-//       [--shapes 8] [--reports 500] [--warmup 500]
-//   (--rate 0: each Reserve right after the previous ack)
+//       [--shapes 8] [--reports 500] [--warmup 500] [--batch true]
+//   (--rate 0: each Reserve right after the previous ack; --batch false: one
+//   message per update, as a plugin that does not ask for VerdictsBatch)
 #include <pthread.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -38,6 +39,7 @@
 #include "bench/http_bench_support.h"
 #include "extender/src/model/testing/report_builder.h"
 #include "extender/src/placement/placement_service.h"
+#include "extender/src/placement/verdict_stream.h"
 
 namespace {
 
@@ -51,6 +53,7 @@ struct Flags {
   int shapes = 8;
   double reports = 500;  // reports per second the extender ingests
   int nodes = 5000;
+  bool batch = true;  // ask for VerdictsBatch messages, as the plugin does
 };
 
 double CpuSeconds(clockid_t clock) {
@@ -208,16 +211,30 @@ pv1::Pod ShapePod(int s) {
 
 struct Plugin {
   std::unique_ptr<grpc::ClientReaderWriter<pv1::VerdictsRequest, pv1::VerdictsUpdate>> stream;
-  uint64_t updates = 0, verdicts = 0, bytes = 0;
+  uint64_t messages = 0, updates = 0, verdicts = 0, bytes = 0;
+  std::vector<pv1::VerdictsUpdate> unread;  // the rest of a batch, last first
 
+  // The next update, from a batch read before or a new message.
   pv1::VerdictsUpdate Read() {
-    pv1::VerdictsUpdate u;
-    if (!stream->Read(&u)) {
-      std::fprintf(stderr, "the stream ended\n");
-      std::exit(1);
+    if (unread.empty()) {
+      pv1::VerdictsUpdate u;
+      if (!stream->Read(&u)) {
+        std::fprintf(stderr, "the stream ended\n");
+        std::exit(1);
+      }
+      ++messages;
+      bytes += u.ByteSizeLong();
+      if (u.has_batch()) {
+        for (int i = u.batch().updates_size() - 1; i >= 0; --i) {
+          unread.push_back(std::move(*u.mutable_batch()->mutable_updates(i)));
+        }
+      } else {
+        unread.push_back(std::move(u));
+      }
     }
+    pv1::VerdictsUpdate u = std::move(unread.back());
+    unread.pop_back();
     ++updates;
-    bytes += u.ByteSizeLong();
     if (u.has_table()) verdicts += u.table().verdicts_size();
     return u;
   }
@@ -227,6 +244,9 @@ int Scheduler(const Flags& flags, int port, int to_extender, int from_extender) 
   auto stub = pv1::Placement::NewStub(grpc::CreateChannel(
       absl::StrCat("127.0.0.1:", port), grpc::InsecureChannelCredentials()));
   grpc::ClientContext context;
+  if (flags.batch) {
+    context.AddMetadata(std::string(neighborly::extender::VerdictStream::kBatchMetadata), "1");
+  }
   Plugin plugin;
   plugin.stream = stub->Verdicts(&context);
   if (!plugin.Read().ready()) {
@@ -256,7 +276,7 @@ int Scheduler(const Flags& flags, int port, int to_extender, int from_extender) 
   }
   std::vector<double> ack_us;
   uint64_t booking = 0, booked = 0;
-  uint64_t updates0 = 0, verdicts0 = 0, bytes0 = 0;
+  uint64_t messages0 = 0, updates0 = 0, verdicts0 = 0, bytes0 = 0;
   const double parent_cpu0 = ProcessCpuSeconds();
   auto measured_start = std::chrono::steady_clock::now();
   auto next = std::chrono::steady_clock::now();
@@ -266,6 +286,7 @@ int Scheduler(const Flags& flags, int port, int to_extender, int from_extender) 
     if (i == 0) {
       WriteAll(to_extender, "start\n");
       measured_start = std::chrono::steady_clock::now();
+      messages0 = plugin.messages;
       updates0 = plugin.updates;
       verdicts0 = plugin.verdicts;
       bytes0 = plugin.bytes;
@@ -337,7 +358,9 @@ int Scheduler(const Flags& flags, int port, int to_extender, int from_extender) 
   const double refreshes = static_cast<double>(full + incremental);
   std::printf("  refreshes per booking %.2f (full %lu), nodes per refresh %.2f\n", refreshes / n,
               full, static_cast<double>(nodes) / std::max(1.0, refreshes));
-  std::printf("  updates per booking %.2f, verdicts per booking %.2f, bytes per booking %.0f\n",
+  std::printf("  messages per booking %.2f, updates per booking %.2f, verdicts per booking %.2f, "
+              "bytes per booking %.0f\n",
+              static_cast<double>(plugin.messages - messages0) / n,
               static_cast<double>(plugin.updates - updates0) / n,
               static_cast<double>(plugin.verdicts - verdicts0) / n,
               static_cast<double>(plugin.bytes - bytes0) / n);
@@ -358,9 +381,10 @@ int main(int argc, char** argv) {
     if (flag == "--shapes") ok = absl::SimpleAtoi(value, &flags.shapes);
     if (flag == "--reports") ok = absl::SimpleAtod(value, &flags.reports);
     if (flag == "--nodes") ok = absl::SimpleAtoi(value, &flags.nodes);
+    if (flag == "--batch") ok = absl::SimpleAtob(value, &flags.batch);
     if (!ok) {
       std::fprintf(stderr, "usage: %s [--bookings N] [--warmup N] [--rate PER_S] [--shapes N] "
-                   "[--reports PER_S] [--nodes N]\n", argv[0]);
+                   "[--reports PER_S] [--nodes N] [--batch true|false]\n", argv[0]);
       return 2;
     }
   }

@@ -52,11 +52,18 @@ var (
 		Help:           "Streamed scheduling cycles in which the shape's table refused no node and no booking was pending, so PreFilter told kube-scheduler to skip the plugin's Filter.",
 		StabilityLevel: metrics.ALPHA,
 	})
+	settledWaits = metrics.NewCounter(&metrics.CounterOpts{
+		Namespace:      "neighborly",
+		Subsystem:      "plugin",
+		Name:           "narrowed_ack_waits_total",
+		Help:           "Streamed scheduling cycles whose PreFilter waited for bookings' acks because at least half of the nodes the table passed had one in flight, so that the narrowed set is taken from the acked verdicts.",
+		StabilityLevel: metrics.ALPHA,
+	})
 	registerOnce sync.Once
 )
 
 func registerMetrics() {
 	registerOnce.Do(func() {
-		legacyregistry.MustRegister(rpcDuration, failOpen, peerCalls, cycles, narrowed, skippedFilters)
+		legacyregistry.MustRegister(rpcDuration, failOpen, peerCalls, cycles, narrowed, skippedFilters, settledWaits)
 	})
 }

@@ -452,10 +452,23 @@ func (p *Plugin) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.Po
 	if p.verdicts != nil {
 		if t := p.verdicts.table(m); t != nil {
 			slots := p.verdicts.snapshotSlots(nodes)
+			deadline := time.Now().Add(p.args.FilterTimeout.Duration)
+			names, waiting := p.verdicts.passingPending(t, nodes, slots)
+			if waiting && p.verdicts.settle(deadline) {
+				// Half the nodes left to this pod or more are ones whose
+				// bookings wait for their acks, which may refuse them: the
+				// pod would find no node in this cycle and wait out a retry
+				// (issue 25: 190 such failures in a SchedulingMixed round,
+				// each an event, a status update and a second cycle). The
+				// acks are in flight; the set is taken again once they are
+				// read.
+				settledWaits.Inc()
+				names = p.verdicts.passing(t, nodes, slots)
+			}
 			write(state, filterKey, &streamedCycle{table: t, slots: slots, pending: p.verdicts.pendingOf(slots),
-				deadline: time.Now().Add(p.args.FilterTimeout.Duration)}, &p.lastFilter)
+				deadline: deadline}, &p.lastFilter)
 			cycles.WithLabelValues("streamed").Inc()
-			if names := p.verdicts.passing(t, nodes, slots); names != nil {
+			if names != nil {
 				narrowed.Inc()
 				return &fwk.PreFilterResult{NodeNames: names}, nil
 			}

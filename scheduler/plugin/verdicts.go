@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
@@ -418,9 +419,17 @@ func (v *verdicts) await(slot int32, info fwk.NodeInfo, name string, deadline ti
 // is named: Filter then reads or waits for it as usual. Nil as well when no
 // node passes, so that Filter gives each node's reason.
 func (v *verdicts) passing(t *shapeTable, nodes []fwk.NodeInfo, cache *slotCache) sets.Set[string] {
+	names, _ := v.passingPending(t, nodes, cache)
+	return names
+}
+
+// passingPending is passing, and whether at least half of the set is nodes
+// whose bookings wait for their acks: nodes that the acks' deltas may refuse
+// (the booking's own harm), leaving the pod no node in this cycle.
+func (v *verdicts) passingPending(t *shapeTable, nodes []fwk.NodeInfo, cache *slotCache) (sets.Set[string], bool) {
 	refused := int(t.refused.Load())
 	if refused == 0 || len(nodes)-refused > len(nodes)/2 {
-		return nil
+		return nil, false
 	}
 	slots := cache.slots
 	var cells []cell
@@ -441,14 +450,21 @@ func (v *verdicts) passing(t *shapeTable, nodes []fwk.NodeInfo, cache *slotCache
 			}
 		}
 		if len(names) == limit {
-			return nil
+			return nil, false
 		}
 		names = append(names, cache.names[i])
 	}
 	if len(names) == 0 {
-		return nil
+		return nil, false
 	}
-	return sets.New(names...)
+	set := sets.New(names...)
+	waiting := 0
+	for _, n := range *pending {
+		if set.Has(n.node) {
+			waiting++
+		}
+	}
+	return set, waiting > 0 && 2*waiting >= len(set)
 }
 
 // snapshotSlots is the slot of every node of kube-scheduler's node list, in
@@ -744,7 +760,8 @@ func (v *verdicts) run(ctx context.Context) {
 func (v *verdicts) serve(ctx context.Context) bool {
 	sctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	stream, err := v.client.Verdicts(sctx)
+	// A turn's updates in one message (VerdictsBatch): one receive, not one per update.
+	stream, err := v.client.Verdicts(metadata.AppendToOutgoingContext(sctx, batchMetadata, "1"))
 	if err != nil {
 		return false
 	}
@@ -798,9 +815,25 @@ func (v *verdicts) serve(ctx context.Context) bool {
 	}
 }
 
+// batchMetadata asks the extender for VerdictsBatch messages on the stream.
+const batchMetadata = "neighborly-verdicts-batch"
+
 func (v *verdicts) apply(u *placementv1.VerdictsUpdate) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
+	if b := u.GetBatch(); b != nil {
+		for _, one := range b.GetUpdates() {
+			if one.GetBatch() == nil { // never nested; one would be ignored
+				v.applyLocked(one)
+			}
+		}
+		return
+	}
+	v.applyLocked(u)
+}
+
+// applyLocked applies one update; v.mu held.
+func (v *verdicts) applyLocked(u *placementv1.VerdictsUpdate) {
 	switch k := u.Kind.(type) {
 	case *placementv1.VerdictsUpdate_Table:
 		tab := k.Table

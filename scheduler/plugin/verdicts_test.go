@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/metadata"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
@@ -34,6 +35,7 @@ type streamingPlacement struct {
 	breakAfterReserve bool
 
 	smu        sync.Mutex
+	batches    int // turns sent as one VerdictsBatch
 	subscribes int
 	reserves   []string // "uid@node#booking", in arrival order
 	streams    int
@@ -93,6 +95,8 @@ func (f *streamingPlacement) Verdicts(stream placementv1.Placement_VerdictsServe
 	if err := stream.Send(&placementv1.VerdictsUpdate{Kind: &placementv1.VerdictsUpdate_Ready{Ready: true}}); err != nil {
 		return err
 	}
+	md, _ := metadata.FromIncomingContext(stream.Context())
+	batching := slices.Equal(md.Get(batchMetadata), []string{"1"})
 	var shapes []uint64
 	for {
 		r, err := stream.Recv()
@@ -120,10 +124,11 @@ func (f *streamingPlacement) Verdicts(stream placementv1.Placement_VerdictsServe
 			if f.holdAcks {
 				continue
 			}
+			// The deltas, then the ack: one batch where the plugin asked for
+			// batches, as the extender writes a turn.
+			var turn []*placementv1.VerdictsUpdate
 			for _, s := range shapes {
-				if err := stream.Send(f.verdicts(map[string]bool{node: true}, s, false)); err != nil {
-					return err
-				}
+				turn = append(turn, f.verdicts(map[string]bool{node: true}, s, false))
 			}
 			f.smu.Lock()
 			if f.booked == nil {
@@ -132,8 +137,18 @@ func (f *streamingPlacement) Verdicts(stream placementv1.Placement_VerdictsServe
 			f.booked[node] = true
 			f.smu.Unlock()
 			ack := &placementv1.BookingAck{BookingId: k.Reserve.BookingId, Done: true, BookingsGeneration: 9}
-			if err := stream.Send(&placementv1.VerdictsUpdate{Kind: &placementv1.VerdictsUpdate_Ack{Ack: ack}}); err != nil {
-				return err
+			turn = append(turn, &placementv1.VerdictsUpdate{Kind: &placementv1.VerdictsUpdate_Ack{Ack: ack}})
+			if batching {
+				f.smu.Lock()
+				f.batches++
+				f.smu.Unlock()
+				turn = []*placementv1.VerdictsUpdate{{Kind: &placementv1.VerdictsUpdate_Batch{
+					Batch: &placementv1.VerdictsBatch{Updates: turn}}}}
+			}
+			for _, u := range turn {
+				if err := stream.Send(u); err != nil {
+					return err
+				}
 			}
 		}
 	}
@@ -336,6 +351,74 @@ func TestStreamedReserveIsAckedAfterItsDeltaAndItsNodeWaits(t *testing.T) {
 	}
 	if f.reserved != nil {
 		t.Errorf("synchronous Reserve calls = %v, want none", f.reserved)
+	}
+	// The plugin asked for batches: the delta and its ack came in one, and
+	// were applied in their order (the refusal above was read after the ack).
+	f.smu.Lock()
+	batches := f.batches
+	f.smu.Unlock()
+	if batches != 1 {
+		t.Errorf("turns sent as one batch = %d, want 1 (the plugin asks for batches)", batches)
+	}
+}
+
+// PreFilter's narrowed set, when half of it or more is nodes whose bookings
+// wait for their acks, is taken again once the acks are read: an ack's
+// delta may refuse its node (the booking's own harm), and a set of only such
+// nodes would leave the pod no node in this cycle and a retry.
+func TestPreFilterWaitsForAcksThatMayEmptyItsNarrowedSet(t *testing.T) {
+	f := newStreaming()
+	f.ackDelay = 100 * time.Millisecond
+	f.nodes, f.refused = nil, map[string]string{}
+	for i := 1; i <= 10; i++ {
+		n := fmt.Sprintf("n%d", i)
+		f.nodes = append(f.nodes, n)
+		if i <= 7 {
+			f.refused[n] = "interference: predicted slowdown 1.36x > 1.20x"
+		}
+	}
+	p := streamedPlugin(t, f, Args{})
+	var list []fwk.NodeInfo
+	for _, n := range f.nodes {
+		list = append(list, nodeInfo(n))
+	}
+	prefilter := func() ([]string, time.Duration) {
+		t.Helper()
+		start := time.Now()
+		res, st := p.PreFilter(context.Background(), framework.NewCycleState(), shapeReplica("uid-9"), list)
+		if st != nil {
+			t.Fatal(st)
+		}
+		if res.AllNodes() {
+			return nil, time.Since(start)
+		}
+		return sets.List(res.NodeNames), time.Since(start)
+	}
+	// One booking in flight on a set of three: named at once, the booked node
+	// with them (Filter waits for its ack).
+	book := func(uid, node string) {
+		t.Helper()
+		if st := p.Reserve(context.Background(), framework.NewCycleState(), shapeReplica(uid), node); st != nil {
+			t.Fatal(st)
+		}
+	}
+	book("uid-1", "n10")
+	if got, took := prefilter(); !slices.Equal(got, []string{"n10", "n8", "n9"}) || took > 50*time.Millisecond {
+		t.Errorf("PreFilter with one of three booked = %v after %v, want [n10 n8 n9] at once", got, took)
+	}
+	// Its ack read (n10 refused, "booked"), two more bookings on a set of two:
+	// PreFilter waits for their acks and names the node left.
+	if !p.verdicts.settle(time.Now().Add(5 * time.Second)) {
+		t.Fatal("the first ack never came")
+	}
+	book("uid-2", "n8")
+	book("uid-3", "n9")
+	got, took := prefilter()
+	if got != nil {
+		t.Errorf("PreFilter after n8 and n9 were booked named %v, want every node (none passes once acked)", got)
+	}
+	if took < 100*time.Millisecond {
+		t.Errorf("PreFilter answered after %v, before the acks", took)
 	}
 }
 

@@ -22,6 +22,7 @@
 #include "common/quantity.h"
 #include "extender/src/http/http_server.h"
 #include "extender/src/placement/placement_service.h"
+#include "extender/src/placement/verdict_stream.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "node-agent/src/simulate/node_report.h"
@@ -311,6 +312,9 @@ class StreamedParityTest : public PlacementParityTest {
         grpc::CreateChannel("127.0.0.1:" + std::to_string(stream_server_->port()),
                             grpc::InsecureChannelCredentials()));
     stream_context_.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(60));
+    if (batching_) {
+      stream_context_.AddMetadata(std::string(VerdictStream::kBatchMetadata), "1");
+    }
     stream_ = stream_stub_->Verdicts(&stream_context_);
     pv1::VerdictsUpdate first;
     ASSERT_TRUE(stream_->Read(&first));
@@ -344,10 +348,27 @@ class StreamedParityTest : public PlacementParityTest {
     pv1::LeastHarm least_harm;  // the fallback's state, applied as the plugin does
   };
 
-  // Reads one update and applies it; returns it.
+  // Reads one update (from the batch read last, else a new message) and
+  // applies it; returns it.
   pv1::VerdictsUpdate ReadOne() {
-    pv1::VerdictsUpdate u;
-    EXPECT_TRUE(stream_->Read(&u)) << "the stream ended";
+    if (unread_.empty()) {
+      pv1::VerdictsUpdate message;
+      EXPECT_TRUE(stream_->Read(&message)) << "the stream ended";
+      ++messages_;
+      if (message.has_batch()) {
+        ++batches_;
+        EXPECT_GT(message.batch().updates_size(), 1) << "a batch of one is sent unwrapped";
+        for (int i = message.batch().updates_size() - 1; i >= 0; --i) {
+          EXPECT_FALSE(message.batch().updates(i).has_batch()) << "a nested batch";
+          unread_.push_back(std::move(*message.mutable_batch()->mutable_updates(i)));
+        }
+      } else {
+        unread_.push_back(std::move(message));
+      }
+    }
+    pv1::VerdictsUpdate u = std::move(unread_.back());
+    unread_.pop_back();
+    ++updates_;
     if (!u.has_table()) return u;
     const pv1::VerdictTable& t = u.table();
     for (const auto& [id, text] : t.new_reasons()) reasons_[id] = text;
@@ -484,6 +505,12 @@ class StreamedParityTest : public PlacementParityTest {
     return refusals.size();
   }
 
+  // Whether the stream asks for VerdictsBatch messages, as the plugin does.
+  bool batching_ = true;
+  std::vector<pv1::VerdictsUpdate> unread_;  // the rest of a batch, last first
+  int messages_ = 0;                          // messages read
+  int batches_ = 0;                           // of them batches
+  int updates_ = 0;                           // updates read, in batches or not
   ExtenderCore stream_core_{ModelConfig(), clock_};
   PlacementMetrics stream_metrics_;
   std::unique_ptr<PlacementServer> stream_server_;
@@ -498,47 +525,69 @@ class StreamedParityTest : public PlacementParityTest {
   int booked_ = 0;
   int least_harm_states_ = 0;  // tables that said the fallback passes nodes
   int fallback_passes_ = 0;    // nodes passed so
+
+  // The pods of the seed's scenario and two more, in rounds, through both
+  // paths (CompareStreamed), and what the whole sequence must have shown.
+  void CompareRounds() {
+    const json incoming = json::parse(ReadFile(std::string(NEIGHBORLY_SOURCE_DIR) +
+                                               "/deploy/examples/content-platform-incoming.json"));
+    std::vector<json> pods(incoming["pods"].begin(), incoming["pods"].end());
+    ASSERT_EQ(pods.size(), 3u);
+    pods.push_back(json::parse(R"({"metadata": {"uid": "u-pinned", "namespace": "shop",
+        "name": "checkout-0", "labels": {"app": "checkout"},
+        "ownerReferences": [{"kind": "StatefulSet", "name": "checkout", "controller": true}]},
+        "spec": {"containers": [{"name": "c", "resources": {"limits": {"cpu": "6", "memory": "8Gi"}}}]}})"));
+    pods.push_back(json::parse(R"({"metadata": {"uid": "u-unknown", "namespace": "default",
+        "name": "mystery"}, "spec": {"containers": [{"name": "c"}]}})"));
+    // Rounds of replicas of every shape: each booking changes what the next
+    // replicas see, through the deltas on the stream.
+    size_t refusals = 0;
+    for (int round = 0; round < 4; ++round) {
+      for (const json& pod : pods) {
+        pv1::Pod proto = ToProto(pod);
+        proto.set_uid(absl::StrCat(proto.uid(), "-r", round));
+        proto.set_name(absl::StrCat(proto.name(), "-r", round));
+        refusals += CompareStreamed(proto);
+        if (HasFailure()) return;
+      }
+    }
+    EXPECT_GT(refusals, 3u);
+    EXPECT_GE(scores_seen_.size(), 3u);
+    EXPECT_GT(booked_, 4);
+    EXPECT_GT(deltas_, 0) << "no booking changed a verdict: the comparison saw no deltas";
+    // Some shapes fall back on this fleet: the plugin's own application
+    // of the fallback's state is compared too.
+    EXPECT_GT(least_harm_states_, 0) << "no table said the fallback passes nodes";
+    EXPECT_GT(fallback_passes_, 0) << "no node passed by the fallback's state was compared";
+    // The owned pods' replicas share their shape's table; a pod without an
+    // owner is a shape of its own each round (named differently each time).
+    EXPECT_LT(shape_ids_.size(), 20u);
+    EXPECT_GT(shape_ids_.size(), 5u);
+    EXPECT_EQ(grpc_core_.bookings(), stream_core_.bookings());
+    EXPECT_EQ(stream_metrics_.requests(PlacementMethod::kVerdictsSubscribe, 0), shape_ids_.size());
+    EXPECT_EQ(stream_metrics_.requests(PlacementMethod::kVerdictsReserve, 0),
+              static_cast<uint64_t>(booking_id_));
+  }
 };
 
 TEST_F(StreamedParityTest, SameRefusalsReasonsScoresAndBookingsStreamedAndCalled) {
-  const json incoming = json::parse(ReadFile(std::string(NEIGHBORLY_SOURCE_DIR) +
-                                             "/deploy/examples/content-platform-incoming.json"));
-  std::vector<json> pods(incoming["pods"].begin(), incoming["pods"].end());
-  ASSERT_EQ(pods.size(), 3u);
-  pods.push_back(json::parse(R"({"metadata": {"uid": "u-pinned", "namespace": "shop",
-      "name": "checkout-0", "labels": {"app": "checkout"},
-      "ownerReferences": [{"kind": "StatefulSet", "name": "checkout", "controller": true}]},
-      "spec": {"containers": [{"name": "c", "resources": {"limits": {"cpu": "6", "memory": "8Gi"}}}]}})"));
-  pods.push_back(json::parse(R"({"metadata": {"uid": "u-unknown", "namespace": "default",
-      "name": "mystery"}, "spec": {"containers": [{"name": "c"}]}})"));
-  // Rounds of replicas of every shape: each booking changes what the next
-  // replicas see, through the deltas on the stream.
-  size_t refusals = 0;
-  for (int round = 0; round < 4; ++round) {
-    for (const json& pod : pods) {
-      pv1::Pod proto = ToProto(pod);
-      proto.set_uid(absl::StrCat(proto.uid(), "-r", round));
-      proto.set_name(absl::StrCat(proto.name(), "-r", round));
-      refusals += CompareStreamed(proto);
-      if (HasFailure()) return;
-    }
-  }
-  EXPECT_GT(refusals, 3u);
-  EXPECT_GE(scores_seen_.size(), 3u);
-  EXPECT_GT(booked_, 4);
-  EXPECT_GT(deltas_, 0) << "no booking changed a verdict: the comparison saw no deltas";
-  // Some shapes fall back on this fleet: the plugin's own application
-  // of the fallback's state is compared too.
-  EXPECT_GT(least_harm_states_, 0) << "no table said the fallback passes nodes";
-  EXPECT_GT(fallback_passes_, 0) << "no node passed by the fallback's state was compared";
-  // The owned pods' replicas share their shape's table; a pod without an
-  // owner is a shape of its own each round (named differently each time).
-  EXPECT_LT(shape_ids_.size(), 20u);
-  EXPECT_GT(shape_ids_.size(), 5u);
-  EXPECT_EQ(grpc_core_.bookings(), stream_core_.bookings());
-  EXPECT_EQ(stream_metrics_.requests(PlacementMethod::kVerdictsSubscribe, 0), shape_ids_.size());
-  EXPECT_EQ(stream_metrics_.requests(PlacementMethod::kVerdictsReserve, 0),
-            static_cast<uint64_t>(booking_id_));
+  CompareRounds();
+  // A booking's deltas and its ack came in one message.
+  EXPECT_GT(batches_, 0);
+  EXPECT_LT(messages_, updates_);
+}
+
+// A plugin that does not ask for batches reads one message per update, with
+// the same verdicts.
+class StreamedUnbatchedParityTest : public StreamedParityTest {
+ protected:
+  StreamedUnbatchedParityTest() { batching_ = false; }
+};
+
+TEST_F(StreamedUnbatchedParityTest, SameRefusalsReasonsScoresAndBookingsStreamedAndCalled) {
+  CompareRounds();
+  EXPECT_EQ(batches_, 0);
+  EXPECT_EQ(messages_, updates_);
 }
 
 // A node whose telemetry arrives after the subscription joins the table as

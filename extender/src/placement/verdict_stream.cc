@@ -51,6 +51,11 @@ VerdictStream::VerdictStream(ExtenderCore& core, Options options, PlacementMetri
 
 grpc::Status VerdictStream::Run(grpc::ServerContext* context, Stream* stream) {
   {
+    const auto& metadata = context->client_metadata();
+    auto asked = metadata.find(grpc::string_ref(kBatchMetadata.data(), kBatchMetadata.size()));
+    batching_ = asked != metadata.end() && asked->second == "1";
+  }
+  {
     // Before the reader starts: from then on the thread that holds the turn
     // writes.
     pv1::VerdictsUpdate ready;
@@ -87,7 +92,9 @@ grpc::Status VerdictStream::Run(grpc::ServerContext* context, Stream* stream) {
     busy = true;
     const auto due = next_refresh;
     lock.unlock();
-    bool ok = !context->IsCancelled();
+    // A cancelled call shows as a failed write or read: IsCancelled on the
+    // synchronous API polls the call's queue, a cost per turn for nothing.
+    bool ok = true;
     turn_acks_.clear();
     for (const pv1::VerdictsRequest& request : batch) {
       if (!ok || !(ok = Handle(request, *stream, turn_acks_))) break;
@@ -341,13 +348,39 @@ bool VerdictStream::Refresh(Shape& shape, bool full, Stream& stream) {
 }
 
 bool VerdictStream::Send(Stream& stream, pv1::VerdictsUpdate&& update) {
+  if (batching_) {
+    const size_t bytes = update.ByteSizeLong();
+    if (batch_.batch().updates_size() > 0 && batch_bytes_ + bytes > kMaxBatchBytes &&
+        !WriteBatch(stream, /*last=*/false)) {
+      return false;
+    }
+    *batch_.mutable_batch()->add_updates() = std::move(update);
+    batch_bytes_ += bytes;
+    return true;
+  }
   if (holding_ && !stream.Write(held_, grpc::WriteOptions().set_buffer_hint())) return false;
   held_ = std::move(update);
   holding_ = true;
   return true;
 }
 
+bool VerdictStream::WriteBatch(Stream& stream, bool last) {
+  pv1::VerdictsBatch& batch = *batch_.mutable_batch();
+  const grpc::WriteOptions options =
+      last ? grpc::WriteOptions() : grpc::WriteOptions().set_buffer_hint();
+  bool ok = true;
+  if (batch.updates_size() == 1) {
+    ok = stream.Write(batch.updates(0), options);
+  } else if (batch.updates_size() > 1) {
+    ok = stream.Write(batch_, options);
+  }
+  batch.mutable_updates()->Clear();
+  batch_bytes_ = 0;
+  return ok;
+}
+
 bool VerdictStream::Flush(Stream& stream) {
+  if (batching_) return WriteBatch(stream, /*last=*/true);
   if (!holding_) return true;
   holding_ = false;
   const bool ok = stream.Write(held_);

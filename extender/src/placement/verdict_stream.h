@@ -65,6 +65,12 @@ class VerdictStream {
   // `metrics` may be null.
   VerdictStream(ExtenderCore& core, Options options, PlacementMetrics* metrics);
 
+  // The call's metadata by which a plugin asks for VerdictsBatch messages,
+  // and the most a batch holds before it is written and another begun (well
+  // under the plugin's 16 MiB receive bound).
+  static constexpr std::string_view kBatchMetadata = "neighborly-verdicts-batch";
+  static constexpr size_t kMaxBatchBytes = 1 << 20;
+
   // Serves the stream until the plugin closes it or the call ends.
   grpc::Status Run(grpc::ServerContext* context, Stream* stream);
 
@@ -98,14 +104,21 @@ class VerdictStream {
   bool Refresh(Shape& shape, bool full, Stream& stream);
   bool RefreshAll(Stream& stream);
   uint32_t ReasonId(const std::string& reason, placement::v1::VerdictTable& table);
-  // Writes of one turn of the handler's loop go out together: each is held
-  // until the next, which writes it with gRPC's buffer hint (no flush), and
-  // Flush writes the last one plainly. A turn's tables, deltas and acks then
-  // cost one send, not one per message (issue 25: the kernel's send path
-  // and the wake-ups were a tenth of the extender's CPU in a plugin round).
-  // False when the stream broke.
+  // Writes of one turn of the handler's loop go out together. To a plugin
+  // that asked for batches, a turn's updates are one VerdictsBatch message
+  // (up to kMaxBatchBytes; beyond, the batch so far is written with gRPC's
+  // buffer hint and a new one begun): a booking's deltas and its ack cost
+  // one write, not one per update (issue 25: each write of the synchronous
+  // API is a batch of gRPC ops and a wait for it, about a fifth of the
+  // stream's CPU in a plugin round). To one that did not, each update is
+  // held until the next, which writes it with the buffer hint (no flush), and
+  // Flush writes the last one plainly: one send, but a write each. False
+  // when the stream broke.
   bool Send(Stream& stream, placement::v1::VerdictsUpdate&& update);
   bool Flush(Stream& stream);
+  // Writes the batch so far (one update unwrapped), with the buffer hint
+  // unless `last`.
+  bool WriteBatch(Stream& stream, bool last);
 
   ExtenderCore& core_;
   const Options options_;
@@ -119,6 +132,11 @@ class VerdictStream {
   // The write Send holds back (see Send).
   placement::v1::VerdictsUpdate held_;
   bool holding_ = false;
+  // The plugin asked for batches (metadata kBatchMetadata: "1"); the batch
+  // Send builds and its serialized size so far.
+  bool batching_ = false;
+  placement::v1::VerdictsUpdate batch_;
+  size_t batch_bytes_ = 0;
 };
 
 }  // namespace neighborly::extender

@@ -1162,6 +1162,7 @@ type VerdictsUpdate struct {
 	//	*VerdictsUpdate_DroppedShapeId
 	//	*VerdictsUpdate_Refused
 	//	*VerdictsUpdate_Ready
+	//	*VerdictsUpdate_Batch
 	Kind          isVerdictsUpdate_Kind `protobuf_oneof:"kind"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1249,6 +1250,15 @@ func (x *VerdictsUpdate) GetReady() bool {
 	return false
 }
 
+func (x *VerdictsUpdate) GetBatch() *VerdictsBatch {
+	if x != nil {
+		if x, ok := x.Kind.(*VerdictsUpdate_Batch); ok {
+			return x.Batch
+		}
+	}
+	return nil
+}
+
 type isVerdictsUpdate_Kind interface {
 	isVerdictsUpdate_Kind()
 }
@@ -1279,6 +1289,14 @@ type VerdictsUpdate_Ready struct {
 	Ready bool `protobuf:"varint,5,opt,name=ready,proto3,oneof"`
 }
 
+type VerdictsUpdate_Batch struct {
+	// Several updates in one message, in their order, for a plugin that asked
+	// for them (metadata "neighborly-verdicts-batch: 1" on the call): what one
+	// turn of the extender wrote (a booking's deltas and its ack) costs one
+	// message, not one each. Never nested.
+	Batch *VerdictsBatch `protobuf:"bytes,6,opt,name=batch,proto3,oneof"`
+}
+
 func (*VerdictsUpdate_Table) isVerdictsUpdate_Kind() {}
 
 func (*VerdictsUpdate_Ack) isVerdictsUpdate_Kind() {}
@@ -1288,6 +1306,52 @@ func (*VerdictsUpdate_DroppedShapeId) isVerdictsUpdate_Kind() {}
 func (*VerdictsUpdate_Refused) isVerdictsUpdate_Kind() {}
 
 func (*VerdictsUpdate_Ready) isVerdictsUpdate_Kind() {}
+
+func (*VerdictsUpdate_Batch) isVerdictsUpdate_Kind() {}
+
+type VerdictsBatch struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Updates       []*VerdictsUpdate      `protobuf:"bytes,1,rep,name=updates,proto3" json:"updates,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *VerdictsBatch) Reset() {
+	*x = VerdictsBatch{}
+	mi := &file_neighborly_placement_v1_placement_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *VerdictsBatch) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*VerdictsBatch) ProtoMessage() {}
+
+func (x *VerdictsBatch) ProtoReflect() protoreflect.Message {
+	mi := &file_neighborly_placement_v1_placement_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use VerdictsBatch.ProtoReflect.Descriptor instead.
+func (*VerdictsBatch) Descriptor() ([]byte, []int) {
+	return file_neighborly_placement_v1_placement_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *VerdictsBatch) GetUpdates() []*VerdictsUpdate {
+	if x != nil {
+		return x.Updates
+	}
+	return nil
+}
 
 type VerdictTable struct {
 	state   protoimpl.MessageState `protogen:"open.v1"`
@@ -1308,7 +1372,7 @@ type VerdictTable struct {
 
 func (x *VerdictTable) Reset() {
 	*x = VerdictTable{}
-	mi := &file_neighborly_placement_v1_placement_proto_msgTypes[18]
+	mi := &file_neighborly_placement_v1_placement_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1320,7 +1384,7 @@ func (x *VerdictTable) String() string {
 func (*VerdictTable) ProtoMessage() {}
 
 func (x *VerdictTable) ProtoReflect() protoreflect.Message {
-	mi := &file_neighborly_placement_v1_placement_proto_msgTypes[18]
+	mi := &file_neighborly_placement_v1_placement_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1333,7 +1397,7 @@ func (x *VerdictTable) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use VerdictTable.ProtoReflect.Descriptor instead.
 func (*VerdictTable) Descriptor() ([]byte, []int) {
-	return file_neighborly_placement_v1_placement_proto_rawDescGZIP(), []int{18}
+	return file_neighborly_placement_v1_placement_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *VerdictTable) GetShapeId() uint64 {
@@ -1393,7 +1457,7 @@ type LeastHarm struct {
 
 func (x *LeastHarm) Reset() {
 	*x = LeastHarm{}
-	mi := &file_neighborly_placement_v1_placement_proto_msgTypes[19]
+	mi := &file_neighborly_placement_v1_placement_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1405,7 +1469,7 @@ func (x *LeastHarm) String() string {
 func (*LeastHarm) ProtoMessage() {}
 
 func (x *LeastHarm) ProtoReflect() protoreflect.Message {
-	mi := &file_neighborly_placement_v1_placement_proto_msgTypes[19]
+	mi := &file_neighborly_placement_v1_placement_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1418,7 +1482,7 @@ func (x *LeastHarm) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeastHarm.ProtoReflect.Descriptor instead.
 func (*LeastHarm) Descriptor() ([]byte, []int) {
-	return file_neighborly_placement_v1_placement_proto_rawDescGZIP(), []int{19}
+	return file_neighborly_placement_v1_placement_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *LeastHarm) GetActive() bool {
@@ -1467,7 +1531,7 @@ type NodeVerdict struct {
 
 func (x *NodeVerdict) Reset() {
 	*x = NodeVerdict{}
-	mi := &file_neighborly_placement_v1_placement_proto_msgTypes[20]
+	mi := &file_neighborly_placement_v1_placement_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1479,7 +1543,7 @@ func (x *NodeVerdict) String() string {
 func (*NodeVerdict) ProtoMessage() {}
 
 func (x *NodeVerdict) ProtoReflect() protoreflect.Message {
-	mi := &file_neighborly_placement_v1_placement_proto_msgTypes[20]
+	mi := &file_neighborly_placement_v1_placement_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1492,7 +1556,7 @@ func (x *NodeVerdict) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeVerdict.ProtoReflect.Descriptor instead.
 func (*NodeVerdict) Descriptor() ([]byte, []int) {
-	return file_neighborly_placement_v1_placement_proto_rawDescGZIP(), []int{20}
+	return file_neighborly_placement_v1_placement_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *NodeVerdict) GetNodeName() string {
@@ -1573,7 +1637,7 @@ type BookingAck struct {
 
 func (x *BookingAck) Reset() {
 	*x = BookingAck{}
-	mi := &file_neighborly_placement_v1_placement_proto_msgTypes[21]
+	mi := &file_neighborly_placement_v1_placement_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1585,7 +1649,7 @@ func (x *BookingAck) String() string {
 func (*BookingAck) ProtoMessage() {}
 
 func (x *BookingAck) ProtoReflect() protoreflect.Message {
-	mi := &file_neighborly_placement_v1_placement_proto_msgTypes[21]
+	mi := &file_neighborly_placement_v1_placement_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1598,7 +1662,7 @@ func (x *BookingAck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BookingAck.ProtoReflect.Descriptor instead.
 func (*BookingAck) Descriptor() ([]byte, []int) {
-	return file_neighborly_placement_v1_placement_proto_rawDescGZIP(), []int{21}
+	return file_neighborly_placement_v1_placement_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *BookingAck) GetBookingId() uint64 {
@@ -1639,7 +1703,7 @@ type SubscribeRefused struct {
 
 func (x *SubscribeRefused) Reset() {
 	*x = SubscribeRefused{}
-	mi := &file_neighborly_placement_v1_placement_proto_msgTypes[22]
+	mi := &file_neighborly_placement_v1_placement_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1651,7 +1715,7 @@ func (x *SubscribeRefused) String() string {
 func (*SubscribeRefused) ProtoMessage() {}
 
 func (x *SubscribeRefused) ProtoReflect() protoreflect.Message {
-	mi := &file_neighborly_placement_v1_placement_proto_msgTypes[22]
+	mi := &file_neighborly_placement_v1_placement_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1664,7 +1728,7 @@ func (x *SubscribeRefused) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubscribeRefused.ProtoReflect.Descriptor instead.
 func (*SubscribeRefused) Descriptor() ([]byte, []int) {
-	return file_neighborly_placement_v1_placement_proto_rawDescGZIP(), []int{22}
+	return file_neighborly_placement_v1_placement_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *SubscribeRefused) GetShapeId() uint64 {
@@ -1774,14 +1838,17 @@ const file_neighborly_placement_v1_placement_proto_rawDesc = "" +
 	"\n" +
 	"booking_id\x18\x01 \x01(\x04R\tbookingId\x12\x17\n" +
 	"\apod_uid\x18\x02 \x01(\tR\x06podUid\x12\x1b\n" +
-	"\tnode_name\x18\x03 \x01(\tR\bnodeName\"\x9b\x02\n" +
+	"\tnode_name\x18\x03 \x01(\tR\bnodeName\"\xdb\x02\n" +
 	"\x0eVerdictsUpdate\x12=\n" +
 	"\x05table\x18\x01 \x01(\v2%.neighborly.placement.v1.VerdictTableH\x00R\x05table\x127\n" +
 	"\x03ack\x18\x02 \x01(\v2#.neighborly.placement.v1.BookingAckH\x00R\x03ack\x12*\n" +
 	"\x10dropped_shape_id\x18\x03 \x01(\x04H\x00R\x0edroppedShapeId\x12E\n" +
 	"\arefused\x18\x04 \x01(\v2).neighborly.placement.v1.SubscribeRefusedH\x00R\arefused\x12\x16\n" +
-	"\x05ready\x18\x05 \x01(\bH\x00R\x05readyB\x06\n" +
-	"\x04kind\"\xfa\x02\n" +
+	"\x05ready\x18\x05 \x01(\bH\x00R\x05ready\x12>\n" +
+	"\x05batch\x18\x06 \x01(\v2&.neighborly.placement.v1.VerdictsBatchH\x00R\x05batchB\x06\n" +
+	"\x04kind\"R\n" +
+	"\rVerdictsBatch\x12A\n" +
+	"\aupdates\x18\x01 \x03(\v2'.neighborly.placement.v1.VerdictsUpdateR\aupdates\"\xfa\x02\n" +
 	"\fVerdictTable\x12\x19\n" +
 	"\bshape_id\x18\x01 \x01(\x04R\ashapeId\x12\x12\n" +
 	"\x04full\x18\x02 \x01(\bR\x04full\x12@\n" +
@@ -1838,7 +1905,7 @@ func file_neighborly_placement_v1_placement_proto_rawDescGZIP() []byte {
 	return file_neighborly_placement_v1_placement_proto_rawDescData
 }
 
-var file_neighborly_placement_v1_placement_proto_msgTypes = make([]protoimpl.MessageInfo, 26)
+var file_neighborly_placement_v1_placement_proto_msgTypes = make([]protoimpl.MessageInfo, 27)
 var file_neighborly_placement_v1_placement_proto_goTypes = []any{
 	(*Pod)(nil),               // 0: neighborly.placement.v1.Pod
 	(*OwnerReference)(nil),    // 1: neighborly.placement.v1.OwnerReference
@@ -1858,18 +1925,19 @@ var file_neighborly_placement_v1_placement_proto_goTypes = []any{
 	(*VerdictsReserve)(nil),   // 15: neighborly.placement.v1.VerdictsReserve
 	(*VerdictsUnreserve)(nil), // 16: neighborly.placement.v1.VerdictsUnreserve
 	(*VerdictsUpdate)(nil),    // 17: neighborly.placement.v1.VerdictsUpdate
-	(*VerdictTable)(nil),      // 18: neighborly.placement.v1.VerdictTable
-	(*LeastHarm)(nil),         // 19: neighborly.placement.v1.LeastHarm
-	(*NodeVerdict)(nil),       // 20: neighborly.placement.v1.NodeVerdict
-	(*BookingAck)(nil),        // 21: neighborly.placement.v1.BookingAck
-	(*SubscribeRefused)(nil),  // 22: neighborly.placement.v1.SubscribeRefused
-	nil,                       // 23: neighborly.placement.v1.Pod.LabelsEntry
-	nil,                       // 24: neighborly.placement.v1.Pod.AnnotationsEntry
-	nil,                       // 25: neighborly.placement.v1.VerdictTable.NewReasonsEntry
+	(*VerdictsBatch)(nil),     // 18: neighborly.placement.v1.VerdictsBatch
+	(*VerdictTable)(nil),      // 19: neighborly.placement.v1.VerdictTable
+	(*LeastHarm)(nil),         // 20: neighborly.placement.v1.LeastHarm
+	(*NodeVerdict)(nil),       // 21: neighborly.placement.v1.NodeVerdict
+	(*BookingAck)(nil),        // 22: neighborly.placement.v1.BookingAck
+	(*SubscribeRefused)(nil),  // 23: neighborly.placement.v1.SubscribeRefused
+	nil,                       // 24: neighborly.placement.v1.Pod.LabelsEntry
+	nil,                       // 25: neighborly.placement.v1.Pod.AnnotationsEntry
+	nil,                       // 26: neighborly.placement.v1.VerdictTable.NewReasonsEntry
 }
 var file_neighborly_placement_v1_placement_proto_depIdxs = []int32{
-	23, // 0: neighborly.placement.v1.Pod.labels:type_name -> neighborly.placement.v1.Pod.LabelsEntry
-	24, // 1: neighborly.placement.v1.Pod.annotations:type_name -> neighborly.placement.v1.Pod.AnnotationsEntry
+	24, // 0: neighborly.placement.v1.Pod.labels:type_name -> neighborly.placement.v1.Pod.LabelsEntry
+	25, // 1: neighborly.placement.v1.Pod.annotations:type_name -> neighborly.placement.v1.Pod.AnnotationsEntry
 	1,  // 2: neighborly.placement.v1.Pod.owner_references:type_name -> neighborly.placement.v1.OwnerReference
 	2,  // 3: neighborly.placement.v1.Pod.containers:type_name -> neighborly.placement.v1.Container
 	2,  // 4: neighborly.placement.v1.Pod.init_containers:type_name -> neighborly.placement.v1.Container
@@ -1884,27 +1952,29 @@ var file_neighborly_placement_v1_placement_proto_depIdxs = []int32{
 	16, // 13: neighborly.placement.v1.VerdictsRequest.unreserve:type_name -> neighborly.placement.v1.VerdictsUnreserve
 	0,  // 14: neighborly.placement.v1.VerdictsSubscribe.pod:type_name -> neighborly.placement.v1.Pod
 	0,  // 15: neighborly.placement.v1.VerdictsReserve.pod:type_name -> neighborly.placement.v1.Pod
-	18, // 16: neighborly.placement.v1.VerdictsUpdate.table:type_name -> neighborly.placement.v1.VerdictTable
-	21, // 17: neighborly.placement.v1.VerdictsUpdate.ack:type_name -> neighborly.placement.v1.BookingAck
-	22, // 18: neighborly.placement.v1.VerdictsUpdate.refused:type_name -> neighborly.placement.v1.SubscribeRefused
-	20, // 19: neighborly.placement.v1.VerdictTable.verdicts:type_name -> neighborly.placement.v1.NodeVerdict
-	25, // 20: neighborly.placement.v1.VerdictTable.new_reasons:type_name -> neighborly.placement.v1.VerdictTable.NewReasonsEntry
-	19, // 21: neighborly.placement.v1.VerdictTable.least_harm:type_name -> neighborly.placement.v1.LeastHarm
-	3,  // 22: neighborly.placement.v1.Placement.Filter:input_type -> neighborly.placement.v1.FilterRequest
-	6,  // 23: neighborly.placement.v1.Placement.Score:input_type -> neighborly.placement.v1.ScoreRequest
-	9,  // 24: neighborly.placement.v1.Placement.Reserve:input_type -> neighborly.placement.v1.ReserveRequest
-	11, // 25: neighborly.placement.v1.Placement.Unreserve:input_type -> neighborly.placement.v1.UnreserveRequest
-	13, // 26: neighborly.placement.v1.Placement.Verdicts:input_type -> neighborly.placement.v1.VerdictsRequest
-	4,  // 27: neighborly.placement.v1.Placement.Filter:output_type -> neighborly.placement.v1.FilterResponse
-	7,  // 28: neighborly.placement.v1.Placement.Score:output_type -> neighborly.placement.v1.ScoreResponse
-	10, // 29: neighborly.placement.v1.Placement.Reserve:output_type -> neighborly.placement.v1.ReserveResponse
-	12, // 30: neighborly.placement.v1.Placement.Unreserve:output_type -> neighborly.placement.v1.UnreserveResponse
-	17, // 31: neighborly.placement.v1.Placement.Verdicts:output_type -> neighborly.placement.v1.VerdictsUpdate
-	27, // [27:32] is the sub-list for method output_type
-	22, // [22:27] is the sub-list for method input_type
-	22, // [22:22] is the sub-list for extension type_name
-	22, // [22:22] is the sub-list for extension extendee
-	0,  // [0:22] is the sub-list for field type_name
+	19, // 16: neighborly.placement.v1.VerdictsUpdate.table:type_name -> neighborly.placement.v1.VerdictTable
+	22, // 17: neighborly.placement.v1.VerdictsUpdate.ack:type_name -> neighborly.placement.v1.BookingAck
+	23, // 18: neighborly.placement.v1.VerdictsUpdate.refused:type_name -> neighborly.placement.v1.SubscribeRefused
+	18, // 19: neighborly.placement.v1.VerdictsUpdate.batch:type_name -> neighborly.placement.v1.VerdictsBatch
+	17, // 20: neighborly.placement.v1.VerdictsBatch.updates:type_name -> neighborly.placement.v1.VerdictsUpdate
+	21, // 21: neighborly.placement.v1.VerdictTable.verdicts:type_name -> neighborly.placement.v1.NodeVerdict
+	26, // 22: neighborly.placement.v1.VerdictTable.new_reasons:type_name -> neighborly.placement.v1.VerdictTable.NewReasonsEntry
+	20, // 23: neighborly.placement.v1.VerdictTable.least_harm:type_name -> neighborly.placement.v1.LeastHarm
+	3,  // 24: neighborly.placement.v1.Placement.Filter:input_type -> neighborly.placement.v1.FilterRequest
+	6,  // 25: neighborly.placement.v1.Placement.Score:input_type -> neighborly.placement.v1.ScoreRequest
+	9,  // 26: neighborly.placement.v1.Placement.Reserve:input_type -> neighborly.placement.v1.ReserveRequest
+	11, // 27: neighborly.placement.v1.Placement.Unreserve:input_type -> neighborly.placement.v1.UnreserveRequest
+	13, // 28: neighborly.placement.v1.Placement.Verdicts:input_type -> neighborly.placement.v1.VerdictsRequest
+	4,  // 29: neighborly.placement.v1.Placement.Filter:output_type -> neighborly.placement.v1.FilterResponse
+	7,  // 30: neighborly.placement.v1.Placement.Score:output_type -> neighborly.placement.v1.ScoreResponse
+	10, // 31: neighborly.placement.v1.Placement.Reserve:output_type -> neighborly.placement.v1.ReserveResponse
+	12, // 32: neighborly.placement.v1.Placement.Unreserve:output_type -> neighborly.placement.v1.UnreserveResponse
+	17, // 33: neighborly.placement.v1.Placement.Verdicts:output_type -> neighborly.placement.v1.VerdictsUpdate
+	29, // [29:34] is the sub-list for method output_type
+	24, // [24:29] is the sub-list for method input_type
+	24, // [24:24] is the sub-list for extension type_name
+	24, // [24:24] is the sub-list for extension extendee
+	0,  // [0:24] is the sub-list for field type_name
 }
 
 func init() { file_neighborly_placement_v1_placement_proto_init() }
@@ -1924,6 +1994,7 @@ func file_neighborly_placement_v1_placement_proto_init() {
 		(*VerdictsUpdate_DroppedShapeId)(nil),
 		(*VerdictsUpdate_Refused)(nil),
 		(*VerdictsUpdate_Ready)(nil),
+		(*VerdictsUpdate_Batch)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -1931,7 +2002,7 @@ func file_neighborly_placement_v1_placement_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_neighborly_placement_v1_placement_proto_rawDesc), len(file_neighborly_placement_v1_placement_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   26,
+			NumMessages:   27,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
