@@ -453,17 +453,17 @@ func (p *Plugin) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.Po
 		if t := p.verdicts.table(m); t != nil {
 			slots := p.verdicts.snapshotSlots(nodes)
 			deadline := time.Now().Add(p.args.FilterTimeout.Duration)
-			names, waiting := p.verdicts.passingPending(t, nodes, slots)
+			names, waiting := p.verdicts.passing(t, nodes, slots)
 			if waiting && p.verdicts.settle(deadline) {
 				// Half the nodes left to this pod or more are ones whose
 				// bookings wait for their acks, which may refuse them: the
 				// pod would find no node in this cycle and wait out a retry
-				// (issue 25: 190 such failures in a SchedulingMixed round,
-				// each an event, a status update and a second cycle). The
+				// (issue 25: 166 pods retried in a SchedulingMixed round,
+				// each retry an event, a status update and a cycle). The
 				// acks are in flight; the set is taken again once they are
 				// read.
 				settledWaits.Inc()
-				names = p.verdicts.passing(t, nodes, slots)
+				names, _ = p.verdicts.passing(t, nodes, slots)
 			}
 			write(state, filterKey, &streamedCycle{table: t, slots: slots, pending: p.verdicts.pendingOf(slots),
 				deadline: deadline}, &p.lastFilter)

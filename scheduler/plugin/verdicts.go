@@ -418,15 +418,11 @@ func (v *verdicts) await(slot int32, info fwk.NodeInfo, name string, deadline ti
 // A node without a verdict (no telemetry, unknown) or with an unacked booking
 // is named: Filter then reads or waits for it as usual. Nil as well when no
 // node passes, so that Filter gives each node's reason.
-func (v *verdicts) passing(t *shapeTable, nodes []fwk.NodeInfo, cache *slotCache) sets.Set[string] {
-	names, _ := v.passingPending(t, nodes, cache)
-	return names
-}
-
-// passingPending is passing, and whether at least half of the set is nodes
-// whose bookings wait for their acks: nodes that the acks' deltas may refuse
-// (the booking's own harm), leaving the pod no node in this cycle.
-func (v *verdicts) passingPending(t *shapeTable, nodes []fwk.NodeInfo, cache *slotCache) (sets.Set[string], bool) {
+//
+// waiting: half of the named nodes or more have a booking not acked, whose
+// delta may refuse them (the booking's own harm) and leave the pod no node
+// in this cycle.
+func (v *verdicts) passing(t *shapeTable, nodes []fwk.NodeInfo, cache *slotCache) (names sets.Set[string], waiting bool) {
 	refused := int(t.refused.Load())
 	if refused == 0 || len(nodes)-refused > len(nodes)/2 {
 		return nil, false
@@ -439,7 +435,7 @@ func (v *verdicts) passingPending(t *shapeTable, nodes []fwk.NodeInfo, cache *sl
 	lh := t.leastHarm.Load()
 	pending := v.pending.Load()
 	limit := len(nodes) / 2
-	names := make([]string, 0, min(limit, 256))
+	list := make([]string, 0, min(limit, 256))
 	for i, s := range slots {
 		if s >= 0 && int(s) < len(cells) {
 			c := cells[s].v.Load()
@@ -449,22 +445,22 @@ func (v *verdicts) passingPending(t *shapeTable, nodes []fwk.NodeInfo, cache *sl
 				}
 			}
 		}
-		if len(names) == limit {
+		if len(list) == limit {
 			return nil, false
 		}
-		names = append(names, cache.names[i])
+		list = append(list, cache.names[i])
 	}
-	if len(names) == 0 {
+	if len(list) == 0 {
 		return nil, false
 	}
-	set := sets.New(names...)
-	waiting := 0
+	names = sets.New(list...)
+	booked := 0
 	for _, n := range *pending {
-		if set.Has(n.node) {
-			waiting++
+		if names.Has(n.node) {
+			booked++
 		}
 	}
-	return set, waiting > 0 && 2*waiting >= len(set)
+	return names, booked > 0 && 2*booked >= len(names)
 }
 
 // snapshotSlots is the slot of every node of kube-scheduler's node list, in

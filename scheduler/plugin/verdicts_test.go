@@ -362,6 +362,22 @@ func TestStreamedReserveIsAckedAfterItsDeltaAndItsNodeWaits(t *testing.T) {
 	}
 }
 
+// tenNodesRefusingTheFirst gives f the nodes n1..n10, the first k refused by
+// interference, and returns them as kube-scheduler's node list.
+func tenNodesRefusingTheFirst(f *streamingPlacement, k int) []fwk.NodeInfo {
+	f.nodes, f.refused = nil, map[string]string{}
+	var list []fwk.NodeInfo
+	for i := 1; i <= 10; i++ {
+		n := fmt.Sprintf("n%d", i)
+		f.nodes = append(f.nodes, n)
+		if i <= k {
+			f.refused[n] = "interference: predicted slowdown 1.36x > 1.20x"
+		}
+		list = append(list, nodeInfo(n))
+	}
+	return list
+}
+
 // PreFilter's narrowed set, when half of it or more is nodes whose bookings
 // wait for their acks, is taken again once the acks are read: an ack's
 // delta may refuse its node (the booking's own harm), and a set of only such
@@ -369,19 +385,8 @@ func TestStreamedReserveIsAckedAfterItsDeltaAndItsNodeWaits(t *testing.T) {
 func TestPreFilterWaitsForAcksThatMayEmptyItsNarrowedSet(t *testing.T) {
 	f := newStreaming()
 	f.ackDelay = 100 * time.Millisecond
-	f.nodes, f.refused = nil, map[string]string{}
-	for i := 1; i <= 10; i++ {
-		n := fmt.Sprintf("n%d", i)
-		f.nodes = append(f.nodes, n)
-		if i <= 7 {
-			f.refused[n] = "interference: predicted slowdown 1.36x > 1.20x"
-		}
-	}
+	list := tenNodesRefusingTheFirst(f, 7)
 	p := streamedPlugin(t, f, Args{})
-	var list []fwk.NodeInfo
-	for _, n := range f.nodes {
-		list = append(list, nodeInfo(n))
-	}
 	prefilter := func() ([]string, time.Duration) {
 		t.Helper()
 		start := time.Now()
@@ -407,7 +412,8 @@ func TestPreFilterWaitsForAcksThatMayEmptyItsNarrowedSet(t *testing.T) {
 		t.Errorf("PreFilter with one of three booked = %v after %v, want [n10 n8 n9] at once", got, took)
 	}
 	// Its ack read (n10 refused, "booked"), two more bookings on a set of two:
-	// PreFilter waits for their acks and names the node left.
+	// PreFilter waits for their acks, which refuse both, and then names none
+	// (every node a candidate, so that Filter gives the reasons).
 	if !p.verdicts.settle(time.Now().Add(5 * time.Second)) {
 		t.Fatal("the first ack never came")
 	}
@@ -571,19 +577,8 @@ func TestVerdictTableAppliesFullTablesAndDeltas(t *testing.T) {
 func TestPreFilterNamesTheFewNodesAShapePasses(t *testing.T) {
 	f := newStreaming()
 	f.holdAcks = true
-	f.nodes, f.refused = nil, map[string]string{}
-	for i := 1; i <= 10; i++ {
-		n := fmt.Sprintf("n%d", i)
-		f.nodes = append(f.nodes, n)
-		if i <= 8 {
-			f.refused[n] = "interference: predicted slowdown 1.36x > 1.20x"
-		}
-	}
+	list := append(tenNodesRefusingTheFirst(f, 8), nodeInfo("unknown"))
 	p := streamedPlugin(t, f, Args{})
-	var list []fwk.NodeInfo
-	for _, n := range append(append([]string(nil), f.nodes...), "unknown") {
-		list = append(list, nodeInfo(n))
-	}
 	prefilter := func(nodes []fwk.NodeInfo) []string {
 		t.Helper()
 		res, st := p.PreFilter(context.Background(), framework.NewCycleState(), shapeReplica("uid-9"), nodes)
@@ -739,7 +734,7 @@ func TestLeastHarmStateAppliedToRefusedNodes(t *testing.T) {
 	for _, n := range []string{"a", "b", "c", "d", "e", "f", "g", "h", "i", "j"} {
 		list = append(list, nodeInfo(n))
 	}
-	names := v.passing(tab, list, v.snapshotSlots(list))
+	names, _ := v.passing(tab, list, v.snapshotSlots(list))
 	if got, want := sets.List(names), []string{"a", "b", "c", "f"}; !slices.Equal(got, want) {
 		t.Errorf("PreFilter named %v, want %v (the fallback's passes, and f without a verdict)", got, want)
 	}

@@ -106,7 +106,7 @@ grpc::Status VerdictStream::Run(grpc::ServerContext* context, Stream* stream) {
     for (size_t i = 0; ok && i < turn_acks_.size(); ++i) {
       ok = Send(*stream, std::move(turn_acks_[i]));
     }
-    ok = ok && Flush(*stream);
+    ok = ok && WriteTurn(*stream, /*last=*/true);
     lock.lock();
     busy = false;
     if (refreshing) next_refresh = now + refresh;
@@ -348,43 +348,31 @@ bool VerdictStream::Refresh(Shape& shape, bool full, Stream& stream) {
 }
 
 bool VerdictStream::Send(Stream& stream, pv1::VerdictsUpdate&& update) {
-  if (batching_) {
-    const size_t bytes = update.ByteSizeLong();
-    if (batch_.batch().updates_size() > 0 && batch_bytes_ + bytes > kMaxBatchBytes &&
-        !WriteBatch(stream, /*last=*/false)) {
-      return false;
-    }
-    *batch_.mutable_batch()->add_updates() = std::move(update);
-    batch_bytes_ += bytes;
-    return true;
+  const size_t bytes = update.ByteSizeLong();
+  if (turn_.batch().updates_size() > 0 && turn_bytes_ + bytes > kMaxBatchBytes &&
+      !WriteTurn(stream, /*last=*/false)) {
+    return false;
   }
-  if (holding_ && !stream.Write(held_, grpc::WriteOptions().set_buffer_hint())) return false;
-  held_ = std::move(update);
-  holding_ = true;
+  *turn_.mutable_batch()->add_updates() = std::move(update);
+  turn_bytes_ += bytes;
   return true;
 }
 
-bool VerdictStream::WriteBatch(Stream& stream, bool last) {
-  pv1::VerdictsBatch& batch = *batch_.mutable_batch();
-  const grpc::WriteOptions options =
-      last ? grpc::WriteOptions() : grpc::WriteOptions().set_buffer_hint();
+bool VerdictStream::WriteTurn(Stream& stream, bool last) {
+  pv1::VerdictsBatch& batch = *turn_.mutable_batch();
+  const int n = batch.updates_size();
+  // Every write but the turn's last carries the buffer hint (no flush).
+  auto options = [last](bool final_write) {
+    return final_write && last ? grpc::WriteOptions() : grpc::WriteOptions().set_buffer_hint();
+  };
   bool ok = true;
-  if (batch.updates_size() == 1) {
-    ok = stream.Write(batch.updates(0), options);
-  } else if (batch.updates_size() > 1) {
-    ok = stream.Write(batch_, options);
+  if (batching_ && n > 1) {
+    ok = stream.Write(turn_, options(true));
+  } else {
+    for (int i = 0; ok && i < n; ++i) ok = stream.Write(batch.updates(i), options(i == n - 1));
   }
   batch.mutable_updates()->Clear();
-  batch_bytes_ = 0;
-  return ok;
-}
-
-bool VerdictStream::Flush(Stream& stream) {
-  if (batching_) return WriteBatch(stream, /*last=*/true);
-  if (!holding_) return true;
-  holding_ = false;
-  const bool ok = stream.Write(held_);
-  held_.Clear();
+  turn_bytes_ = 0;
   return ok;
 }
 

@@ -104,21 +104,18 @@ class VerdictStream {
   bool Refresh(Shape& shape, bool full, Stream& stream);
   bool RefreshAll(Stream& stream);
   uint32_t ReasonId(const std::string& reason, placement::v1::VerdictTable& table);
-  // Writes of one turn of the handler's loop go out together. To a plugin
-  // that asked for batches, a turn's updates are one VerdictsBatch message
-  // (up to kMaxBatchBytes; beyond, the batch so far is written with gRPC's
-  // buffer hint and a new one begun): a booking's deltas and its ack cost
-  // one write, not one per update (issue 25: each write of the synchronous
-  // API is a batch of gRPC ops and a wait for it, about a fifth of the
-  // stream's CPU in a plugin round). To one that did not, each update is
-  // held until the next, which writes it with the buffer hint (no flush), and
-  // Flush writes the last one plainly: one send, but a write each. False
-  // when the stream broke.
+  // The updates of one turn of the handler's loop (tables, deltas, then
+  // acks) are gathered by Send and written by WriteTurn. To a plugin that
+  // asked for batches they are one VerdictsBatch message (one update alone
+  // goes unwrapped): a booking's deltas and its ack cost one write, not one
+  // per update (issue 25: each write of the synchronous API is a batch of
+  // gRPC ops and a wait for it). To one that did not, each is its own
+  // message, all but the last written with gRPC's buffer hint: one send.
+  // Past kMaxBatchBytes, Send writes what it gathered (with the hint) and
+  // begins again. False when the stream broke.
   bool Send(Stream& stream, placement::v1::VerdictsUpdate&& update);
-  bool Flush(Stream& stream);
-  // Writes the batch so far (one update unwrapped), with the buffer hint
-  // unless `last`.
-  bool WriteBatch(Stream& stream, bool last);
+  // Writes what Send gathered; the last write flushes when `last`.
+  bool WriteTurn(Stream& stream, bool last);
 
   ExtenderCore& core_;
   const Options options_;
@@ -129,14 +126,12 @@ class VerdictStream {
   // Scratch reused by every refresh, and the acks of a turn.
   ExtenderCore::VerdictChanges changes_;
   std::vector<placement::v1::VerdictsUpdate> turn_acks_;
-  // The write Send holds back (see Send).
-  placement::v1::VerdictsUpdate held_;
-  bool holding_ = false;
-  // The plugin asked for batches (metadata kBatchMetadata: "1"); the batch
-  // Send builds and its serialized size so far.
+  // Whether the plugin asked for batches (metadata kBatchMetadata: "1").
   bool batching_ = false;
-  placement::v1::VerdictsUpdate batch_;
-  size_t batch_bytes_ = 0;
+  // What Send gathered of the turn (in a VerdictsUpdate's batch, written as
+  // it is when batching), and its serialized size.
+  placement::v1::VerdictsUpdate turn_;
+  size_t turn_bytes_ = 0;
 };
 
 }  // namespace neighborly::extender
