@@ -15,7 +15,7 @@
 // refreshes and the nodes they visited, and the updates the plugin read.
 //
 //   build/default/bench/verdict_stream_bench [--bookings 4000] [--rate 200]
-//       [--shapes 8] [--reports 500] [--warmup 500] [--batch true]
+//       [--shapes 8] [--reports 500] [--warmup 500] [--batch true] [--group 1]
 //   (--rate 0: each Reserve right after the previous ack; --batch false: one
 //   message per update, as a plugin that does not ask for VerdictsBatch)
 #include <pthread.h>
@@ -54,6 +54,9 @@ struct Flags {
   double reports = 500;  // reports per second the extender ingests
   int nodes = 5000;
   bool batch = true;  // ask for VerdictsBatch messages, as the plugin does
+  // Bookings sent together in one VerdictsRequests message (the plugin's
+  // held-back bookings), each group at rate / group per second.
+  int group = 1;
 };
 
 double CpuSeconds(clockid_t clock) {
@@ -282,8 +285,19 @@ int Scheduler(const Flags& flags, int port, int to_extender, int from_extender) 
   auto next = std::chrono::steady_clock::now();
   const auto period = std::chrono::duration_cast<std::chrono::steady_clock::duration>(
       std::chrono::duration<double>(flags.rate > 0 ? 1.0 / flags.rate : 0.0));
-  for (int i = -flags.warmup; i < flags.bookings; ++i) {
-    if (i == 0) {
+  const int group = flags.group;
+  uint64_t measured = 0;  // bookings after the warm-up
+  // Whether the extender takes several requests in one message.
+  const auto& initial = context.GetServerInitialMetadata();
+  auto takes = initial.find(grpc::string_ref(
+      neighborly::extender::VerdictStream::kRequestsMetadata.data(),
+      neighborly::extender::VerdictStream::kRequestsMetadata.size()));
+  if (group > 1 && (takes == initial.end() || takes->second != "1")) {
+    std::fprintf(stderr, "the extender does not take VerdictsRequests\n");
+    return 1;
+  }
+  for (int i = -flags.warmup; i < flags.bookings; i += group) {
+    if (i >= 0 && i - group < 0) {
       WriteAll(to_extender, "start\n");
       measured_start = std::chrono::steady_clock::now();
       messages0 = plugin.messages;
@@ -294,19 +308,22 @@ int Scheduler(const Flags& flags, int port, int to_extender, int from_extender) 
     }
     if (flags.rate > 0) {
       std::this_thread::sleep_until(next);
-      next += period;
+      next += period * group;
     }
-    const int s = static_cast<int>(booking % shapes.size());
-    pv1::VerdictsRequest reserve;
-    reserve.mutable_reserve()->set_booking_id(++booking);
-    pv1::Pod* pod = reserve.mutable_reserve()->mutable_pod();
-    *pod = shapes[s];
-    pod->set_uid(absl::StrCat("pod-", booking));
-    pod->set_name(absl::StrCat(shapes[s].name(), booking));
-    reserve.mutable_reserve()->set_node_name(
-        NodeName(static_cast<int>((booking * 7919) % static_cast<uint64_t>(flags.nodes))));
+    pv1::VerdictsRequest message;
+    for (int g = 0; g < group; ++g) {
+      const int s = static_cast<int>(booking % shapes.size());
+      pv1::VerdictsRequest& reserve = group > 1 ? *message.mutable_batch()->add_requests() : message;
+      reserve.mutable_reserve()->set_booking_id(++booking);
+      pv1::Pod* pod = reserve.mutable_reserve()->mutable_pod();
+      *pod = shapes[s];
+      pod->set_uid(absl::StrCat("pod-", booking));
+      pod->set_name(absl::StrCat(shapes[s].name(), booking));
+      reserve.mutable_reserve()->set_node_name(
+          NodeName(static_cast<int>((booking * 7919) % static_cast<uint64_t>(flags.nodes))));
+    }
     const auto t0 = std::chrono::steady_clock::now();
-    plugin.stream->Write(reserve);
+    plugin.stream->Write(message);
     for (;;) {
       const pv1::VerdictsUpdate u = plugin.Read();
       if (u.has_ack() && u.ack().booking_id() == booking) {
@@ -317,8 +334,10 @@ int Scheduler(const Flags& flags, int port, int to_extender, int from_extender) 
         booked += u.ack().done() ? 1 : 0;
         break;
       }
+      if (u.has_ack()) booked += u.ack().done() ? 1 : 0;
     }
     if (i >= 0) {
+      measured += group;
       ack_us.push_back(
           std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0)
               .count());
@@ -342,10 +361,11 @@ int Scheduler(const Flags& flags, int port, int to_extender, int from_extender) 
   }
   (void)plugin.stream->Finish();
 
-  const double n = static_cast<double>(flags.bookings);
+  const double n = static_cast<double>(measured);
   std::sort(ack_us.begin(), ack_us.end());
-  std::printf("verdict stream: %d nodes, %d shapes, %d bookings at %s, %.0f reports/s ingested\n",
-              flags.nodes, flags.shapes, flags.bookings,
+  std::printf("verdict stream: %d nodes, %d shapes, %lu bookings (%d a message) at %s, %.0f "
+              "reports/s ingested\n",
+              flags.nodes, flags.shapes, measured, group,
               flags.rate > 0 ? absl::StrCat(flags.rate, "/s").c_str() : "closed loop",
               static_cast<double>(reports) / wall);
   std::printf(
@@ -382,9 +402,10 @@ int main(int argc, char** argv) {
     if (flag == "--reports") ok = absl::SimpleAtod(value, &flags.reports);
     if (flag == "--nodes") ok = absl::SimpleAtoi(value, &flags.nodes);
     if (flag == "--batch") ok = absl::SimpleAtob(value, &flags.batch);
+    if (flag == "--group") ok = absl::SimpleAtoi(value, &flags.group) && flags.group >= 1;
     if (!ok) {
       std::fprintf(stderr, "usage: %s [--bookings N] [--warmup N] [--rate PER_S] [--shapes N] "
-                   "[--reports PER_S] [--nodes N] [--batch true|false]\n", argv[0]);
+                   "[--reports PER_S] [--nodes N] [--batch true|false] [--group N]\n", argv[0]);
       return 2;
     }
   }

@@ -472,6 +472,14 @@ func setPluginAddress(profile map[string]any, address string) error {
 		default:
 			return fmt.Errorf("NEIGHBORLY_PLUGIN_STREAMED=%q: want 0 or 1", v)
 		}
+		// NEIGHBORLY_PLUGIN_LINGER=DURATION: the plugin's bookingLinger
+		// (how long bookings are held back to go together; "0s": at once).
+		if v := os.Getenv("NEIGHBORLY_PLUGIN_LINGER"); v != "" {
+			if _, err := time.ParseDuration(v); err != nil {
+				return fmt.Errorf("NEIGHBORLY_PLUGIN_LINGER=%q: %w", v, err)
+			}
+			args["bookingLinger"] = v
+		}
 		return nil
 	}
 	return fmt.Errorf("the rendered profile has no Neighborly pluginConfig")

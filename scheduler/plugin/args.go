@@ -60,6 +60,11 @@ type Args struct {
 	// time takes the calls once); Reserve and Unreserve go on that stream
 	// without waiting. False: the calls of every cycle.
 	StreamedVerdicts *bool `json:"streamedVerdicts,omitempty"`
+	// BookingLinger (default 10ms; streamed verdicts only): how long a
+	// booking on the stream is held back for those that follow, to be sent
+	// with them in one message. A cycle that waits for a booking's ack sends
+	// the held ones at once. "0s": each booking is sent at once.
+	BookingLinger *Duration `json:"bookingLinger,omitempty"`
 }
 
 // Duration is a time.Duration written as a Go duration string in JSON/YAML.
@@ -87,7 +92,9 @@ const (
 	DefaultScoreTimeout   = 300 * time.Millisecond
 	DefaultReserveTimeout = 100 * time.Millisecond
 	DefaultPeersResolve   = 10 * time.Second
+	DefaultBookingLinger  = 10 * time.Millisecond
 	maxTimeout            = 30 * time.Second
+	maxBookingLinger      = time.Second
 )
 
 // SetDefaults fills what is unset.
@@ -111,6 +118,9 @@ func (a *Args) SetDefaults() {
 	if a.StreamedVerdicts == nil {
 		t := true
 		a.StreamedVerdicts = &t
+	}
+	if a.BookingLinger == nil {
+		a.BookingLinger = &Duration{DefaultBookingLinger}
 	}
 }
 
@@ -170,6 +180,10 @@ func (a *Args) Validate(path *field.Path) field.ErrorList {
 		if t.d <= 0 || t.d > maxTimeout {
 			errs = append(errs, field.Invalid(path.Child(t.name), t.d.String(), fmt.Sprintf("want a duration in (0, %s]", maxTimeout)))
 		}
+	}
+	if a.BookingLinger != nil && (a.BookingLinger.Duration < 0 || a.BookingLinger.Duration > maxBookingLinger) {
+		d := a.BookingLinger.Duration
+		errs = append(errs, field.Invalid(path.Child("bookingLinger"), d.String(), fmt.Sprintf("want a duration in [0, %s]", maxBookingLinger)))
 	}
 	files := map[string]string{"caFile": a.CAFile, "certFile": a.CertFile, "keyFile": a.KeyFile}
 	if a.Insecure {

@@ -26,6 +26,14 @@ func TestDecodeArgsDefaults(t *testing.T) {
 	if a.FailOpen == nil || !*a.FailOpen {
 		t.Errorf("failOpen should default to true")
 	}
+	if a.BookingLinger == nil || a.BookingLinger.Duration != DefaultBookingLinger {
+		t.Errorf("bookingLinger = %v, want %v", a.BookingLinger, DefaultBookingLinger)
+	}
+	// "0s" is kept, not defaulted: each booking at once.
+	a, err = DecodeArgs(raw(`{"address":"127.0.0.1:9444","insecure":true,"bookingLinger":"0s"}`))
+	if err != nil || a.BookingLinger == nil || a.BookingLinger.Duration != 0 {
+		t.Errorf("bookingLinger \"0s\" = %v, %v; want 0", a.BookingLinger, err)
+	}
 }
 
 func TestDecodeArgsYAMLAndValues(t *testing.T) {
@@ -57,6 +65,8 @@ func TestDecodeArgsErrorsNameTheField(t *testing.T) {
 		{"number duration", `{"address":"a:1","insecure":true,"scoreTimeout":5}`, "want a duration string"},
 		{"negative timeout", `{"address":"a:1","insecure":true,"reserveTimeout":"-1s"}`, "args.reserveTimeout: Invalid value"},
 		{"too long timeout", `{"address":"a:1","insecure":true,"scoreTimeout":"1h"}`, "args.scoreTimeout: Invalid value"},
+		{"negative linger", `{"address":"a:1","insecure":true,"bookingLinger":"-1ms"}`, "args.bookingLinger: Invalid value"},
+		{"too long linger", `{"address":"a:1","insecure":true,"bookingLinger":"2s"}`, "args.bookingLinger: Invalid value"},
 		{"TLS incomplete", `{"address":"a:1","caFile":"` + ca + `"}`, "args.certFile: Required value"},
 		{"TLS file missing", `{"address":"a:1","caFile":"/nonexistent/ca","certFile":"` + ca + `","keyFile":"` + ca + `"}`, "args.caFile: Invalid value"},
 		{"insecure with files", `{"address":"a:1","insecure":true,"caFile":"` + ca + `"}`, "insecure is true"},

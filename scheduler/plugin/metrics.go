@@ -59,11 +59,26 @@ var (
 		Help:           "Streamed scheduling cycles whose PreFilter waited for bookings' acks because at least half of the nodes the table passed had one in flight, so that the narrowed set is taken from the acked verdicts.",
 		StabilityLevel: metrics.ALPHA,
 	})
+	bookingMessages = metrics.NewCounterVec(&metrics.CounterOpts{
+		Namespace:      "neighborly",
+		Subsystem:      "plugin",
+		Name:           "booking_messages_total",
+		Help:           "Messages that carried Reserve and Unreserve on the verdict stream, by why they were sent: at_once (bookingLinger 0), linger (the held bookings' linger ended) or wait (a cycle waited for an ack). neighborly_plugin_bookings_sent_total over it is the bookings per message.",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"sent"})
+	bookingsSent = metrics.NewCounter(&metrics.CounterOpts{
+		Namespace:      "neighborly",
+		Subsystem:      "plugin",
+		Name:           "bookings_sent_total",
+		Help:           "Reserve and Unreserve sent on the verdict stream (resends after a reconnect not counted).",
+		StabilityLevel: metrics.ALPHA,
+	})
 	registerOnce sync.Once
 )
 
 func registerMetrics() {
 	registerOnce.Do(func() {
-		legacyregistry.MustRegister(rpcDuration, failOpen, peerCalls, cycles, narrowed, skippedFilters, settledWaits)
+		legacyregistry.MustRegister(rpcDuration, failOpen, peerCalls, cycles, narrowed, skippedFilters, settledWaits,
+			bookingMessages, bookingsSent)
 	})
 }

@@ -104,11 +104,11 @@ func newPluginWithLookup(a Args, lookup func(context.Context, string) ([]string,
 		}
 	}
 	if *a.StreamedVerdicts {
-		p.verdicts = newVerdicts(client)
+		p.verdicts = newVerdicts(client, a.BookingLinger.Duration)
 	}
 	klog.InfoS("Neighborly plugin ready", "address", a.Address, "tls", !a.Insecure,
 		"filterTimeout", a.FilterTimeout.Duration, "scoreTimeout", a.ScoreTimeout.Duration, "failOpen", *a.FailOpen,
-		"peersAddress", a.PeersAddress, "streamedVerdicts", *a.StreamedVerdicts)
+		"peersAddress", a.PeersAddress, "streamedVerdicts", *a.StreamedVerdicts, "bookingLinger", a.BookingLinger.Duration)
 	return p, nil
 }
 

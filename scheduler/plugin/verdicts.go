@@ -76,6 +76,19 @@ type verdicts struct {
 
 	sendMu sync.Mutex // gRPC allows one Send at a time
 
+	// Bookings are held back for up to linger (0: each is sent at once) and
+	// sent together, as one VerdictsRequests message to an extender that
+	// takes them (takesBatches): one message and one turn of the extender
+	// for several bookings (issue 25: its CPU per booking fell from ~490 to
+	// ~280 us with four a message, verdict_stream_bench). A cycle that waits
+	// for an ack sends them at once (urge), so holding them back delays no
+	// cycle by more than a round trip.
+	linger       time.Duration
+	outbox       []*placementv1.VerdictsRequest // held back, in order (v.mu)
+	takesBatches bool                           // the open stream's extender takes VerdictsRequests (v.mu)
+	held         chan struct{}                  // cap 1: the outbox was empty and is not
+	urged        chan struct{}                  // cap 1: send the outbox now
+
 	cancel context.CancelFunc
 	done   chan struct{}
 }
@@ -177,10 +190,14 @@ const (
 	maxSeenOnce        = 4096
 )
 
-func newVerdicts(client placementv1.PlacementClient) *verdicts {
+func newVerdicts(client placementv1.PlacementClient, linger time.Duration) *verdicts {
 	ctx, cancel := context.WithCancel(context.Background())
 	v := newVerdictsState(client, cancel)
+	v.linger = linger
 	go v.run(ctx)
+	if linger > 0 {
+		go v.sender(ctx)
+	}
 	return v
 }
 
@@ -194,6 +211,8 @@ func newVerdictsState(client placementv1.PlacementClient, cancel context.CancelF
 		byID:       map[uint64]*shapeTable{},
 		unacked:    map[uint64]*placementv1.VerdictsRequest{},
 		acked:      make(chan struct{}),
+		held:       make(chan struct{}, 1),
+		urged:      make(chan struct{}, 1),
 		cancel:     cancel,
 		done:       make(chan struct{}),
 	}
@@ -393,6 +412,7 @@ func (v *verdicts) await(slot int32, info fwk.NodeInfo, name string, deadline ti
 		if !waiting {
 			return true
 		}
+		v.urge()
 		wait := time.Until(deadline)
 		if wait <= 0 {
 			return false
@@ -549,6 +569,7 @@ func (v *verdicts) settle(deadline time.Time) bool {
 		if stream == nil {
 			return true // acks come after the reconnect; the calls go on meanwhile
 		}
+		v.urge()
 		wait := time.Until(deadline)
 		if wait <= 0 {
 			return false
@@ -590,8 +611,23 @@ func (v *verdicts) book(req *placementv1.VerdictsRequest, node string) bool {
 	v.unacked[id] = req
 	v.addPending(node, 1)
 	stream := v.stream
+	if stream != nil && v.linger > 0 {
+		// Held back: the sender sends it with those that follow within linger.
+		v.outbox = append(v.outbox, req)
+		first := len(v.outbox) == 1
+		v.mu.Unlock()
+		if first {
+			select {
+			case v.held <- struct{}{}:
+			default:
+			}
+		}
+		return true
+	}
 	v.mu.Unlock()
 	if stream != nil {
+		bookingsSent.Inc()
+		bookingMessages.WithLabelValues("at_once").Inc()
 		v.send(stream, req) // a failed send is resent after the reconnect
 		// gRPC-Go writes the message from its writer goroutine, which the
 		// send readies to run next on this P; kube-scheduler's next cycle,
@@ -730,6 +766,68 @@ func (v *verdicts) nothingToFilter(t *shapeTable) bool {
 	return t.refused.Load() == 0 && len(*v.pending.Load()) == 0
 }
 
+// urge has the held-back bookings sent now: a cycle waits for an ack.
+func (v *verdicts) urge() {
+	if v.linger <= 0 {
+		return
+	}
+	select {
+	case v.urged <- struct{}{}:
+	default:
+	}
+}
+
+// sender sends the held-back bookings linger after the first of them was
+// held, or at once when urged, until ctx ends.
+func (v *verdicts) sender(ctx context.Context) {
+	timer := time.NewTimer(v.linger)
+	timer.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-v.held:
+		}
+		timer.Reset(v.linger)
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			return
+		case <-v.urged:
+			timer.Stop()
+			v.sendHeld("wait")
+			continue
+		case <-timer.C:
+		}
+		v.sendHeld("linger")
+	}
+}
+
+// sendHeld sends what the outbox holds, in one message where the extender
+// takes several. Bookings held while the stream was down or that a new
+// stream resent are no longer there (serve empties the outbox when it
+// resends every unacked booking).
+func (v *verdicts) sendHeld(why string) {
+	v.mu.Lock()
+	out, stream, together := v.outbox, v.stream, v.takesBatches
+	v.outbox = nil
+	v.mu.Unlock()
+	if stream == nil || len(out) == 0 {
+		return
+	}
+	bookingsSent.Add(float64(len(out)))
+	if len(out) == 1 || !together {
+		bookingMessages.WithLabelValues(why).Add(float64(len(out)))
+		for _, req := range out {
+			v.send(stream, req)
+		}
+	} else {
+		bookingMessages.WithLabelValues(why).Inc()
+		v.send(stream, &placementv1.VerdictsRequest{Kind: &placementv1.VerdictsRequest_Batch{
+			Batch: &placementv1.VerdictsRequests{Requests: out}}})
+	}
+}
+
 func (v *verdicts) send(stream placementv1.Placement_VerdictsClient, req *placementv1.VerdictsRequest) {
 	v.sendMu.Lock()
 	defer v.sendMu.Unlock()
@@ -772,9 +870,13 @@ func (v *verdicts) serve(ctx context.Context) bool {
 	}
 	// Subscriptions and unacked bookings again, in their order, before
 	// anything new is sent on this stream.
+	md, _ := stream.Header()
 	v.mu.Lock()
 	v.supported = true
 	v.stream = stream
+	v.takesBatches = len(md.Get(requestsMetadata)) == 1 && md.Get(requestsMetadata)[0] == "1"
+	// Every unacked booking is resent below, the held-back ones with them.
+	v.outbox = nil
 	v.sendMu.Lock()
 	for _, t := range v.shapes {
 		t.ready = false
@@ -811,8 +913,13 @@ func (v *verdicts) serve(ctx context.Context) bool {
 	}
 }
 
-// batchMetadata asks the extender for VerdictsBatch messages on the stream.
-const batchMetadata = "neighborly-verdicts-batch"
+// batchMetadata asks the extender for VerdictsBatch messages on the stream;
+// requestsMetadata, in the extender's initial metadata, says that it takes
+// VerdictsRequests.
+const (
+	batchMetadata    = "neighborly-verdicts-batch"
+	requestsMetadata = "neighborly-verdicts-requests"
+)
 
 func (v *verdicts) apply(u *placementv1.VerdictsUpdate) {
 	v.mu.Lock()

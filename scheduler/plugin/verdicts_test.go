@@ -16,6 +16,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/component-base/metrics"
+	"k8s.io/component-base/metrics/testutil"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 
@@ -33,9 +35,14 @@ type streamingPlacement struct {
 	holdAcks bool
 	// breakAfterReserve: the first stream ends when its first Reserve arrives.
 	breakAfterReserve bool
+	// oneRequestAMessage: the fake does not announce VerdictsRequests (an
+	// extender that predates them).
+	oneRequestAMessage bool
 
 	smu        sync.Mutex
 	batches    int // turns sent as one VerdictsBatch
+	requests   int // VerdictsRequests messages read
+	held       int // bookings read in them
 	subscribes int
 	reserves   []string // "uid@node#booking", in arrival order
 	streams    int
@@ -92,6 +99,11 @@ func (f *streamingPlacement) Verdicts(stream placementv1.Placement_VerdictsServe
 	f.streams++
 	first := f.streams == 1
 	f.smu.Unlock()
+	if !f.oneRequestAMessage {
+		if err := stream.SetHeader(metadata.Pairs(requestsMetadata, "1")); err != nil {
+			return err
+		}
+	}
 	if err := stream.Send(&placementv1.VerdictsUpdate{Kind: &placementv1.VerdictsUpdate_Ready{Ready: true}}); err != nil {
 		return err
 	}
@@ -103,55 +115,76 @@ func (f *streamingPlacement) Verdicts(stream placementv1.Placement_VerdictsServe
 		if err != nil {
 			return nil
 		}
-		switch k := r.Kind.(type) {
-		case *placementv1.VerdictsRequest_Subscribe:
+		requests := []*placementv1.VerdictsRequest{r}
+		if b := r.GetBatch(); b != nil {
+			if f.oneRequestAMessage {
+				return fmt.Errorf("a VerdictsRequests message to an extender that did not announce them")
+			}
+			requests = b.GetRequests()
 			f.smu.Lock()
-			f.subscribes++
+			f.requests++
+			f.held += len(requests)
 			f.smu.Unlock()
-			shapes = append(shapes, k.Subscribe.ShapeId)
-			if err := stream.Send(f.verdicts(nil, k.Subscribe.ShapeId, true)); err != nil {
+		}
+		for _, r := range requests {
+			if stop, err := f.handle(stream, r, first, batching, &shapes); stop {
 				return err
-			}
-		case *placementv1.VerdictsRequest_Reserve:
-			node := k.Reserve.NodeName
-			f.smu.Lock()
-			f.reserves = append(f.reserves, k.Reserve.Pod.GetUid()+"@"+node)
-			f.smu.Unlock()
-			if first && f.breakAfterReserve {
-				return nil // the stream breaks before the ack
-			}
-			time.Sleep(f.ackDelay)
-			if f.holdAcks {
-				continue
-			}
-			// The deltas, then the ack: one batch where the plugin asked for
-			// batches, as the extender writes a turn.
-			var turn []*placementv1.VerdictsUpdate
-			for _, s := range shapes {
-				turn = append(turn, f.verdicts(map[string]bool{node: true}, s, false))
-			}
-			f.smu.Lock()
-			if f.booked == nil {
-				f.booked = map[string]bool{}
-			}
-			f.booked[node] = true
-			f.smu.Unlock()
-			ack := &placementv1.BookingAck{BookingId: k.Reserve.BookingId, Done: true, BookingsGeneration: 9}
-			turn = append(turn, &placementv1.VerdictsUpdate{Kind: &placementv1.VerdictsUpdate_Ack{Ack: ack}})
-			if batching {
-				f.smu.Lock()
-				f.batches++
-				f.smu.Unlock()
-				turn = []*placementv1.VerdictsUpdate{{Kind: &placementv1.VerdictsUpdate_Batch{
-					Batch: &placementv1.VerdictsBatch{Updates: turn}}}}
-			}
-			for _, u := range turn {
-				if err := stream.Send(u); err != nil {
-					return err
-				}
 			}
 		}
 	}
+}
+
+// handle answers one request on the stream; stop: the stream ends (with err).
+func (f *streamingPlacement) handle(stream placementv1.Placement_VerdictsServer, r *placementv1.VerdictsRequest, first, batching bool, shapes *[]uint64) (stop bool, err error) {
+	switch k := r.Kind.(type) {
+	case *placementv1.VerdictsRequest_Subscribe:
+		f.smu.Lock()
+		f.subscribes++
+		f.smu.Unlock()
+		*shapes = append(*shapes, k.Subscribe.ShapeId)
+		if err := stream.Send(f.verdicts(nil, k.Subscribe.ShapeId, true)); err != nil {
+			return true, err
+		}
+	case *placementv1.VerdictsRequest_Reserve:
+		node := k.Reserve.NodeName
+		f.smu.Lock()
+		f.reserves = append(f.reserves, k.Reserve.Pod.GetUid()+"@"+node)
+		f.smu.Unlock()
+		if first && f.breakAfterReserve {
+			return true, nil // the stream breaks before the ack
+		}
+		time.Sleep(f.ackDelay)
+		if f.holdAcks {
+			return false, nil
+		}
+		// The deltas, then the ack: one batch where the plugin asked for
+		// batches, as the extender writes a turn.
+		var turn []*placementv1.VerdictsUpdate
+		for _, s := range *shapes {
+			turn = append(turn, f.verdicts(map[string]bool{node: true}, s, false))
+		}
+		f.smu.Lock()
+		if f.booked == nil {
+			f.booked = map[string]bool{}
+		}
+		f.booked[node] = true
+		f.smu.Unlock()
+		ack := &placementv1.BookingAck{BookingId: k.Reserve.BookingId, Done: true, BookingsGeneration: 9}
+		turn = append(turn, &placementv1.VerdictsUpdate{Kind: &placementv1.VerdictsUpdate_Ack{Ack: ack}})
+		if batching {
+			f.smu.Lock()
+			f.batches++
+			f.smu.Unlock()
+			turn = []*placementv1.VerdictsUpdate{{Kind: &placementv1.VerdictsUpdate_Batch{
+				Batch: &placementv1.VerdictsBatch{Updates: turn}}}}
+		}
+		for _, u := range turn {
+			if err := stream.Send(u); err != nil {
+				return true, err
+			}
+		}
+	}
+	return false, nil
 }
 
 func (f *streamingPlacement) counts() (filters, scoreCalls, subscribes int, reserves []string) {
@@ -360,6 +393,112 @@ func TestStreamedReserveIsAckedAfterItsDeltaAndItsNodeWaits(t *testing.T) {
 	if batches != 1 {
 		t.Errorf("turns sent as one batch = %d, want 1 (the plugin asks for batches)", batches)
 	}
+}
+
+// Bookings are held back for bookingLinger and go together in one
+// VerdictsRequests message; a cycle that reaches a pending node sends them at
+// once instead of waiting out the linger.
+func TestHeldBookingsGoTogetherAndAWaitSendsThem(t *testing.T) {
+	f := newStreaming()
+	p := streamedPlugin(t, f, Args{BookingLinger: &Duration{time.Second}})
+	messages0, sent0 := counterValue(t, bookingMessages.WithLabelValues("wait")), counterValue(t, bookingsSent)
+	for i, node := range []string{"n1", "n2", "n4"} {
+		if st := p.Reserve(context.Background(), framework.NewCycleState(), shapeReplica(fmt.Sprintf("uid-%d", 10+i)), node); st != nil {
+			t.Fatal(st)
+		}
+	}
+	time.Sleep(50 * time.Millisecond)
+	if _, _, _, reserves := f.counts(); len(reserves) != 0 {
+		t.Fatalf("bookings sent before the linger or a wait: %v", reserves)
+	}
+	state := framework.NewCycleState()
+	pod := shapeReplica("uid-20")
+	if _, st := p.PreFilter(context.Background(), state, pod, nil); st != nil {
+		t.Fatal(st)
+	}
+	start := time.Now()
+	st := p.Filter(context.Background(), state, pod, nodeInfo("n2"))
+	if d := time.Since(start); d > 500*time.Millisecond {
+		t.Errorf("Filter(n2) waited %v: the held bookings waited out the linger", d)
+	}
+	if st == nil || !strings.Contains(st.Message(), "booked") {
+		t.Errorf("Filter(n2) = %v, want the refusal its booking's ack came after", st)
+	}
+	_, _, _, reserves := f.counts()
+	f.smu.Lock()
+	requests, held := f.requests, f.held
+	f.smu.Unlock()
+	if want := []string{"uid-10@n1", "uid-11@n2", "uid-12@n4"}; !slices.Equal(reserves, want) {
+		t.Errorf("reserves on the stream = %v, want %v in their order", reserves, want)
+	}
+	if requests != 1 || held != 3 {
+		t.Errorf("VerdictsRequests messages = %d holding %d bookings, want 1 holding 3", requests, held)
+	}
+	if m, n := counterValue(t, bookingMessages.WithLabelValues("wait"))-messages0, counterValue(t, bookingsSent)-sent0; m != 1 || n != 3 {
+		t.Errorf("counted %v messages sent for a wait, %v bookings; want 1 and 3", m, n)
+	}
+	if f.reserved != nil {
+		t.Errorf("synchronous Reserve calls = %v, want none", f.reserved)
+	}
+}
+
+// An extender that does not announce VerdictsRequests gets held bookings one
+// a message, and unwaited-for bookings leave once the linger is over.
+func TestHeldBookingsGoOneAMessageToAnExtenderThatTakesNoBatches(t *testing.T) {
+	f := newStreaming()
+	f.oneRequestAMessage = true
+	p := streamedPlugin(t, f, Args{BookingLinger: &Duration{30 * time.Millisecond}})
+	for i, node := range []string{"n1", "n2"} {
+		if st := p.Reserve(context.Background(), framework.NewCycleState(), shapeReplica(fmt.Sprintf("uid-%d", 10+i)), node); st != nil {
+			t.Fatal(st)
+		}
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for len(*p.verdicts.pending.Load()) != 0 {
+		if time.Now().After(deadline) {
+			_, _, _, reserves := f.counts()
+			t.Fatalf("bookings never acked; the fake read %v", reserves)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	_, _, _, reserves := f.counts()
+	f.smu.Lock()
+	requests, streams := f.requests, f.streams
+	f.smu.Unlock()
+	if !slices.Equal(reserves, []string{"uid-10@n1", "uid-11@n2"}) || requests != 0 || streams != 1 {
+		t.Errorf("reserves %v in %d VerdictsRequests on %d streams, want both one a message on one stream", reserves, requests, streams)
+	}
+}
+
+// With bookingLinger 0 each booking goes at once, in a message of its own.
+func TestBookingsWithoutLingerGoAtOnce(t *testing.T) {
+	f := newStreaming()
+	p := streamedPlugin(t, f, Args{BookingLinger: &Duration{0}})
+	if st := p.Reserve(context.Background(), framework.NewCycleState(), shapeReplica("uid-10"), "n1"); st != nil {
+		t.Fatal(st)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for len(*p.verdicts.pending.Load()) != 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the booking was never acked")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	f.smu.Lock()
+	requests := f.requests
+	f.smu.Unlock()
+	if _, _, _, reserves := f.counts(); len(reserves) != 1 || requests != 0 {
+		t.Errorf("reserves %v in %d VerdictsRequests, want one alone", reserves, requests)
+	}
+}
+
+func counterValue(t *testing.T, c metrics.CounterMetric) float64 {
+	t.Helper()
+	v, err := testutil.GetCounterMetricValue(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
 }
 
 // tenNodesRefusingTheFirst gives f the nodes n1..n10, the first k refused by

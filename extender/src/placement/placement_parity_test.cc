@@ -622,6 +622,78 @@ TEST_F(StreamedParityTest, ANodeJoiningLaterArrivesAsOneDelta) {
   }
 }
 
+// Several bookings in one VerdictsRequests message (what the plugin held
+// back): handled in their order in one turn, their deltas and acks written
+// as one message; a nested batch is ignored, a bad booking answered by name.
+TEST_F(StreamedParityTest, BookingsInOneMessageAreHandledInOrderInOneTurn) {
+  const auto& initial = stream_context_.GetServerInitialMetadata();
+  const auto announced = initial.find(grpc::string_ref(VerdictStream::kRequestsMetadata.data(),
+                                                       VerdictStream::kRequestsMetadata.size()));
+  ASSERT_NE(announced, initial.end()) << "the stream does not announce VerdictsRequests";
+  EXPECT_EQ(announced->second, "1");
+
+  const json incoming = json::parse(ReadFile(std::string(NEIGHBORLY_SOURCE_DIR) +
+                                             "/deploy/examples/content-platform-incoming.json"));
+  pv1::Pod a = ToProto(incoming["pods"][0]);
+  a.set_uid("u-held-a");
+  pv1::Pod b = a;
+  b.set_uid("u-held-b");
+  const Table& table = TableFor(a);
+  ASSERT_GE(names_.size(), 2u);
+  const int messages = messages_;
+  const int deltas = deltas_;
+
+  pv1::VerdictsRequest message;
+  pv1::VerdictsRequests* batch = message.mutable_batch();
+  auto reserve = [&](uint64_t id, const pv1::Pod& pod, const std::string& node) {
+    pv1::VerdictsReserve* r = batch->add_requests()->mutable_reserve();
+    r->set_booking_id(id);
+    *r->mutable_pod() = pod;
+    r->set_node_name(node);
+  };
+  reserve(1, a, names_[0]);
+  reserve(2, b, names_[1]);
+  // Nested: ignored, so its booking is never acked.
+  pv1::VerdictsReserve* nested =
+      batch->add_requests()->mutable_batch()->add_requests()->mutable_reserve();
+  nested->set_booking_id(9);
+  *nested->mutable_pod() = a;
+  nested->set_node_name(names_[1]);
+  pv1::VerdictsUnreserve* unreserve = batch->add_requests()->mutable_unreserve();
+  unreserve->set_booking_id(3);
+  unreserve->set_pod_uid("u-held-a");
+  unreserve->set_node_name(names_[0]);
+  reserve(4, b, "");  // no node: refused by name
+  ASSERT_TRUE(stream_->Write(message));
+
+  std::vector<uint64_t> acked;
+  while (acked.size() < 4 && !HasFailure()) {
+    const pv1::VerdictsUpdate u = ReadOne();
+    if (!u.has_ack()) continue;
+    acked.push_back(u.ack().booking_id());
+    switch (u.ack().booking_id()) {
+      case 1:
+      case 2:
+        EXPECT_TRUE(u.ack().done()) << u.ack().booking_id();
+        break;
+      case 3:
+        EXPECT_TRUE(u.ack().done()) << "the unreserve after its reserve";
+        break;
+      case 4:
+        EXPECT_FALSE(u.ack().done());
+        EXPECT_EQ(u.ack().error(), "node_name is empty");
+        break;
+    }
+  }
+  EXPECT_EQ(acked, (std::vector<uint64_t>{1, 2, 3, 4}));
+  EXPECT_EQ(messages_ - messages, 1) << "one turn, one message";
+  EXPECT_GT(deltas_ - deltas, 0) << "the bookings' deltas came before their acks";
+  EXPECT_TRUE(unread_.empty()) << "nothing after the last ack in that turn";
+  EXPECT_EQ(stream_core_.bookings(), 1u) << "b booked; a booked and released; the nested one not";
+  EXPECT_EQ(stream_metrics_.requests(PlacementMethod::kVerdictsReserve, 0), 2u);
+  EXPECT_TRUE(table.ready);
+}
+
 TEST_F(StreamedParityTest, BadMessagesAreRefusedByNameAndShapesAreBounded) {
   // A subscription without a pod, a booking without a node: each answered
   // with what is wrong, and the stream goes on.

@@ -58,6 +58,8 @@ grpc::Status VerdictStream::Run(grpc::ServerContext* context, Stream* stream) {
   {
     // Before the reader starts: from then on the thread that holds the turn
     // writes.
+    // That this stream takes VerdictsRequests (VerdictsRequest.batch).
+    context->AddInitialMetadata(std::string(kRequestsMetadata), "1");
     pv1::VerdictsUpdate ready;
     ready.set_ready(true);
     if (!stream->Write(ready)) {
@@ -218,6 +220,12 @@ bool VerdictStream::Handle(const pv1::VerdictsRequest& request, Stream& stream,
       timed.Done(grpc::StatusCode::OK);
       return true;
     }
+    case pv1::VerdictsRequest::kBatch:
+      for (const pv1::VerdictsRequest& one : request.batch().requests()) {
+        if (one.has_batch()) continue;  // never nested: ignored as an empty message
+        if (!Handle(one, stream, acks)) return false;
+      }
+      return true;
     case pv1::VerdictsRequest::KIND_NOT_SET:
       break;
   }

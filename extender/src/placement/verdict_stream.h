@@ -70,6 +70,9 @@ class VerdictStream {
   // under the plugin's 16 MiB receive bound).
   static constexpr std::string_view kBatchMetadata = "neighborly-verdicts-batch";
   static constexpr size_t kMaxBatchBytes = 1 << 20;
+  // The initial metadata by which the stream tells the plugin it takes
+  // several requests in one message (VerdictsRequest.batch).
+  static constexpr std::string_view kRequestsMetadata = "neighborly-verdicts-requests";
 
   // Serves the stream until the plugin closes it or the call ends.
   grpc::Status Run(grpc::ServerContext* context, Stream* stream);
