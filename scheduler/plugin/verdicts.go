@@ -407,12 +407,14 @@ func (v *verdicts) lookupSlot(t *shapeTable, slot int32, info fwk.NodeInfo, name
 func (v *verdicts) await(slot int32, info fwk.NodeInfo, name string, deadline time.Time) bool {
 	for {
 		v.mu.RLock()
-		wake, waiting := v.acked, v.pending.Load().has(slot, info, name)
+		wake, waiting, held := v.acked, v.pending.Load().has(slot, info, name), len(v.outbox) > 0
 		v.mu.RUnlock()
 		if !waiting {
 			return true
 		}
-		v.urge()
+		if held {
+			v.urge()
+		}
 		wait := time.Until(deadline)
 		if wait <= 0 {
 			return false
@@ -564,12 +566,14 @@ func (v *verdicts) settle(deadline time.Time) bool {
 			return true
 		}
 		v.mu.RLock()
-		wake, stream := v.acked, v.stream
+		wake, stream, held := v.acked, v.stream, len(v.outbox) > 0
 		v.mu.RUnlock()
 		if stream == nil {
 			return true // acks come after the reconnect; the calls go on meanwhile
 		}
-		v.urge()
+		if held {
+			v.urge()
+		}
 		wait := time.Until(deadline)
 		if wait <= 0 {
 			return false
@@ -766,7 +770,8 @@ func (v *verdicts) nothingToFilter(t *shapeTable) bool {
 	return t.refused.Load() == 0 && len(*v.pending.Load()) == 0
 }
 
-// urge has the held-back bookings sent now: a cycle waits for an ack.
+// urge has the held-back bookings sent now: a cycle waits for an ack and
+// some are held (an urge with none held would cut the next linger short).
 func (v *verdicts) urge() {
 	if v.linger <= 0 {
 		return
@@ -798,6 +803,11 @@ func (v *verdicts) sender(ctx context.Context) {
 			v.sendHeld("wait")
 			continue
 		case <-timer.C:
+			// An urge that came as the linger ended is answered by this send.
+			select {
+			case <-v.urged:
+			default:
+			}
 		}
 		v.sendHeld("linger")
 	}

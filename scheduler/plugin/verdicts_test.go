@@ -437,6 +437,14 @@ func TestHeldBookingsGoTogetherAndAWaitSendsThem(t *testing.T) {
 	if m, n := counterValue(t, bookingMessages.WithLabelValues("wait"))-messages0, counterValue(t, bookingsSent)-sent0; m != 1 || n != 3 {
 		t.Errorf("counted %v messages sent for a wait, %v bookings; want 1 and 3", m, n)
 	}
+	// The wait's urge is spent: the next booking is held for its linger.
+	if st := p.Reserve(context.Background(), framework.NewCycleState(), shapeReplica("uid-13"), "n5"); st != nil {
+		t.Fatal(st)
+	}
+	time.Sleep(100 * time.Millisecond)
+	if _, _, _, reserves := f.counts(); len(reserves) != 3 {
+		t.Errorf("reserves on the stream = %v: the booking after the wait was not held", reserves)
+	}
 	if f.reserved != nil {
 		t.Errorf("synchronous Reserve calls = %v, want none", f.reserved)
 	}
@@ -489,6 +497,30 @@ func TestBookingsWithoutLingerGoAtOnce(t *testing.T) {
 	f.smu.Unlock()
 	if _, _, _, reserves := f.counts(); len(reserves) != 1 || requests != 0 {
 		t.Errorf("reserves %v in %d VerdictsRequests, want one alone", reserves, requests)
+	}
+}
+
+// A cycle that waits for an ack urges the sender only while bookings are
+// held: an urge with none held would cut the next booking's linger short.
+func TestAWaitUrgesOnlyWhileBookingsAreHeld(t *testing.T) {
+	v := newVerdictsState(nil, func() {})
+	v.linger = time.Second
+	v.mu.Lock()
+	v.addPending("n1", 1) // sent, not acked: nothing held
+	v.mu.Unlock()
+	past := time.Now().Add(-time.Millisecond)
+	if v.await(-1, nil, "n1", past) {
+		t.Fatal("await of a pending node returned true at a past deadline")
+	}
+	if len(v.urged) != 0 {
+		t.Errorf("a wait with nothing held urged the sender")
+	}
+	v.mu.Lock()
+	v.outbox = append(v.outbox, &placementv1.VerdictsRequest{})
+	v.mu.Unlock()
+	v.await(-1, nil, "n1", past)
+	if len(v.urged) != 1 {
+		t.Errorf("a wait with a booking held did not urge the sender")
 	}
 }
 
