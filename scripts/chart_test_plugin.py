@@ -61,6 +61,8 @@ def register(t):
         for key in ("filterTimeout", "scoreTimeout", "reserveTimeout"):
             expect(0 < t.duration_seconds(args[key]) <= 1, f"{key} {args[key]} is not well under 1s")
         expect(args["failOpen"] is True, "failOpen must default to true, like ignorable")
+        eq(args["bookingLinger"], values["scheduler"]["plugin"]["bookingLinger"], "bookingLinger")
+        expect(0 <= t.duration_seconds(args["bookingLinger"]) <= 1, f"bookingLinger {args['bookingLinger']} outside [0, 1s]")
         dep = objs.get("Deployment", name("scheduler"))
         c = container(dep, "kube-scheduler")
         eq(c["command"][0], "neighborly-scheduler", "scheduler command")

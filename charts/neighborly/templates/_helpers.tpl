@@ -241,6 +241,7 @@ filterTimeout: {{ .Values.scheduler.plugin.filterTimeout }}
 scoreTimeout: {{ .Values.scheduler.plugin.scoreTimeout }}
 reserveTimeout: {{ .Values.scheduler.plugin.reserveTimeout }}
 failOpen: {{ .Values.scheduler.plugin.failOpen }}
+bookingLinger: {{ .Values.scheduler.plugin.bookingLinger }}
 {{- end -}}
 
 {{/* The neighborly-scheduler image; fails on a cluster minor it does not support. */}}
