@@ -287,12 +287,9 @@ int Scheduler(const Flags& flags, int port, int to_extender, int from_extender) 
       std::chrono::duration<double>(flags.rate > 0 ? 1.0 / flags.rate : 0.0));
   const int group = flags.group;
   uint64_t measured = 0;  // bookings after the warm-up
-  // Whether the extender takes several requests in one message.
-  const auto& initial = context.GetServerInitialMetadata();
-  auto takes = initial.find(grpc::string_ref(
-      neighborly::extender::VerdictStream::kRequestsMetadata.data(),
-      neighborly::extender::VerdictStream::kRequestsMetadata.size()));
-  if (group > 1 && (takes == initial.end() || takes->second != "1")) {
+  using neighborly::extender::VerdictStream;
+  if (group > 1 &&
+      !VerdictStream::Says(context.GetServerInitialMetadata(), VerdictStream::kRequestsMetadata)) {
     std::fprintf(stderr, "the extender does not take VerdictsRequests\n");
     return 1;
   }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -81,7 +82,7 @@ type verdicts struct {
 	// takes them (takesBatches): one message and one turn of the extender
 	// for several bookings (issue 25: its CPU per booking fell from ~490 to
 	// ~280 us with four a message, verdict_stream_bench). A cycle that waits
-	// for an ack sends them at once (urge), so holding them back delays no
+	// for an ack sends them at once (nextAck), so holding them back delays no
 	// cycle by more than a round trip.
 	linger       time.Duration
 	outbox       []*placementv1.VerdictsRequest // held back, in order (v.mu)
@@ -412,20 +413,34 @@ func (v *verdicts) await(slot int32, info fwk.NodeInfo, name string, deadline ti
 		if !waiting {
 			return true
 		}
-		if held {
-			v.urge()
-		}
-		wait := time.Until(deadline)
-		if wait <= 0 {
+		if !v.nextAck(wake, held, deadline) {
 			return false
 		}
-		timer := time.NewTimer(wait)
+	}
+}
+
+// nextAck waits until wake (v.acked as read with what made the caller wait)
+// is closed by the next ack; false at the deadline. Bookings held back (held)
+// are sent first, as the caller may wait for one of them; with none held the
+// sender is left alone (an urge then would cut the next linger short).
+func (v *verdicts) nextAck(wake <-chan struct{}, held bool, deadline time.Time) bool {
+	if held {
 		select {
-		case <-wake:
-			timer.Stop()
-		case <-timer.C:
-			return false
+		case v.urged <- struct{}{}:
+		default:
 		}
+	}
+	wait := time.Until(deadline)
+	if wait <= 0 {
+		return false
+	}
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	select {
+	case <-wake:
+		return true
+	case <-timer.C:
+		return false
 	}
 }
 
@@ -571,18 +586,7 @@ func (v *verdicts) settle(deadline time.Time) bool {
 		if stream == nil {
 			return true // acks come after the reconnect; the calls go on meanwhile
 		}
-		if held {
-			v.urge()
-		}
-		wait := time.Until(deadline)
-		if wait <= 0 {
-			return false
-		}
-		timer := time.NewTimer(wait)
-		select {
-		case <-wake:
-			timer.Stop()
-		case <-timer.C:
+		if !v.nextAck(wake, held, deadline) {
 			return false
 		}
 	}
@@ -770,18 +774,6 @@ func (v *verdicts) nothingToFilter(t *shapeTable) bool {
 	return t.refused.Load() == 0 && len(*v.pending.Load()) == 0
 }
 
-// urge has the held-back bookings sent now: a cycle waits for an ack and
-// some are held (an urge with none held would cut the next linger short).
-func (v *verdicts) urge() {
-	if v.linger <= 0 {
-		return
-	}
-	select {
-	case v.urged <- struct{}{}:
-	default:
-	}
-}
-
 // sender sends the held-back bookings linger after the first of them was
 // held, or at once when urged, until ctx ends.
 func (v *verdicts) sender(ctx context.Context) {
@@ -884,7 +876,7 @@ func (v *verdicts) serve(ctx context.Context) bool {
 	v.mu.Lock()
 	v.supported = true
 	v.stream = stream
-	v.takesBatches = len(md.Get(requestsMetadata)) == 1 && md.Get(requestsMetadata)[0] == "1"
+	v.takesBatches = slices.Equal(md.Get(requestsMetadata), []string{"1"})
 	// Every unacked booking is resent below, the held-back ones with them.
 	v.outbox = nil
 	v.sendMu.Lock()

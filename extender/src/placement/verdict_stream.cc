@@ -49,12 +49,14 @@ VerdictStream::VerdictStream(ExtenderCore& core, Options options, PlacementMetri
       options_(std::move(options)),
       metrics_(metrics) {}
 
+bool VerdictStream::Says(const std::multimap<grpc::string_ref, grpc::string_ref>& metadata,
+                         std::string_view key) {
+  auto it = metadata.find(grpc::string_ref(key.data(), key.size()));
+  return it != metadata.end() && it->second == "1";
+}
+
 grpc::Status VerdictStream::Run(grpc::ServerContext* context, Stream* stream) {
-  {
-    const auto& metadata = context->client_metadata();
-    auto asked = metadata.find(grpc::string_ref(kBatchMetadata.data(), kBatchMetadata.size()));
-    batching_ = asked != metadata.end() && asked->second == "1";
-  }
+  batching_ = Says(context->client_metadata(), kBatchMetadata);
   {
     // Before the reader starts: from then on the thread that holds the turn
     // writes.

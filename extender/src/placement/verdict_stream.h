@@ -26,6 +26,7 @@
 #define NEIGHBORLY_EXTENDER_SRC_PLACEMENT_VERDICT_STREAM_H_
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -73,6 +74,10 @@ class VerdictStream {
   // The initial metadata by which the stream tells the plugin it takes
   // several requests in one message (VerdictsRequest.batch).
   static constexpr std::string_view kRequestsMetadata = "neighborly-verdicts-requests";
+  // Whether `metadata` (a call's client metadata, or the initial metadata a
+  // client received) sets `key` to "1", as both of the above are set.
+  static bool Says(const std::multimap<grpc::string_ref, grpc::string_ref>& metadata,
+                   std::string_view key);
 
   // Serves the stream until the plugin closes it or the call ends.
   grpc::Status Run(grpc::ServerContext* context, Stream* stream);
