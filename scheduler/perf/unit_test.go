@@ -537,3 +537,30 @@ func wantLines(t *testing.T, out string, lines ...string) {
 		}
 	}
 }
+
+// A plugin row shows the plugin's mean round trips by method and its cycles'
+// mean waits for acks by extension point; what was not measured is "-".
+func TestRenderTablesShowsThePluginsCallsAndWaits(t *testing.T) {
+	runs := []*workloadRun{
+		{testCase: "SchedulingMixed_NeighborlyBaseline", family: "SchedulingMixed", workload: "5000Nodes", mode: modeBaseline, round: 1,
+			stats: &neighborlyStats{FleetNodes: 5000}},
+		{testCase: "SchedulingMixed_NeighborlyPlugin", family: "SchedulingMixed", workload: "5000Nodes", mode: modePlugin, round: 1,
+			stats: &neighborlyStats{FleetNodes: 5000}},
+	}
+	item := func(tc, metric string, avg float64, labels ...string) dataItem {
+		l := map[string]string{"Metric": metric, "Name": "BenchmarkPerfScheduling/" + tc + "/5000Nodes/"}
+		for i := 0; i+1 < len(labels); i += 2 {
+			l[labels[i]] = labels[i+1]
+		}
+		return dataItem{Labels: l, Data: map[string]float64{"Average": avg, "Perc50": avg, "Perc90": avg, "Perc99": avg}}
+	}
+	items := []dataItem{
+		item("SchedulingMixed_NeighborlyBaseline", "SchedulingThroughput", 200),
+		item("SchedulingMixed_NeighborlyPlugin", "SchedulingThroughput", 180),
+		item("SchedulingMixed_NeighborlyPlugin", "neighborly_plugin_rpc_duration_seconds", 4.94, "method", "Filter"),
+		item("SchedulingMixed_NeighborlyPlugin", "neighborly_plugin_ack_wait_seconds", 1.23, "extension_point", "PreFilter", "result", "acked"),
+		item("SchedulingMixed_NeighborlyPlugin", "neighborly_plugin_ack_wait_seconds", 2.5, "extension_point", "Filter", "result", "acked"),
+	}
+	out := renderTables(runs, map[int][]dataItem{1: items})
+	wantLines(t, out, "| SchedulingMixed | 5000Nodes | framework plugin | 1 | - | 180.0 | 180.0 | 180.0 | 180.0 | 90 % | - | - / - | 4.9 / - / -, waits 1.2 / 2.5 / - |")
+}

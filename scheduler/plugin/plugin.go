@@ -344,7 +344,7 @@ func (w *windowedCycle) markStale(pending *pendingSet, names []string) {
 // that node's answer is taken. w.mu held.
 func (p *Plugin) judgeAgain(ctx context.Context, w *windowedCycle, info fwk.NodeInfo, window []string) *fwk.Status {
 	node := info.Node().Name
-	if !p.verdicts.await(int32(p.verdicts.slot(node)), info, node, time.Now().Add(p.args.FilterTimeout.Duration)) {
+	if !p.verdicts.await("Filter", int32(p.verdicts.slot(node)), info, node, time.Now().Add(p.args.FilterTimeout.Duration)) {
 		return p.pendingTimedOut("Filter", w.pod, node)
 	}
 	resp, st := p.callWindow(ctx, w, window)
@@ -454,7 +454,7 @@ func (p *Plugin) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.Po
 			slots := p.verdicts.snapshotSlots(nodes)
 			deadline := time.Now().Add(p.args.FilterTimeout.Duration)
 			names, waiting := p.verdicts.passing(t, nodes, slots)
-			if waiting && p.verdicts.settle(deadline) {
+			if waiting && p.verdicts.settle("PreFilter", deadline) {
 				// Half the nodes left to this pod or more are ones whose
 				// bookings wait for their acks, which may refuse them: the
 				// pod would find no node in this cycle and wait out a retry
@@ -499,7 +499,7 @@ func (p *Plugin) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.Po
 		return nil, nil
 	}
 	if p.verdicts != nil {
-		if !p.verdicts.settle(time.Now().Add(p.args.FilterTimeout.Duration)) {
+		if !p.verdicts.settle("PreFilter", time.Now().Add(p.args.FilterTimeout.Duration)) {
 			cycles.WithLabelValues("calls").Inc()
 			return nil, p.failed("PreFilter", pod, status.Error(codes.DeadlineExceeded, "bookings on the verdict stream unacked"))
 		}
@@ -564,7 +564,7 @@ func (p *Plugin) PreScore(ctx context.Context, state fwk.CycleState, pod *v1.Pod
 			}
 		}
 	}
-	if p.verdicts != nil && !p.verdicts.settle(time.Now().Add(p.args.ScoreTimeout.Duration)) {
+	if p.verdicts != nil && !p.verdicts.settle("PreScore", time.Now().Add(p.args.ScoreTimeout.Duration)) {
 		if *p.args.FailOpen {
 			p.countFailOpen("PreScore", pod, status.Error(codes.DeadlineExceeded, "bookings on the verdict stream unacked"))
 			return fwk.NewStatus(fwk.Skip)

@@ -394,7 +394,11 @@ func (v *verdicts) lookupSlot(t *shapeTable, slot int32, info fwk.NodeInfo, name
 	// node the table refuses waits too: a booking can lift a refusal (a
 	// resident already past its tolerance no longer counts against a pod
 	// that adds less than model.minAddedSlowdown to it).
-	if v.pending.Load().has(slot, info, name) && !v.await(slot, info, name, deadline) {
+	point := "Score"
+	if filtering {
+		point = "Filter"
+	}
+	if v.pending.Load().has(slot, info, name) && !v.await(point, slot, info, name, deadline) {
 		return verdict{}, false
 	}
 	if filtering && t.refused.Load() == 0 {
@@ -404,19 +408,39 @@ func (v *verdicts) lookupSlot(t *shapeTable, slot int32, info fwk.NodeInfo, name
 }
 
 // await waits until the node in slot (-1: none; info or name as for has)
-// has no unacked booking; false at the deadline.
-func (v *verdicts) await(slot int32, info fwk.NodeInfo, name string, deadline time.Time) bool {
+// has no unacked booking; false at the deadline. A wait is recorded in
+// neighborly_plugin_ack_wait_seconds under point.
+func (v *verdicts) await(point string, slot int32, info fwk.NodeInfo, name string, deadline time.Time) bool {
+	var start time.Time
 	for {
 		v.mu.RLock()
 		wake, waiting, held := v.acked, v.pending.Load().has(slot, info, name), len(v.outbox) > 0
 		v.mu.RUnlock()
 		if !waiting {
+			observeWait(point, start, true)
 			return true
 		}
+		if start.IsZero() {
+			start = time.Now()
+		}
 		if !v.nextAck(wake, held, deadline) {
+			observeWait(point, start, false)
 			return false
 		}
 	}
+}
+
+// observeWait records a wait for acks that began at start (zero: none was
+// needed) at the extension point.
+func observeWait(point string, start time.Time, acked bool) {
+	if start.IsZero() {
+		return
+	}
+	result := "acked"
+	if !acked {
+		result = "timed_out"
+	}
+	ackWait.WithLabelValues(point, result).Observe(time.Since(start).Seconds())
 }
 
 // nextAck waits until wake (v.acked as read with what made the caller wait)
@@ -574,19 +598,27 @@ type slotCache struct {
 }
 
 // settle waits (until deadline) for every unacked booking: the synchronous
-// calls then see them. False when the wait timed out.
-func (v *verdicts) settle(deadline time.Time) bool {
+// calls then see them. False when the wait timed out. A wait is recorded
+// under point, as await's.
+func (v *verdicts) settle(point string, deadline time.Time) bool {
+	var start time.Time
 	for {
 		if len(*v.pending.Load()) == 0 {
+			observeWait(point, start, true)
 			return true
 		}
 		v.mu.RLock()
 		wake, stream, held := v.acked, v.stream, len(v.outbox) > 0
 		v.mu.RUnlock()
 		if stream == nil {
+			observeWait(point, start, true)
 			return true // acks come after the reconnect; the calls go on meanwhile
 		}
+		if start.IsZero() {
+			start = time.Now()
+		}
 		if !v.nextAck(wake, held, deadline) {
+			observeWait(point, start, false)
 			return false
 		}
 	}

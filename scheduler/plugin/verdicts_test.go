@@ -509,7 +509,7 @@ func TestAWaitUrgesOnlyWhileBookingsAreHeld(t *testing.T) {
 	v.addPending("n1", 1) // sent, not acked: nothing held
 	v.mu.Unlock()
 	past := time.Now().Add(-time.Millisecond)
-	if v.await(-1, nil, "n1", past) {
+	if v.await("Filter", -1, nil, "n1", past) {
 		t.Fatal("await of a pending node returned true at a past deadline")
 	}
 	if len(v.urged) != 0 {
@@ -518,7 +518,7 @@ func TestAWaitUrgesOnlyWhileBookingsAreHeld(t *testing.T) {
 	v.mu.Lock()
 	v.outbox = append(v.outbox, &placementv1.VerdictsRequest{})
 	v.mu.Unlock()
-	v.await(-1, nil, "n1", past)
+	v.await("Filter", -1, nil, "n1", past)
 	if len(v.urged) != 1 {
 		t.Errorf("a wait with a booking held did not urge the sender")
 	}
@@ -585,7 +585,7 @@ func TestPreFilterWaitsForAcksThatMayEmptyItsNarrowedSet(t *testing.T) {
 	// Its ack read (n10 refused, "booked"), two more bookings on a set of two:
 	// PreFilter waits for their acks, which refuse both, and then names none
 	// (every node a candidate, so that Filter gives the reasons).
-	if !p.verdicts.settle(time.Now().Add(5 * time.Second)) {
+	if !p.verdicts.settle("PreFilter", time.Now().Add(5 * time.Second)) {
 		t.Fatal("the first ack never came")
 	}
 	book("uid-2", "n8")
@@ -1119,4 +1119,60 @@ func TestFilterTellsPendingNodesByTheirNodeObjects(t *testing.T) {
 		}
 		waitsForAck(t, p, state, "uid-4", nodeInfo("n4"))
 	})
+}
+
+// A cycle's wait for acks is recorded under its extension point and how it
+// ended; a lookup that needs no wait records nothing.
+func TestAckWaitsAreRecordedByPointAndResult(t *testing.T) {
+	registerMetrics()
+	count := func(point, result string) uint64 {
+		t.Helper()
+		n, err := testutil.GetHistogramMetricCount(ackWait.WithLabelValues(point, result))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	v := newVerdictsState(nil, func() {})
+	v.supported = true
+	before := map[string]uint64{}
+	for _, k := range [][2]string{{"Filter", "acked"}, {"Filter", "timed_out"}, {"Score", "acked"}, {"PreFilter", "acked"}} {
+		before[k[0]+"/"+k[1]] = count(k[0], k[1])
+	}
+	soon := time.Now().Add(5 * time.Second)
+	if !v.await("Score", -1, nil, "n1", soon) || !v.settle("PreFilter", soon) {
+		t.Fatal("a wait with nothing pending failed")
+	}
+	if got := count("Score", "acked") - before["Score/acked"]; got != 0 {
+		t.Errorf("a lookup without a pending booking recorded %d waits", got)
+	}
+	v.mu.Lock()
+	v.addPending("n1", 1)
+	v.mu.Unlock()
+	if v.await("Filter", -1, nil, "n1", time.Now().Add(5*time.Millisecond)) {
+		t.Fatal("a pending node was read before its ack")
+	}
+	if got := count("Filter", "timed_out") - before["Filter/timed_out"]; got != 1 {
+		t.Errorf("a wait that timed out recorded %d, want 1", got)
+	}
+	ack := func() {
+		time.Sleep(10 * time.Millisecond)
+		v.mu.Lock()
+		v.addPending("n1", -1)
+		close(v.acked)
+		v.acked = make(chan struct{})
+		v.mu.Unlock()
+	}
+	sumBefore, _ := testutil.GetHistogramMetricValue(ackWait.WithLabelValues("Filter", "acked"))
+	go ack()
+	if !v.await("Filter", -1, nil, "n1", soon) {
+		t.Fatal("the wait for an ack failed")
+	}
+	if got := count("Filter", "acked") - before["Filter/acked"]; got != 1 {
+		t.Errorf("an acked wait recorded %d, want 1", got)
+	}
+	sum, err := testutil.GetHistogramMetricValue(ackWait.WithLabelValues("Filter", "acked"))
+	if err != nil || sum-sumBefore < 0.005 {
+		t.Errorf("the acked wait's seconds: %v (%v), want at least 5 ms", sum-sumBefore, err)
+	}
 }
