@@ -26,6 +26,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
@@ -405,8 +406,11 @@ TEST_F(ReplicasTest, AKilledReplicaIsNotReadyUntilItKnowsTheFleetThenDecidesAsIt
   std::cout << "restarted replica ready " << unready_ms << " ms after it listened ("
             << polls.size() << " polls)\n";
   EXPECT_EQ(restarted.NodeCount(), kNodes);
-  EXPECT_THAT(restarted.process->Stderr(), HasSubstr(absl::StrCat(kNodes, " node(s) reported, of ",
-                                                                  kNodes, " in the state file")));
+  // The line saying why it became ready is written as readiness flips; a
+  // /readyz answered in between reaches us before it does.
+  const std::string why_ready = absl::StrCat(kNodes, " node(s) reported, of ", kNodes, " in the state file");
+  WaitFor([&] { return absl::StrContains(restarted.process->Stderr(), why_ready); }, absl::Seconds(5));
+  EXPECT_THAT(restarted.process->Stderr(), HasSubstr(why_ready));
   sampling = false;
   sampler.join();
 
