@@ -585,7 +585,7 @@ func TestPreFilterWaitsForAcksThatMayEmptyItsNarrowedSet(t *testing.T) {
 	// Its ack read (n10 refused, "booked"), two more bookings on a set of two:
 	// PreFilter waits for their acks, which refuse both, and then names none
 	// (every node a candidate, so that Filter gives the reasons).
-	if !p.verdicts.settle("PreFilter", time.Now().Add(5 * time.Second)) {
+	if !p.verdicts.settle("PreFilter", time.Now().Add(5*time.Second)) {
 		t.Fatal("the first ack never came")
 	}
 	book("uid-2", "n8")
