@@ -271,17 +271,10 @@ func TestRenderTablesRatiosAndTargets(t *testing.T) {
 			stats: &neighborlyStats{Requests: map[string]float64{"filter/200": 10, "prioritize/200": 10}, FleetNodes: 5000}},
 		{testCase: "SchedulingBasic_NeighborlyPlugin", workload: "5000Nodes", mode: modePlugin, round: 1, skipped: "no placement port"},
 	}
-	item := func(tc, metric string, avg float64, labels ...string) dataItem {
-		l := map[string]string{"Metric": metric, "Name": "BenchmarkPerfScheduling/" + tc + "/5000Nodes/"}
-		for i := 0; i+1 < len(labels); i += 2 {
-			l[labels[i]] = labels[i+1]
-		}
-		return dataItem{Labels: l, Data: map[string]float64{"Average": avg, "Perc50": avg, "Perc90": avg, "Perc99": avg}}
-	}
 	items := []dataItem{
-		item("SchedulingBasic", "SchedulingThroughput", 200),
-		item("SchedulingBasic_NeighborlyExtender", "SchedulingThroughput", 140),
-		item("SchedulingBasic_NeighborlyExtender", "scheduler_scheduling_attempt_duration_seconds", 7.25, "result", "scheduled"),
+		testItem("SchedulingBasic", "SchedulingThroughput", 200),
+		testItem("SchedulingBasic_NeighborlyExtender", "SchedulingThroughput", 140),
+		testItem("SchedulingBasic_NeighborlyExtender", "scheduler_scheduling_attempt_duration_seconds", 7.25, "result", "scheduled"),
 	}
 	out := renderTables(runs, map[int][]dataItem{1: items})
 	wantLines(t, out,
@@ -547,20 +540,23 @@ func TestRenderTablesShowsThePluginsCallsAndWaits(t *testing.T) {
 		{testCase: "SchedulingMixed_NeighborlyPlugin", family: "SchedulingMixed", workload: "5000Nodes", mode: modePlugin, round: 1,
 			stats: &neighborlyStats{FleetNodes: 5000}},
 	}
-	item := func(tc, metric string, avg float64, labels ...string) dataItem {
-		l := map[string]string{"Metric": metric, "Name": "BenchmarkPerfScheduling/" + tc + "/5000Nodes/"}
-		for i := 0; i+1 < len(labels); i += 2 {
-			l[labels[i]] = labels[i+1]
-		}
-		return dataItem{Labels: l, Data: map[string]float64{"Average": avg, "Perc50": avg, "Perc90": avg, "Perc99": avg}}
-	}
 	items := []dataItem{
-		item("SchedulingMixed_NeighborlyBaseline", "SchedulingThroughput", 200),
-		item("SchedulingMixed_NeighborlyPlugin", "SchedulingThroughput", 180),
-		item("SchedulingMixed_NeighborlyPlugin", "neighborly_plugin_rpc_duration_seconds", 4.94, "method", "Filter"),
-		item("SchedulingMixed_NeighborlyPlugin", "neighborly_plugin_ack_wait_seconds", 1.23, "extension_point", "PreFilter", "result", "acked"),
-		item("SchedulingMixed_NeighborlyPlugin", "neighborly_plugin_ack_wait_seconds", 2.5, "extension_point", "Filter", "result", "acked"),
+		testItem("SchedulingMixed_NeighborlyBaseline", "SchedulingThroughput", 200),
+		testItem("SchedulingMixed_NeighborlyPlugin", "SchedulingThroughput", 180),
+		testItem("SchedulingMixed_NeighborlyPlugin", "neighborly_plugin_rpc_duration_seconds", 4.94, "method", "Filter"),
+		testItem("SchedulingMixed_NeighborlyPlugin", "neighborly_plugin_ack_wait_seconds", 1.23, "extension_point", "PreFilter", "result", "acked"),
+		testItem("SchedulingMixed_NeighborlyPlugin", "neighborly_plugin_ack_wait_seconds", 2.5, "extension_point", "Filter", "result", "acked"),
 	}
 	out := renderTables(runs, map[int][]dataItem{1: items})
 	wantLines(t, out, "| SchedulingMixed | 5000Nodes | framework plugin | 1 | - | 180.0 | 180.0 | 180.0 | 180.0 | 90 % | - | - / - | 4.9 / - / -, waits 1.2 / 2.5 / - |")
+}
+
+// testItem is a data item of test case tc at 5,000 nodes whose every
+// statistic is avg, with labels given as name, value pairs.
+func testItem(tc, metric string, avg float64, labels ...string) dataItem {
+	l := map[string]string{"Metric": metric, "Name": "BenchmarkPerfScheduling/" + tc + "/5000Nodes/"}
+	for i := 0; i+1 < len(labels); i += 2 {
+		l[labels[i]] = labels[i+1]
+	}
+	return dataItem{Labels: l, Data: map[string]float64{"Average": avg, "Perc50": avg, "Perc90": avg, "Perc99": avg}}
 }

@@ -394,12 +394,14 @@ func (v *verdicts) lookupSlot(t *shapeTable, slot int32, info fwk.NodeInfo, name
 	// node the table refuses waits too: a booking can lift a refusal (a
 	// resident already past its tolerance no longer counts against a pod
 	// that adds less than model.minAddedSlowdown to it).
-	point := "Score"
-	if filtering {
-		point = "Filter"
-	}
-	if v.pending.Load().has(slot, info, name) && !v.await(point, slot, info, name, deadline) {
-		return verdict{}, false
+	if v.pending.Load().has(slot, info, name) {
+		point := "Score"
+		if filtering {
+			point = "Filter"
+		}
+		if !v.await(point, slot, info, name, deadline) {
+			return verdict{}, false
+		}
 	}
 	if filtering && t.refused.Load() == 0 {
 		return verdict{feasible: true}, true
@@ -411,36 +413,34 @@ func (v *verdicts) lookupSlot(t *shapeTable, slot int32, info fwk.NodeInfo, name
 // has no unacked booking; false at the deadline. A wait is recorded in
 // neighborly_plugin_ack_wait_seconds under point.
 func (v *verdicts) await(point string, slot int32, info fwk.NodeInfo, name string, deadline time.Time) bool {
-	var start time.Time
+	return v.waitAcks(point, deadline, func() bool { return v.pending.Load().has(slot, info, name) })
+}
+
+// waitAcks waits, through the acks as they come, while unacked says a
+// booking the caller needs is not acked (called under v.mu's read lock);
+// false at the deadline. A wait, if one was needed, is recorded under point.
+func (v *verdicts) waitAcks(point string, deadline time.Time, unacked func() bool) bool {
+	var start time.Time // when the wait began; zero: none was needed
+	done := func(result string, ok bool) bool {
+		if !start.IsZero() {
+			ackWait.WithLabelValues(point, result).Observe(time.Since(start).Seconds())
+		}
+		return ok
+	}
 	for {
 		v.mu.RLock()
-		wake, waiting, held := v.acked, v.pending.Load().has(slot, info, name), len(v.outbox) > 0
+		wake, waiting, held := v.acked, unacked(), len(v.outbox) > 0
 		v.mu.RUnlock()
 		if !waiting {
-			observeWait(point, start, true)
-			return true
+			return done("acked", true)
 		}
 		if start.IsZero() {
 			start = time.Now()
 		}
 		if !v.nextAck(wake, held, deadline) {
-			observeWait(point, start, false)
-			return false
+			return done("timed_out", false)
 		}
 	}
-}
-
-// observeWait records a wait for acks that began at start (zero: none was
-// needed) at the extension point.
-func observeWait(point string, start time.Time, acked bool) {
-	if start.IsZero() {
-		return
-	}
-	result := "acked"
-	if !acked {
-		result = "timed_out"
-	}
-	ackWait.WithLabelValues(point, result).Observe(time.Since(start).Seconds())
 }
 
 // nextAck waits until wake (v.acked as read with what made the caller wait)
@@ -601,27 +601,9 @@ type slotCache struct {
 // calls then see them. False when the wait timed out. A wait is recorded
 // under point, as await's.
 func (v *verdicts) settle(point string, deadline time.Time) bool {
-	var start time.Time
-	for {
-		if len(*v.pending.Load()) == 0 {
-			observeWait(point, start, true)
-			return true
-		}
-		v.mu.RLock()
-		wake, stream, held := v.acked, v.stream, len(v.outbox) > 0
-		v.mu.RUnlock()
-		if stream == nil {
-			observeWait(point, start, true)
-			return true // acks come after the reconnect; the calls go on meanwhile
-		}
-		if start.IsZero() {
-			start = time.Now()
-		}
-		if !v.nextAck(wake, held, deadline) {
-			observeWait(point, start, false)
-			return false
-		}
-	}
+	// Without a stream the acks come after the reconnect; the calls go on
+	// meanwhile.
+	return v.waitAcks(point, deadline, func() bool { return len(*v.pending.Load()) > 0 && v.stream != nil })
 }
 
 // book sends a booking on the stream; false when the extender does not
@@ -935,8 +917,7 @@ func (v *verdicts) serve(ctx context.Context) bool {
 			}
 			// The stream's reason ids end with it.
 			v.reasons.Store(&sync.Map{})
-			close(v.acked)
-			v.acked = make(chan struct{})
+			v.wakeWaiters()
 			v.mu.Unlock()
 			if ctx.Err() == nil {
 				klog.InfoS("Neighborly verdict stream closed; reconnecting", "err", err)
@@ -1065,14 +1046,20 @@ func (v *verdicts) applyLocked(u *placementv1.VerdictsUpdate) {
 			klog.InfoS("Neighborly refused a booking on the verdict stream", "err", e)
 		}
 		v.forget(k.Ack.GetBookingId())
-		close(v.acked)
-		v.acked = make(chan struct{})
+		v.wakeWaiters()
 	case *placementv1.VerdictsUpdate_DroppedShapeId:
 		v.drop(k.DroppedShapeId)
 	case *placementv1.VerdictsUpdate_Refused:
 		klog.InfoS("Neighborly refused a shape's subscription", "err", k.Refused.GetError())
 		v.drop(k.Refused.GetShapeId())
 	}
+}
+
+// wakeWaiters wakes the cycles waiting for an ack (waitAcks), which then
+// look again at what they wait for; v.mu held.
+func (v *verdicts) wakeWaiters() {
+	close(v.acked)
+	v.acked = make(chan struct{})
 }
 
 // drop forgets a shape (its next pod subscribes it again); v.mu held.

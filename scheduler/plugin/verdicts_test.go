@@ -710,14 +710,7 @@ func TestVerdictTableAppliesFullTablesAndDeltas(t *testing.T) {
 		t.Error("a node with an unacked booking was read before its ack")
 	}
 	check("pending elsewhere", "b", false, verdict{feasible: true, score: 3})
-	go func() {
-		time.Sleep(20 * time.Millisecond)
-		v.mu.Lock()
-		v.addPending("a", -1)
-		close(v.acked)
-		v.acked = make(chan struct{})
-		v.mu.Unlock()
-	}()
+	go ackAfter(v, "a", 20*time.Millisecond)
 	check("acked", "a", false, verdict{feasible: true, score: 7})
 	// A booking on a node no table has named yet: Filter waits for it too,
 	// and reads the blind score once it is acked.
@@ -1155,16 +1148,8 @@ func TestAckWaitsAreRecordedByPointAndResult(t *testing.T) {
 	if got := count("Filter", "timed_out") - before["Filter/timed_out"]; got != 1 {
 		t.Errorf("a wait that timed out recorded %d, want 1", got)
 	}
-	ack := func() {
-		time.Sleep(10 * time.Millisecond)
-		v.mu.Lock()
-		v.addPending("n1", -1)
-		close(v.acked)
-		v.acked = make(chan struct{})
-		v.mu.Unlock()
-	}
 	sumBefore, _ := testutil.GetHistogramMetricValue(ackWait.WithLabelValues("Filter", "acked"))
-	go ack()
+	go ackAfter(v, "n1", 10*time.Millisecond)
 	if !v.await("Filter", -1, nil, "n1", soon) {
 		t.Fatal("the wait for an ack failed")
 	}
@@ -1175,4 +1160,13 @@ func TestAckWaitsAreRecordedByPointAndResult(t *testing.T) {
 	if err != nil || sum-sumBefore < 0.005 {
 		t.Errorf("the acked wait's seconds: %v (%v), want at least 5 ms", sum-sumBefore, err)
 	}
+}
+
+// ackAfter acks one booking on node after d, as the stream's reader does.
+func ackAfter(v *verdicts, node string, d time.Duration) {
+	time.Sleep(d)
+	v.mu.Lock()
+	v.addPending(node, -1)
+	v.wakeWaiters()
+	v.mu.Unlock()
 }

@@ -57,11 +57,12 @@ bool VerdictStream::Says(const std::multimap<grpc::string_ref, grpc::string_ref>
 
 grpc::Status VerdictStream::Run(grpc::ServerContext* context, Stream* stream) {
   batching_ = Says(context->client_metadata(), kBatchMetadata);
+  // That this stream takes VerdictsRequests (VerdictsRequest.batch); sent
+  // with the first write.
+  context->AddInitialMetadata(std::string(kRequestsMetadata), "1");
   {
     // Before the reader starts: from then on the thread that holds the turn
     // writes.
-    // That this stream takes VerdictsRequests (VerdictsRequest.batch).
-    context->AddInitialMetadata(std::string(kRequestsMetadata), "1");
     pv1::VerdictsUpdate ready;
     ready.set_ready(true);
     if (!stream->Write(ready)) {
