@@ -81,12 +81,19 @@ var (
 		Buckets:        []float64{0.0001, 0.00025, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.3},
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"extension_point", "result"})
+	passedAheadOfAcks = metrics.NewCounterVec(&metrics.CounterOpts{
+		Namespace:      "neighborly",
+		Subsystem:      "plugin",
+		Name:           "passed_ahead_of_ack_total",
+		Help:           "Nodes with a booking not yet acked that a streamed cycle's Filter passed at once because the verdict table passed them as it stood (outcome Filter), and of those chosen, the ones Reserve refused because the acked table refuses them (outcome Reserve_refused: the pod is tried again).",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"outcome"})
 	registerOnce sync.Once
 )
 
 func registerMetrics() {
 	registerOnce.Do(func() {
 		legacyregistry.MustRegister(rpcDuration, failOpen, peerCalls, cycles, narrowed, skippedFilters, settledWaits,
-			bookingMessages, bookingsSent, ackWait)
+			bookingMessages, bookingsSent, ackWait, passedAheadOfAcks)
 	})
 }

@@ -171,6 +171,35 @@ type streamedCycle struct {
 	slots    *slotCache    // the slots of PreFilter's node list, by NodeInfo
 	pending  *cyclePending // the bookings pending at PreFilter (Filter's)
 	deadline time.Time
+	// The nodes Filter passed while a booking on them was not acked (the
+	// table passed them as it stood): Score waits for their acks and reads
+	// their verdicts after the booking, and Reserve refuses one that the
+	// booking made the table refuse. Shared by the cycle's Filter and Score
+	// states.
+	ahead *passedAhead
+}
+
+// passedAhead: the nodes of a cycle passed ahead of their acks. Filter runs
+// on parallel workers; a cycle holds a few (the nodes of recent bookings).
+type passedAhead struct {
+	mu    sync.Mutex
+	nodes []string
+}
+
+func (a *passedAhead) add(node string) {
+	a.mu.Lock()
+	a.nodes = append(a.nodes, node)
+	a.mu.Unlock()
+}
+
+// has: node was passed ahead of its ack in this cycle (a nil set: none was).
+func (a *passedAhead) has(node string) bool {
+	if a == nil {
+		return false
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return slices.Contains(a.nodes, node)
 }
 
 func (s *streamedCycle) Clone() fwk.StateData { return s }
@@ -466,7 +495,7 @@ func (p *Plugin) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.Po
 				names, _ = p.verdicts.passing(t, nodes, slots)
 			}
 			write(state, filterKey, &streamedCycle{table: t, slots: slots, pending: p.verdicts.pendingOf(slots),
-				deadline: deadline}, &p.lastFilter)
+				deadline: deadline, ahead: &passedAhead{}}, &p.lastFilter)
 			cycles.WithLabelValues("streamed").Inc()
 			if names != nil {
 				narrowed.Inc()
@@ -534,7 +563,13 @@ func (p *Plugin) Filter(ctx context.Context, state fwk.CycleState, pod *v1.Pod, 
 		return p.judge(ctx, w, nodeInfo)
 	}
 	if c, ok := d.(*streamedCycle); ok {
-		v, ok := p.verdicts.lookupInfo(c.table, c.slots, c.pending, nodeInfo, c.deadline, true)
+		v, ok, ahead := p.verdicts.filterInfo(c.table, c.slots, c.pending, nodeInfo, c.deadline)
+		if ahead {
+			c.ahead.add(nodeInfo.Node().Name)
+			passedAheadOfAcks.WithLabelValues("Filter").Inc()
+			p.verdicts.urge() // the ack is wanted by this cycle's Score
+			return nil
+		}
 		if !ok {
 			return p.pendingTimedOut("Filter", pod, nodeInfo.Node().Name)
 		}
@@ -554,7 +589,8 @@ func (p *Plugin) Filter(ctx context.Context, state fwk.CycleState, pod *v1.Pod, 
 func (p *Plugin) PreScore(ctx context.Context, state fwk.CycleState, pod *v1.Pod, nodes []fwk.NodeInfo) *fwk.Status {
 	if d, err := read(state, filterKey, &p.lastFilter); err == nil {
 		if c, ok := d.(*streamedCycle); ok {
-			write(state, scoreKey, &streamedCycle{table: c.table, slots: c.slots, deadline: time.Now().Add(p.args.ScoreTimeout.Duration)}, &p.lastScore)
+			write(state, scoreKey, &streamedCycle{table: c.table, slots: c.slots, deadline: time.Now().Add(p.args.ScoreTimeout.Duration),
+				ahead: c.ahead}, &p.lastScore)
 			return nil
 		}
 		if w, ok := d.(*windowedCycle); ok {
@@ -606,6 +642,11 @@ func (p *Plugin) Score(_ context.Context, state fwk.CycleState, pod *v1.Pod, nod
 			// Failing open, the neutral middle (as for a node the extender did not score).
 			return extenderMaxScore / 2, p.pendingTimedOut("Score", pod, nodeInfo.Node().Name)
 		}
+		if !v.feasible && c.ahead.has(nodeInfo.Node().Name) {
+			// Passed ahead of its ack, refused after it: the least, and
+			// Reserve refuses it should it still be chosen.
+			return 0, nil
+		}
 		return v.score, nil
 	}
 	s, ok := d.(scores)[nodeInfo.Node().Name]
@@ -635,7 +676,10 @@ func (p *Plugin) NormalizeScore(_ context.Context, _ fwk.CycleState, _ *v1.Pod, 
 	return nil
 }
 
-func (p *Plugin) Reserve(ctx context.Context, _ fwk.CycleState, pod *v1.Pod, nodeName string) *fwk.Status {
+func (p *Plugin) Reserve(ctx context.Context, state fwk.CycleState, pod *v1.Pod, nodeName string) *fwk.Status {
+	if st := p.checkAhead(state, pod, nodeName); st != nil {
+		return st
+	}
 	ctx, cancel := context.WithTimeout(ctx, p.args.ReserveTimeout.Duration)
 	defer cancel()
 	req := &placementv1.ReserveRequest{Pod: podMessage(pod), NodeName: nodeName}
@@ -659,6 +703,40 @@ func (p *Plugin) Reserve(ctx context.Context, _ fwk.CycleState, pod *v1.Pod, nod
 		return fwk.AsStatus(fmt.Errorf("neighborly reserve on %s: %w", nodeName, err))
 	}
 	return nil
+}
+
+// checkAhead: nil, or the refusal of nodeName where Filter passed it ahead
+// of a booking's ack and the table, once the ack came, refuses it (the pod
+// is tried again, as after any refusal). Waits for the ack until Filter's
+// deadline (reserveTimeout from now at least), then fails open as Filter
+// would have.
+func (p *Plugin) checkAhead(state fwk.CycleState, pod *v1.Pod, nodeName string) *fwk.Status {
+	if p.verdicts == nil || state == nil {
+		return nil
+	}
+	d, err := read(state, filterKey, &p.lastFilter)
+	if err != nil {
+		return nil
+	}
+	c, ok := d.(*streamedCycle)
+	if !ok || !c.ahead.has(nodeName) {
+		return nil
+	}
+	// The wait Filter would have made, until its deadline (reserveTimeout
+	// from now at least).
+	deadline := c.deadline
+	if d := time.Now().Add(p.args.ReserveTimeout.Duration); d.After(deadline) {
+		deadline = d
+	}
+	v, ok := p.verdicts.lookupFiltering(c.table, nodeName, deadline, true)
+	if !ok {
+		return p.pendingTimedOut("Reserve", pod, nodeName)
+	}
+	if v.feasible {
+		return nil
+	}
+	passedAheadOfAcks.WithLabelValues("Reserve_refused").Inc()
+	return fwk.NewStatus(fwk.Unschedulable, "neighborly: "+v.reason)
 }
 
 // Unreserve is best effort and idempotent on the extender's side.

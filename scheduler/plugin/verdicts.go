@@ -385,6 +385,33 @@ func (v *verdicts) lookupInfo(t *shapeTable, slots *slotCache, pend *cyclePendin
 	return v.lookupSlot(t, int32(v.slot(name)), info, name, deadline, filtering)
 }
 
+// filterInfo is Filter's lookupInfo, but a node with a booking not acked
+// that the table passes as it stands is passed at once (ahead: true) rather
+// than waited for: the cycle's Score waits for that ack, where kube-scheduler
+// has done its filtering meanwhile, and Reserve refuses the node if the
+// booking made the table refuse it. A node the table refuses is waited for
+// as before (a booking can lift a refusal).
+func (v *verdicts) filterInfo(t *shapeTable, slots *slotCache, pend *cyclePending, info fwk.NodeInfo, deadline time.Time) (d verdict, ok, ahead bool) {
+	if t.refused.Load() == 0 && !pend.mayBePending(v, info) {
+		return verdict{feasible: true}, true, false
+	}
+	slot, name := int32(-1), ""
+	if ni, isInfo := info.(*framework.NodeInfo); isInfo && slots != nil {
+		if s, found := slots.byInfo[ni]; found {
+			slot = s
+		}
+	}
+	if slot < 0 {
+		name = info.Node().Name
+		slot = int32(v.slot(name))
+	}
+	if v.pending.Load().has(slot, info, name) && v.readSlot(t, int(slot)).feasible {
+		return verdict{feasible: true}, true, true
+	}
+	d, ok = v.lookupSlot(t, slot, info, name, deadline, true)
+	return d, ok, false
+}
+
 // lookupSlot is the lookup of the node in slot (-1: none), its NodeInfo
 // (nil: none) or name ("": its NodeInfo's) for the pending bookings that
 // must be compared by name.
@@ -443,16 +470,32 @@ func (v *verdicts) waitAcks(point string, deadline time.Time, unacked func() boo
 	}
 }
 
+// urge sends the held-back bookings now, if any: a cycle passed a node
+// ahead of its booking's ack, and reads its verdict in Score.
+func (v *verdicts) urge() {
+	v.mu.RLock()
+	held := len(v.outbox) > 0
+	v.mu.RUnlock()
+	if held {
+		v.urgeSender()
+	}
+}
+
+// urgeSender tells the sender to send the outbox now.
+func (v *verdicts) urgeSender() {
+	select {
+	case v.urged <- struct{}{}:
+	default:
+	}
+}
+
 // nextAck waits until wake (v.acked as read with what made the caller wait)
 // is closed by the next ack; false at the deadline. Bookings held back (held)
 // are sent first, as the caller may wait for one of them; with none held the
 // sender is left alone (an urge then would cut the next linger short).
 func (v *verdicts) nextAck(wake <-chan struct{}, held bool, deadline time.Time) bool {
 	if held {
-		select {
-		case v.urged <- struct{}{}:
-		default:
-		}
+		v.urgeSender()
 	}
 	wait := time.Until(deadline)
 	if wait <= 0 {

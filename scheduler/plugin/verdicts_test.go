@@ -371,13 +371,27 @@ func TestStreamedReserveIsAckedAfterItsDeltaAndItsNodeWaits(t *testing.T) {
 	if d := time.Since(start); d > 50*time.Millisecond {
 		t.Errorf("Filter on a node without a pending booking waited %v", d)
 	}
-	// n1 waits for the ack, and then sees the booking's verdict.
-	st := p.Filter(context.Background(), state, pod, nodeInfo("n1"))
-	if st == nil || !strings.Contains(st.Message(), "booked") {
-		t.Errorf("Filter(n1) after the booking = %v, want the refusal the ack came after", st)
+	// n1, which the table passed before the booking, is passed at once,
+	// ahead of its ack; Score waits for the ack and reads the booking's
+	// verdict, a refusal: the least score, and Reserve refuses n1.
+	if st := p.Filter(context.Background(), state, pod, nodeInfo("n1")); st != nil {
+		t.Errorf("Filter(n1) with its booking not acked = %v, want passed ahead of the ack", st)
+	}
+	if d := time.Since(start); d > 50*time.Millisecond {
+		t.Errorf("Filter(n1) waited %v for the ack", d)
+	}
+	if st := p.PreScore(context.Background(), state, pod, []fwk.NodeInfo{nodeInfo("n1"), nodeInfo("n4")}); st != nil {
+		t.Fatal(st)
+	}
+	if s, st := p.Score(context.Background(), state, pod, nodeInfo("n1")); st != nil || s != 0 {
+		t.Errorf("Score(n1) = %d, %v; want 0, the booking's refusal read after the ack", s, st)
 	}
 	if d := time.Since(start); d < 100*time.Millisecond {
-		t.Errorf("Filter(n1) answered after %v, before the ack", d)
+		t.Errorf("Score(n1) answered after %v, before the ack", d)
+	}
+	st := p.Reserve(context.Background(), state, pod, "n1")
+	if st.Code() != fwk.Unschedulable || !strings.Contains(st.Message(), "booked") {
+		t.Errorf("Reserve(n1) = %v, want the refusal the ack came after", st)
 	}
 	if _, _, _, reserves := f.counts(); len(reserves) != 1 || reserves[0] != "uid-2@n1" {
 		t.Errorf("reserves on the stream = %v", reserves)
@@ -447,6 +461,68 @@ func TestHeldBookingsGoTogetherAndAWaitSendsThem(t *testing.T) {
 	}
 	if f.reserved != nil {
 		t.Errorf("synchronous Reserve calls = %v, want none", f.reserved)
+	}
+}
+
+// Filter passes a pending node its table passes without waiting, and sends
+// the held bookings at once so that the ack comes while kube-scheduler
+// filters the other nodes; Score reads the node's post-booking verdict and
+// Reserve refuses it where the booking made the table refuse it. The other
+// nodes are untouched.
+func TestFilterPassesAPendingNodeAheadOfItsAckAndSendsItsBooking(t *testing.T) {
+	registerMetrics()
+	f := newStreaming()
+	f.ackDelay = 100 * time.Millisecond
+	p := streamedPlugin(t, f, Args{BookingLinger: &Duration{time.Second}})
+	ahead0, refused0 := counterValue(t, passedAheadOfAcks.WithLabelValues("Filter")), counterValue(t, passedAheadOfAcks.WithLabelValues("Reserve_refused"))
+	ctx := context.Background()
+	if st := p.Reserve(ctx, framework.NewCycleState(), shapeReplica("uid-10"), "n1"); st != nil {
+		t.Fatal(st)
+	}
+	state := framework.NewCycleState()
+	pod := shapeReplica("uid-11")
+	if _, st := p.PreFilter(ctx, state, pod, nil); st != nil {
+		t.Fatal(st)
+	}
+	start := time.Now()
+	for _, n := range []string{"n1", "n4"} {
+		if st := p.Filter(ctx, state, pod, nodeInfo(n)); st != nil {
+			t.Errorf("Filter(%s) = %v, want passed", n, st)
+		}
+	}
+	if d := time.Since(start); d > 50*time.Millisecond {
+		t.Errorf("Filter waited %v for a booking's ack", d)
+	}
+	// Sent at once, not after the second of linger.
+	deadline := time.Now().Add(500 * time.Millisecond)
+	for {
+		if _, _, _, reserves := f.counts(); len(reserves) == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the held booking was not sent when Filter passed its node ahead of the ack")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if n := counterValue(t, passedAheadOfAcks.WithLabelValues("Filter")) - ahead0; n != 1 {
+		t.Errorf("nodes counted as passed ahead = %v, want 1", n)
+	}
+	if st := p.PreScore(ctx, state, pod, []fwk.NodeInfo{nodeInfo("n1"), nodeInfo("n4")}); st != nil {
+		t.Fatal(st)
+	}
+	for n, want := range map[string]int64{"n1": 0, "n4": 2} {
+		if s, st := p.Score(ctx, state, pod, nodeInfo(n)); st != nil || s != want {
+			t.Errorf("Score(%s) = %d, %v; want %d", n, s, st, want)
+		}
+	}
+	if st := p.Reserve(ctx, state, pod, "n4"); st != nil {
+		t.Errorf("Reserve(n4), not passed ahead = %v", st)
+	}
+	if st := p.Reserve(ctx, state, pod, "n1"); st.Code() != fwk.Unschedulable || !strings.Contains(st.Message(), "booked") {
+		t.Errorf("Reserve(n1) = %v, want the refusal of its acked booking", st)
+	}
+	if n := counterValue(t, passedAheadOfAcks.WithLabelValues("Reserve_refused")) - refused0; n != 1 {
+		t.Errorf("refusals at Reserve counted = %v, want 1", n)
 	}
 }
 
@@ -928,8 +1004,9 @@ func TestPreFilterSkipsFilterWhileNothingIsRefusedOrPending(t *testing.T) {
 	if !equalCycle(got, want) {
 		t.Errorf("cycle with Filter skipped = %+v, want %+v", got, want)
 	}
-	// A booking not acked yet: Filter runs, passes the other nodes at once and
-	// waits for the booked one, which the ack's delta refuses.
+	// A booking not acked yet: Filter runs and passes every node at once, the
+	// booked one ahead of its ack; Reserve on it waits for the ack, whose
+	// delta refuses it.
 	if st := p.Reserve(ctx, framework.NewCycleState(), shapeReplica("uid-3"), "n1"); st != nil {
 		t.Fatal(st)
 	}
@@ -938,14 +1015,16 @@ func TestPreFilterSkipsFilterWhileNothingIsRefusedOrPending(t *testing.T) {
 		t.Fatalf("PreFilter with a booking pending = %v, want nil (Filter runs)", st)
 	}
 	start := time.Now()
-	if st := p.Filter(ctx, state, shapeReplica("uid-4"), nodeInfo("n4")); st != nil {
-		t.Errorf("Filter(n4) = %v", st)
+	for _, n := range []string{"n4", "n1"} {
+		if st := p.Filter(ctx, state, shapeReplica("uid-4"), nodeInfo(n)); st != nil {
+			t.Errorf("Filter(%s) = %v", n, st)
+		}
 	}
 	if d := time.Since(start); d > 50*time.Millisecond {
-		t.Errorf("Filter on a node without a pending booking waited %v", d)
+		t.Errorf("Filter waited %v", d)
 	}
-	if st := p.Filter(ctx, state, shapeReplica("uid-4"), nodeInfo("n1")); st == nil || !strings.Contains(st.Message(), "booked") {
-		t.Errorf("Filter(n1) after its booking = %v, want the refusal its ack came after", st)
+	if st := p.Reserve(ctx, state, shapeReplica("uid-4"), "n1"); st.Code() != fwk.Unschedulable || !strings.Contains(st.Message(), "booked") {
+		t.Errorf("Reserve(n1) passed ahead of its booking's ack = %v, want the refusal its ack came after", st)
 	}
 	// Acked, the table now refuses n1: Filter runs and gives the refusal.
 	state, st = prefilter("uid-5")
@@ -1073,10 +1152,16 @@ func TestFilterTellsPendingNodesByTheirNodeObjects(t *testing.T) {
 		}
 		return state
 	}
+	// Filter passes the pending node ahead of its ack, and Reserve on it
+	// waits for the ack and refuses it: the node was told as pending.
 	waitsForAck := func(t *testing.T, p *Plugin, state *framework.CycleState, uid string, info fwk.NodeInfo) {
 		t.Helper()
-		if st := p.Filter(ctx, state, shapeReplica(uid), info); st == nil || !strings.Contains(st.Message(), "booked") {
-			t.Errorf("Filter(%s) = %v, want the refusal its booking's ack came after", info.Node().Name, st)
+		if st := p.Filter(ctx, state, shapeReplica(uid), info); st != nil {
+			t.Errorf("Filter(%s) = %v, want passed ahead of its booking's ack", info.Node().Name, st)
+		}
+		st := p.Reserve(ctx, state, shapeReplica(uid), info.Node().Name)
+		if st.Code() != fwk.Unschedulable || !strings.Contains(st.Message(), "booked") {
+			t.Errorf("Reserve(%s) = %v, want the refusal its booking's ack came after", info.Node().Name, st)
 		}
 	}
 	t.Run("booked and cloned", func(t *testing.T) {
