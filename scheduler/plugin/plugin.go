@@ -728,10 +728,10 @@ func (p *Plugin) checkAhead(state fwk.CycleState, pod *v1.Pod, nodeName string) 
 	if d := time.Now().Add(p.args.ReserveTimeout.Duration); d.After(deadline) {
 		deadline = d
 	}
-	v, ok := p.verdicts.lookupFiltering(c.table, nodeName, deadline, true)
-	if !ok {
+	if !p.verdicts.await("Reserve", int32(p.verdicts.slot(nodeName)), nil, nodeName, deadline) {
 		return p.pendingTimedOut("Reserve", pod, nodeName)
 	}
+	v := p.verdicts.read(c.table, nodeName)
 	if v.feasible {
 		return nil
 	}

@@ -363,10 +363,8 @@ func (v *verdicts) lookupFiltering(t *shapeTable, node string, deadline time.Tim
 	return v.lookupSlot(t, int32(v.slot(node)), nil, node, deadline, filtering)
 }
 
-// lookupInfo is lookupFiltering of a NodeInfo of the list PreFilter got,
-// its slot found by identity in that list's cache (slots, nil: none): no
-// name hashed. A NodeInfo not in it (a preemption dry run's clone, a node
-// that had no slot when the cache was made) is looked up by name.
+// lookupInfo is lookupFiltering of a NodeInfo of the list PreFilter got
+// (slots: that list's cache, nil: none).
 func (v *verdicts) lookupInfo(t *shapeTable, slots *slotCache, pend *cyclePending, info fwk.NodeInfo, deadline time.Time, filtering bool) (verdict, bool) {
 	// No node refused: Filter needs no slot unless the node itself has a
 	// booking pending, which pend tells among the few pending (a map access
@@ -374,15 +372,8 @@ func (v *verdicts) lookupInfo(t *shapeTable, slots *slotCache, pend *cyclePendin
 	if filtering && t.refused.Load() == 0 && !pend.mayBePending(v, info) {
 		return verdict{feasible: true}, true
 	}
-	if slots != nil {
-		if ni, ok := info.(*framework.NodeInfo); ok {
-			if s, ok := slots.byInfo[ni]; ok {
-				return v.lookupSlot(t, s, info, "", deadline, filtering)
-			}
-		}
-	}
-	name := info.Node().Name
-	return v.lookupSlot(t, int32(v.slot(name)), info, name, deadline, filtering)
+	slot, name := v.slotOf(slots, info)
+	return v.lookupSlot(t, slot, info, name, deadline, filtering)
 }
 
 // filterInfo is Filter's lookupInfo, but a node with a booking not acked
@@ -395,21 +386,28 @@ func (v *verdicts) filterInfo(t *shapeTable, slots *slotCache, pend *cyclePendin
 	if t.refused.Load() == 0 && !pend.mayBePending(v, info) {
 		return verdict{feasible: true}, true, false
 	}
-	slot, name := int32(-1), ""
-	if ni, isInfo := info.(*framework.NodeInfo); isInfo && slots != nil {
-		if s, found := slots.byInfo[ni]; found {
-			slot = s
-		}
-	}
-	if slot < 0 {
-		name = info.Node().Name
-		slot = int32(v.slot(name))
-	}
+	slot, name := v.slotOf(slots, info)
 	if v.pending.Load().has(slot, info, name) && v.readSlot(t, int(slot)).feasible {
 		return verdict{feasible: true}, true, true
 	}
 	d, ok = v.lookupSlot(t, slot, info, name, deadline, true)
 	return d, ok, false
+}
+
+// slotOf is info's slot, found by identity in the cache of PreFilter's
+// list (slots, nil: none) with name "": no name hashed. A NodeInfo not in
+// it (a preemption dry run's clone, a node that had no slot when the cache
+// was made) is looked up by name, which is returned with its slot (-1: none).
+func (v *verdicts) slotOf(slots *slotCache, info fwk.NodeInfo) (int32, string) {
+	if slots != nil {
+		if ni, ok := info.(*framework.NodeInfo); ok {
+			if s, ok := slots.byInfo[ni]; ok {
+				return s, ""
+			}
+		}
+	}
+	name := info.Node().Name
+	return int32(v.slot(name)), name
 }
 
 // lookupSlot is the lookup of the node in slot (-1: none), its NodeInfo
