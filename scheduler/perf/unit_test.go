@@ -546,9 +546,10 @@ func TestRenderTablesShowsThePluginsCallsAndWaits(t *testing.T) {
 		testItem("SchedulingMixed_NeighborlyPlugin", "neighborly_plugin_rpc_duration_seconds", 4.94, "method", "Filter"),
 		testItem("SchedulingMixed_NeighborlyPlugin", "neighborly_plugin_ack_wait_seconds", 1.23, "extension_point", "PreFilter", "result", "acked"),
 		testItem("SchedulingMixed_NeighborlyPlugin", "neighborly_plugin_ack_wait_seconds", 2.5, "extension_point", "Filter", "result", "acked"),
+		testItem("SchedulingMixed_NeighborlyPlugin", "neighborly_plugin_ack_wait_seconds", 3.1, "extension_point", "Reserve", "result", "acked"),
 	}
 	out := renderTables(runs, map[int][]dataItem{1: items})
-	wantLines(t, out, "| SchedulingMixed | 5000Nodes | framework plugin | 1 | - | 180.0 | 180.0 | 180.0 | 180.0 | 90 % | - | - / - | 4.9 / - / -, waits 1.2 / 2.5 / - |")
+	wantLines(t, out, "| SchedulingMixed | 5000Nodes | framework plugin | 1 | - | 180.0 | 180.0 | 180.0 | 180.0 | 90 % | - | - / - | 4.9 / - / -, waits 1.2 / 2.5 / - / 3.1 |")
 }
 
 // testItem is a data item of test case tc at 5,000 nodes whose every

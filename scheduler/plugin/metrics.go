@@ -63,7 +63,7 @@ var (
 		Namespace:      "neighborly",
 		Subsystem:      "plugin",
 		Name:           "booking_messages_total",
-		Help:           "Messages that carried Reserve and Unreserve on the verdict stream, by why they were sent: at_once (bookingLinger 0), linger (the held bookings' linger ended) or wait (a cycle waited for an ack). neighborly_plugin_bookings_sent_total over it is the bookings per message.",
+		Help:           "Messages that carried Reserve and Unreserve on the verdict stream, by why they were sent: at_once (bookingLinger 0), linger (the held bookings' linger ended), wait (a cycle waited for an ack) or narrowed (a narrowed cycle's set held a node of one, sent as the cycle began). neighborly_plugin_bookings_sent_total over it is the bookings per message.",
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"sent"})
 	bookingsSent = metrics.NewCounter(&metrics.CounterOpts{

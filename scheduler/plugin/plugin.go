@@ -483,6 +483,11 @@ func (p *Plugin) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.Po
 			slots := p.verdicts.snapshotSlots(nodes)
 			deadline := time.Now().Add(p.args.FilterTimeout.Duration)
 			names, waiting := p.verdicts.passing(t, nodes, slots)
+			if names != nil {
+				// The held bookings on nodes of the set leave now: this
+				// cycle meets them, and waits for their acks.
+				p.verdicts.sendAheadOf(names)
+			}
 			if waiting && p.verdicts.settle("PreFilter", deadline) {
 				// Half the nodes left to this pod or more are ones whose
 				// bookings wait for their acks, which may refuse them: the

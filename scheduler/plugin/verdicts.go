@@ -479,6 +479,41 @@ func (v *verdicts) urge() {
 	}
 }
 
+// sendAheadOf sends the held-back bookings at once, from the caller's
+// goroutine, where one is on a node of names (a narrowed cycle's set, which
+// kube-scheduler filters and scores whole), and yields so that gRPC-Go's
+// writer goroutine writes them before the cycle fans out its Filter
+// workers. The cycle meets such a node in Filter or Score and waits there
+// for its ack; sent now, the round trip runs while the cycle filters. In
+// SchedulingMixed (issue 25, 2026-12-07) most of the plugin's waits were
+// narrowed cycles meeting the previous pods' bookings, still held for their
+// linger or just urged by a Filter worker, whose sender goroutine then
+// waited behind the workers. A cycle whose set holds no held booking, and
+// every cycle that kube-scheduler samples from the whole list (its rotating
+// start puts the last pods' nodes behind it), pays nothing: the yield was
+// a millisecond of every cycle where bookings were all sent at once.
+// True when bookings were sent.
+func (v *verdicts) sendAheadOf(names sets.Set[string]) bool {
+	v.mu.RLock()
+	needed := false
+	for _, req := range v.outbox {
+		node := req.GetReserve().GetNodeName()
+		if node == "" {
+			node = req.GetUnreserve().GetNodeName()
+		}
+		if names.Has(node) {
+			needed = true
+			break
+		}
+	}
+	v.mu.RUnlock()
+	if !needed || !v.sendHeld("narrowed") {
+		return false
+	}
+	runtime.Gosched()
+	return true
+}
+
 // urgeSender tells the sender to send the outbox now.
 func (v *verdicts) urgeSender() {
 	select {
@@ -864,25 +899,35 @@ func (v *verdicts) sender(ctx context.Context) {
 // takes several. Bookings held while the stream was down or that a new
 // stream resent are no longer there (serve empties the outbox when it
 // resends every unacked booking).
-func (v *verdicts) sendHeld(why string) {
+func (v *verdicts) sendHeld(why string) bool {
+	// The sender goroutine and a narrowed cycle's PreFilter (sendAheadOf)
+	// both send the outbox, and the stream must carry the bookings in the
+	// order they were made (an Unreserve after its Reserve): whoever takes
+	// the outbox takes the send lock before letting go of v.mu, so outboxes
+	// are written in the order they were taken (v.mu before sendMu, as in
+	// serve).
 	v.mu.Lock()
 	out, stream, together := v.outbox, v.stream, v.takesBatches
 	v.outbox = nil
-	v.mu.Unlock()
 	if stream == nil || len(out) == 0 {
-		return
+		v.mu.Unlock()
+		return false
 	}
+	v.sendMu.Lock()
+	v.mu.Unlock()
+	defer v.sendMu.Unlock()
 	bookingsSent.Add(float64(len(out)))
 	if len(out) == 1 || !together {
 		bookingMessages.WithLabelValues(why).Add(float64(len(out)))
 		for _, req := range out {
-			v.send(stream, req)
+			_ = stream.Send(req)
 		}
 	} else {
 		bookingMessages.WithLabelValues(why).Inc()
-		v.send(stream, &placementv1.VerdictsRequest{Kind: &placementv1.VerdictsRequest_Batch{
+		_ = stream.Send(&placementv1.VerdictsRequest{Kind: &placementv1.VerdictsRequest_Batch{
 			Batch: &placementv1.VerdictsRequests{Requests: out}}})
 	}
+	return true
 }
 
 func (v *verdicts) send(stream placementv1.Placement_VerdictsClient, req *placementv1.VerdictsRequest) {

@@ -609,6 +609,20 @@ func counterValue(t *testing.T, c metrics.CounterMetric) float64 {
 	return v
 }
 
+// narrowedNames is the set PreFilter narrows nodes to for a replica of the
+// test shape, sorted; nil when it names none (every node a candidate).
+func narrowedNames(t *testing.T, p *Plugin, nodes []fwk.NodeInfo) []string {
+	t.Helper()
+	res, st := p.PreFilter(context.Background(), framework.NewCycleState(), shapeReplica("uid-9"), nodes)
+	if st != nil {
+		t.Fatal(st)
+	}
+	if res.AllNodes() {
+		return nil
+	}
+	return sets.List(res.NodeNames)
+}
+
 // tenNodesRefusingTheFirst gives f the nodes n1..n10, the first k refused by
 // interference, and returns them as kube-scheduler's node list.
 func tenNodesRefusingTheFirst(f *streamingPlacement, k int) []fwk.NodeInfo {
@@ -672,6 +686,50 @@ func TestPreFilterWaitsForAcksThatMayEmptyItsNarrowedSet(t *testing.T) {
 	}
 	if took < 100*time.Millisecond {
 		t.Errorf("PreFilter answered after %v, before the acks", took)
+	}
+}
+
+// A narrowed cycle whose set holds a node with a booking still held back
+// sends the held bookings as it begins, not after the linger or when a
+// Filter worker waits; a set without one leaves them held.
+func TestNarrowedCycleSendsTheHeldBookingsOnItsNodes(t *testing.T) {
+	registerMetrics()
+	f := newStreaming()
+	list := tenNodesRefusingTheFirst(f, 7)
+	p := streamedPlugin(t, f, Args{BookingLinger: &Duration{time.Second}})
+	narrowed0 := counterValue(t, bookingMessages.WithLabelValues("narrowed"))
+	prefilter := func() []string { return narrowedNames(t, p, list) }
+	book := func(uid, node string) {
+		t.Helper()
+		if st := p.Reserve(context.Background(), framework.NewCycleState(), shapeReplica(uid), node); st != nil {
+			t.Fatal(st)
+		}
+	}
+	reservesAfter := func(d time.Duration) []string {
+		time.Sleep(d)
+		_, _, _, reserves := f.counts()
+		return reserves
+	}
+	// A booking on a node outside the list: the set [n10 n8 n9] does not
+	// hold it, and it stays held.
+	book("uid-1", "n42")
+	if got := prefilter(); !slices.Equal(got, []string{"n10", "n8", "n9"}) {
+		t.Fatalf("PreFilter named %v, want [n10 n8 n9]", got)
+	}
+	if r := reservesAfter(50 * time.Millisecond); len(r) != 0 {
+		t.Errorf("reserves on the stream after a set without their nodes = %v, want none (held)", r)
+	}
+	// A booking on n9, in the set: PreFilter sends both held ones, in their
+	// order, long before the linger ends.
+	book("uid-2", "n9")
+	if got := prefilter(); !slices.Equal(got, []string{"n10", "n8", "n9"}) {
+		t.Fatalf("PreFilter named %v, want [n10 n8 n9]", got)
+	}
+	if r, want := reservesAfter(50*time.Millisecond), []string{"uid-1@n42", "uid-2@n9"}; !slices.Equal(r, want) {
+		t.Errorf("reserves on the stream after a set holding n9 = %v, want %v", r, want)
+	}
+	if n := counterValue(t, bookingMessages.WithLabelValues("narrowed")) - narrowed0; n != 1 {
+		t.Errorf("messages counted as sent for a narrowed cycle = %v, want 1", n)
 	}
 }
 
@@ -819,17 +877,7 @@ func TestPreFilterNamesTheFewNodesAShapePasses(t *testing.T) {
 	f.holdAcks = true
 	list := append(tenNodesRefusingTheFirst(f, 8), nodeInfo("unknown"))
 	p := streamedPlugin(t, f, Args{})
-	prefilter := func(nodes []fwk.NodeInfo) []string {
-		t.Helper()
-		res, st := p.PreFilter(context.Background(), framework.NewCycleState(), shapeReplica("uid-9"), nodes)
-		if st != nil {
-			t.Fatal(st)
-		}
-		if res.AllNodes() {
-			return nil
-		}
-		return sets.List(res.NodeNames)
-	}
+	prefilter := func(nodes []fwk.NodeInfo) []string { return narrowedNames(t, p, nodes) }
 	if got, want := prefilter(list), []string{"n10", "n9", "unknown"}; !slices.Equal(got, want) {
 		t.Errorf("PreFilter named %v, want %v", got, want)
 	}
