@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/url"
 	"regexp"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -149,7 +150,15 @@ func TestNeighborlySchedulerWithPlugin(t *testing.T) {
 			time.Sleep(500 * time.Millisecond)
 		}
 	}
+	// The booking goes on the stream asynchronously, held back up to the
+	// plugin's bookingLinger: the pod can be bound before the extender has
+	// it, so its decision log is read once it holds the booking (or after a
+	// few seconds, and then fails below).
 	verbs := ext.decisionVerbs(t, replica.Namespace, replica.Name)
+	for deadline := time.Now().Add(5 * time.Second); !slices.Contains(verbs, "placement.reserve@"+got) && time.Now().Before(deadline); {
+		time.Sleep(50 * time.Millisecond)
+		verbs = ext.decisionVerbs(t, replica.Namespace, replica.Name)
+	}
 	joined := strings.Join(verbs, " ")
 	if !strings.Contains(joined, "placement.reserve@"+got) || strings.Contains(joined, "placement.filter") ||
 		strings.Contains(joined, "placement.score") {
