@@ -11,8 +11,9 @@
 //
 // Prints, over the measured bookings: the extender's CPU per booking (its
 // whole process, less the ingest thread's own CPU), the ingest thread's, the
-// wall time per booking and the p50/p99 of a booking's ack, the table
-// refreshes and the nodes they visited, and the updates the plugin read.
+// wall time per booking and the mean, p50, p90 and p99 of a booking's ack,
+// the table refreshes and the nodes they visited, and the updates the plugin
+// read.
 //
 //   build/default/bench/verdict_stream_bench [--bookings 4000] [--rate 200]
 //       [--shapes 8] [--reports 500] [--warmup 500] [--batch true] [--group 1]
@@ -369,9 +370,17 @@ int Scheduler(const Flags& flags, int port, int to_extender, int from_extender) 
       "  extender CPU per booking (less ingest)  %.1f us   (process %.1f us, ingest %.1f us)\n",
       (cpu - ingest_cpu) / n * 1e6, cpu / n * 1e6, ingest_cpu / n * 1e6);
   std::printf("  plugin process CPU per booking          %.1f us\n", parent_cpu / n * 1e6);
-  std::printf("  wall per booking %.1f us; ack p50 %.0f us, p99 %.0f us; booked %lu\n",
-              wall / n * 1e6, ack_us[ack_us.size() / 2], ack_us[ack_us.size() * 99 / 100],
-              booked);
+  double ack_sum = 0;
+  for (double us : ack_us) ack_sum += us;
+  // The acks' quantile numerator / denominator (0 when none was measured).
+  auto ack = [&](size_t numerator, size_t denominator) {
+    return ack_us.empty() ? 0.0 : ack_us[ack_us.size() * numerator / denominator];
+  };
+  std::printf(
+      "  wall per booking %.1f us; ack mean %.0f us, p50 %.0f us, p90 %.0f us, p99 %.0f us; "
+      "booked %lu\n",
+      wall / n * 1e6, ack_us.empty() ? 0.0 : ack_sum / static_cast<double>(ack_us.size()),
+      ack(1, 2), ack(9, 10), ack(99, 100), booked);
   const double refreshes = static_cast<double>(full + incremental);
   std::printf("  refreshes per booking %.2f (full %lu), nodes per refresh %.2f\n", refreshes / n,
               full, static_cast<double>(nodes) / std::max(1.0, refreshes));
