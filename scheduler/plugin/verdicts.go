@@ -911,11 +911,11 @@ func (v *verdicts) sendHeld(why string) bool {
 	if len(out) == 1 || !together {
 		bookingMessages.WithLabelValues(why).Add(float64(len(out)))
 		for _, req := range out {
-			_ = stream.Send(req)
+			sendLocked(stream, req)
 		}
 	} else {
 		bookingMessages.WithLabelValues(why).Inc()
-		_ = stream.Send(&placementv1.VerdictsRequest{Kind: &placementv1.VerdictsRequest_Batch{
+		sendLocked(stream, &placementv1.VerdictsRequest{Kind: &placementv1.VerdictsRequest_Batch{
 			Batch: &placementv1.VerdictsRequests{Requests: out}}})
 	}
 	return true
@@ -924,7 +924,13 @@ func (v *verdicts) sendHeld(why string) bool {
 func (v *verdicts) send(stream placementv1.Placement_VerdictsClient, req *placementv1.VerdictsRequest) {
 	v.sendMu.Lock()
 	defer v.sendMu.Unlock()
-	_ = stream.Send(req) // a broken stream shows in Recv, which reconnects
+	sendLocked(stream, req)
+}
+
+// sendLocked sends req on stream; v.sendMu held. A broken stream shows in
+// Recv, which reconnects.
+func sendLocked(stream placementv1.Placement_VerdictsClient, req *placementv1.VerdictsRequest) {
+	_ = stream.Send(req)
 }
 
 // run keeps one stream open, reconnecting within about a second.
@@ -973,12 +979,12 @@ func (v *verdicts) serve(ctx context.Context) bool {
 	v.sendMu.Lock()
 	for _, t := range v.shapes {
 		t.ready = false
-		_ = stream.Send(&placementv1.VerdictsRequest{Kind: &placementv1.VerdictsRequest_Subscribe{
+		sendLocked(stream, &placementv1.VerdictsRequest{Kind: &placementv1.VerdictsRequest_Subscribe{
 			Subscribe: &placementv1.VerdictsSubscribe{ShapeId: t.id, Pod: t.pod, LeastHarmState: true}}})
 	}
 	for id := uint64(1); id <= v.nextBooking; id++ {
 		if req, ok := v.unacked[id]; ok {
-			_ = stream.Send(req)
+			sendLocked(stream, req)
 		}
 	}
 	v.sendMu.Unlock()
