@@ -34,6 +34,7 @@ if(TARGET neighborly_http AND TARGET neighborly_core AND TARGET neighborly_agent
       ${CMAKE_CURRENT_LIST_DIR}/fleet/kubelet_cpus_test.cc
       ${CMAKE_CURRENT_LIST_DIR}/fleet/fleet_sim_test.cc
       ${CMAKE_CURRENT_LIST_DIR}/fleet/calibration_test.cc
+      ${CMAKE_CURRENT_LIST_DIR}/fleet/workload_mix_test.cc
     LIBS neighborly_fleet_sim neighborly_fleet_model)
   # One small fleet through the whole path (extender, agent simulator, ground
   # truth): the binary must run and print its table.

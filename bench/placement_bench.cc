@@ -33,6 +33,7 @@ struct Flags {
   int fleets = 3;
   uint64_t seed = 1;
   int arrivals = 0;  // 0: per fleet, 210..300
+  bool scale_ups = false;  // MixOptions::scale_ups
   double report_interval_s = 5;
   double measurement_noise = 0.05;
   bool perturb = false;
@@ -86,7 +87,7 @@ int Usage(const std::string& error) {
                "usage: placement_bench [--fleets N] [--seed S] [--arrivals N] "
                "[--report-interval SECONDS] [--measurement-noise SHARE] [--perturb] [--json] "
                "[--pods] [--oracle] [--calibrate] [--diagnose] [--cpu-target LO-HI] "
-               "[--extender-config FILE] [--what-if LEVER[,LEVER...]]\n"
+               "[--extender-config FILE] [--what-if LEVER[,LEVER...]] [--scale-ups]\n"
                "  levers (the Neighborly mode with one part taken from the ground truth):\n"
                "  oracle-filter, oracle-filter-annotated, oracle-filter-residents,\n"
                "  oracle-filter-incoming, oracle-scores, exact-bookings, instant-telemetry,\n"
@@ -247,6 +248,7 @@ int Run(const Flags& flags) {
   }
   MixOptions mix;
   mix.arrivals = flags.arrivals;
+  mix.scale_ups = flags.scale_ups;
   mix.target_cpu_requested_min = flags.cpu_target_min;
   mix.target_cpu_requested_max = flags.cpu_target_max;
   std::vector<Row> rows;
@@ -412,6 +414,8 @@ int main(int argc, char** argv) {
           flags.cpu_target_min > flags.cpu_target_max) {
         return Usage("--cpu-target needs LO-HI, shares with 0 < LO <= HI <= 1 (e.g. 0.4-0.6)");
       }
+    } else if (arg == "--scale-ups") {
+      flags.scale_ups = true;
     } else if (arg == "--perturb") {
       flags.perturb = true;
     } else if (arg == "--json") {

@@ -226,10 +226,17 @@ FleetSpec GenerateFleet(uint64_t seed, const MixOptions& options) {
   // Each workload is created at a random moment of the run; its controller
   // creates all its pods at once (they reach the scheduler 0.2 s apart).
   const double span_s = options.mean_arrival_gap_s * arrivals;
+  // The scale-ups' moments come from a generator of their own, so that the
+  // fleets without them stay as they were.
+  Rng scale_rng(seed ^ 0x5CA1E0F5CA1E0F5ULL);
   for (size_t w = 0; w < fleet.workloads.size(); ++w) {
     const double created = rng.Uniform(0, span_s);
+    const bool scaled = options.scale_ups && !fleet.workloads[w].is_job && replicas[w] >= 3;
+    const int first = scaled ? std::max(1, replicas[w] / 3) : replicas[w];
+    const double scaled_at = scaled ? created + scale_rng.Uniform(30, 180) : 0;
     for (int r = 0; r < replicas[w]; ++r) {
-      fleet.arrivals.push_back({created + 0.2 * r, static_cast<int>(w), r});
+      const double at = r < first ? created + 0.2 * r : scaled_at + 0.2 * (r - first);
+      fleet.arrivals.push_back({at, static_cast<int>(w), r});
     }
   }
   std::sort(fleet.arrivals.begin(), fleet.arrivals.end(), [](const Arrival& a, const Arrival& b) {

@@ -80,6 +80,12 @@ struct MixOptions {
   double mean_arrival_gap_s = 1.5;  // pods per second over the run, on average
   double static_node_share = 0.4;   // nodes with the static CPU manager
   double target_cpu_requested_min = 0.7, target_cpu_requested_max = 0.9;
+  // Scale-ups (placement_bench --scale-ups): a Deployment of 3 or more
+  // replicas starts with a third of them (at least one) and is scaled up to
+  // the rest once, 30-180 s later, as a HorizontalPodAutoscaler or a rollout
+  // in steps would; so its later replicas arrive after the first ones have
+  // run and been measured. Off: every pod at creation, 0.2 s apart.
+  bool scale_ups = false;
 };
 
 struct FleetSpec {
