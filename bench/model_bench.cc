@@ -105,6 +105,43 @@ BENCHMARK(BM_EvaluateNodes)
     ->ArgsProduct({{500, 5000, 15000}, {0, 1, 2}})
     ->Unit(benchmark::kMicrosecond);
 
+// What ingest pays to tell a report that changes nothing the model reads
+// (issue 25: such a report re-evaluates its node in no verdict table), beside
+// what it pays anyway to build the node's profile. The comparison of two
+// equal profiles is its most expensive case (every field is compared); a
+// report that changes something stops at the first field that differs.
+//   build/default/bench/model_bench --benchmark_filter='Profile(Build|Compare)'
+void BM_ProfileBuild(benchmark::State& state) {
+  const int pods = static_cast<int>(state.range(0));
+  const ModelConfig config;
+  const absl::Time now = absl::FromUnixSeconds(1'700'000'001);
+  const telemetry::v1::NodeReport report = SyntheticReport(7, 1, pods);
+  for (auto _ : state) {
+    NodeProfile p = extender::BuildNodeProfile(report, config, nullptr, now);
+    benchmark::DoNotOptimize(p);
+  }
+  state.SetLabel(absl::StrCat(pods, " pods"));
+}
+BENCHMARK(BM_ProfileBuild)->Arg(6)->Arg(50)->Unit(benchmark::kMicrosecond);
+
+void BM_ProfileCompareEqual(benchmark::State& state) {
+  const int pods = static_cast<int>(state.range(0));
+  const ModelConfig config;
+  const absl::Time now = absl::FromUnixSeconds(1'700'000'001);
+  const NodeProfile previous =
+      extender::BuildNodeProfile(SyntheticReport(7, 1, pods), config, nullptr, now);
+  NodeProfile next = extender::BuildNodeProfile(SyntheticReport(7, 2, pods), config, nullptr,
+                                                now + absl::Seconds(1));
+  bool same = false;
+  for (auto _ : state) {
+    same = extender::SameDecisionsWhileFresh(previous, next);
+    benchmark::DoNotOptimize(same);
+  }
+  if (!same) state.SkipWithError("the two reports' profiles differ: nothing compared whole");
+  state.SetLabel(absl::StrCat(pods, " pods, equal"));
+}
+BENCHMARK(BM_ProfileCompareEqual)->Arg(6)->Arg(50)->Unit(benchmark::kMicrosecond);
+
 // In-flight bookings (issue 15, finding 7): 500 nodes with `bookings` live
 // bookings each (a mix of classes, pinned and shared, as a burst of pods
 // leaves them), evaluated from the list (fold=0, the only way before) or

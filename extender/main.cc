@@ -119,6 +119,11 @@ void AppendStateMetrics(const ExtenderCore& core, PrometheusWriter& page) {
     page.Counter("neighborly_placement_verdict_nodes_total", kRefreshNodesHelp, {{"why", why}},
                  static_cast<double>(nodes));
   }
+  page.Counter("neighborly_placement_reports_unchanged_total",
+               "Telemetry reports that changed nothing the model reads (the same residents, "
+               "measurements and knowledge as the node's last, while that is fresh): published "
+               "without re-evaluating the node in the verdict tables.",
+               {}, static_cast<double>(refreshes.reports_unchanged));
   page.Counter("neighborly_extender_least_harm_total",
                "Filter and prioritize requests in which predicted interference refused every "
                "candidate and the least-harm fallback passed the least harmful ones "

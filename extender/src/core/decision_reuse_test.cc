@@ -287,6 +287,8 @@ void TrackerMatchesEvaluation(bool least_harm_state) {
   const std::vector<std::string_view> candidates(all.begin(), all.end());
 
   std::mt19937 random(35);
+  std::mt19937 repeat(36);  // apart, so that `random`'s sequence stays as it was
+  std::vector<uint64_t> last_wobble(kNodes, 0);
   size_t incremental = 0, full = 0;
   std::vector<size_t> full_of(shapes.size(), 0), fallback_of(shapes.size(), 0),
       visited_of(shapes.size(), 0);
@@ -304,7 +306,12 @@ void TrackerMatchesEvaluation(bool least_harm_state) {
     // so only its decision's expiry can tell).
     for (int n = 0; n < kNodes; ++n) {
       if (clock.Now() < next_due[n] || (k >= 300 && k < 420 && n % 8 == 3)) continue;
-      report(n, random() % 8);
+      // Half the reports say what the node's last one said (a steady node):
+      // they change nothing the model reads and re-journal nothing, and the
+      // tables must stay exact through them as the decisions age and expire.
+      const uint64_t wobble = random() % 8;
+      if (repeat() % 2 == 0) last_wobble[n] = wobble;
+      report(n, last_wobble[n]);
       next_due[n] = clock.Now() + absl::Milliseconds(800 + static_cast<int>(random() % 400));
     }
     // The scheduler's side: bindings (exact), guesses (a prioritize books its
@@ -405,6 +412,10 @@ void TrackerMatchesEvaluation(bool least_harm_state) {
   // Every node visited is counted once by why; the test's steps make each kind.
   EXPECT_EQ(stats.nodes_changed + stats.nodes_expired + stats.nodes_regiven, stats.nodes_visited);
   EXPECT_GT(stats.nodes_expired, 0u);
+  // Reports that repeated the node's last left the journal alone (432 of
+  // them; a repeat across a phase change, or of a report already past
+  // fresh, is journalled), and the tables above stayed exact through them.
+  EXPECT_GT(stats.reports_unchanged, 200u);
   if (least_harm_state) {
     // Nothing is given again: the reader applies the fallback's moves.
     EXPECT_EQ(stats.nodes_regiven, 0u);
@@ -420,6 +431,66 @@ TEST(VerdictTrackerTest, IncrementalTablesEqualEvaluatingEveryNode) {
 
 TEST(VerdictTrackerTest, LeastHarmStateAppliedByTheReaderEqualsEvaluatingEveryNode) {
   TrackerMatchesEvaluation(/*least_harm_state=*/true);
+}
+
+// A report that repeats the node's last (a steady node) re-evaluates the
+// node in no table while the last is fresh; one that changes a measurement
+// does, and so does a repeat of a report already past fresh (its decisions
+// have begun to age, a fresh one's have not).
+TEST(VerdictTrackerTest, AReportThatChangesNothingReevaluatesNothing) {
+  FakeClock clock;
+  clock.Set(absl::FromUnixSeconds(1'700'000'000));
+  ModelConfig config;
+  ExtenderCore core(config, clock, {.max_nodes = 8});
+  uint64_t sequence = 0;
+  auto ingest = [&](uint64_t wobble) {
+    ASSERT_TRUE(core.Ingest(Report(1, 4, ++sequence, clock.Now() - absl::Seconds(1), wobble)).ok());
+  };
+  ingest(0);
+  ExtenderCore::VerdictTracker tracker(true);
+  ExtenderCore::VerdictChanges changes;
+  IncomingPod pod = Pod(1, 0);
+  pod.uid.clear();
+  core.Verdicts(pod, tracker, changes);
+  ASSERT_TRUE(changes.full);
+  ASSERT_EQ(changes.names.size(), 1u);
+  const std::string first = Describe(changes.decisions[0]);
+
+  clock.Set(clock.Now() + absl::Seconds(1));
+  ingest(0);  // the same measurements, a window later
+  core.Verdicts(pod, tracker, changes);
+  EXPECT_FALSE(changes.full);
+  EXPECT_TRUE(changes.names.empty());
+  EXPECT_EQ(core.verdict_refresh_stats().reports_unchanged, 1u);
+  // The table's decision still is what evaluating the newest report gives.
+  std::vector<std::string_view> names;
+  std::vector<NodeDecision> want;
+  core.FilterKnownNodes(pod, /*teach=*/false, names, want);
+  ASSERT_EQ(want.size(), 1u);
+  EXPECT_EQ(first, Describe(want[0]));
+
+  clock.Set(clock.Now() + absl::Seconds(1));
+  ingest(3);  // the node's pods measured otherwise
+  core.Verdicts(pod, tracker, changes);
+  ASSERT_EQ(changes.names.size(), 1u);
+  EXPECT_EQ(core.verdict_refresh_stats().reports_unchanged, 1u);
+
+  // Past the last report's fresh_until (3 windows of 1 s) its decisions
+  // age (confidence 31/32 from 1.8 s on). A repeat then is journalled: the
+  // newest report is fresh, and the node is taken again at full confidence.
+  clock.Set(clock.Now() + absl::Seconds(6));
+  core.Verdicts(pod, tracker, changes);
+  ASSERT_EQ(changes.names.size(), 1u);  // its decision expired
+  EXPECT_LT(changes.decisions[0].confidence, 1.0);
+  clock.Set(clock.Now() + absl::Milliseconds(100));
+  ingest(3);
+  EXPECT_EQ(core.verdict_refresh_stats().reports_unchanged, 1u);
+  core.Verdicts(pod, tracker, changes);
+  ASSERT_EQ(changes.names.size(), 1u);
+  core.FilterKnownNodes(pod, /*teach=*/false, names, want);
+  ASSERT_EQ(want.size(), 1u);
+  EXPECT_EQ(Describe(changes.decisions[0]), Describe(want[0]));
+  EXPECT_EQ(changes.decisions[0].confidence, 1.0);
 }
 
 TEST(DecisionReuseTest, ShapesDifferInWhatEvaluationReads) {

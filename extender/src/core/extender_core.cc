@@ -198,6 +198,8 @@ struct ExtenderCore::Impl {
   std::atomic<uint64_t> verdicts_nodes_changed{0};
   std::atomic<uint64_t> verdicts_nodes_expired{0};
   std::atomic<uint64_t> verdicts_nodes_regiven{0};
+  // Reports published without a journal entry (SameDecisionsWhileFresh).
+  std::atomic<uint64_t> reports_unchanged{0};
   // Nodes with telemetry when the loaded state file was saved (readiness).
   size_t nodes_in_loaded_state = 0;
 };
@@ -346,7 +348,16 @@ absl::Status ExtenderCore::Impl::Apply(std::unique_ptr<NodeSnapshot> snapshot) {
       // the pod's load, which the profile then leaves out).
       if (knowledge[i].booked_here && !resident.measured) uids[i] = std::string_view();
     }
-    state.PublishSnapshot(*entry, std::move(snapshot));
+    // A report that changes nothing the model reads (a steady node: the same
+    // residents, measurements and knowledge) publishes its snapshot without a
+    // journal entry: the verdict tables' decisions on the node stand, and
+    // come due at the previous snapshot's fresh_until, when they are taken
+    // from the newest snapshot (issue 25: on a steady fleet most reports
+    // re-evaluated every shape's table for nothing).
+    const bool unchanged = previous != nullptr && now <= previous->profile.fresh_until &&
+                           SameDecisionsWhileFresh(previous->profile, snapshot->profile);
+    if (unchanged) reports_unchanged.fetch_add(1, std::memory_order_relaxed);
+    state.PublishSnapshot(*entry, std::move(snapshot), /*journal=*/!unchanged);
   }
   std::erase(uids, std::string_view());
   ledger.Release(report.node_name(), uids);
@@ -915,7 +926,8 @@ ExtenderCore::VerdictRefreshStats ExtenderCore::verdict_refresh_stats() const {
           impl_->verdicts_nodes.load(std::memory_order_relaxed),
           impl_->verdicts_nodes_changed.load(std::memory_order_relaxed),
           impl_->verdicts_nodes_expired.load(std::memory_order_relaxed),
-          impl_->verdicts_nodes_regiven.load(std::memory_order_relaxed)};
+          impl_->verdicts_nodes_regiven.load(std::memory_order_relaxed),
+          impl_->reports_unchanged.load(std::memory_order_relaxed)};
 }
 
 void ExtenderCore::Impl::TrackVerdicts(const IncomingPod& pod, VerdictTracker::State& st,

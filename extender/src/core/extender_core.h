@@ -268,6 +268,9 @@ class ExtenderCore : public Decider {
     uint64_t nodes_changed = 0;
     uint64_t nodes_expired = 0;
     uint64_t nodes_regiven = 0;
+    // Reports that changed nothing the model reads, so that no table
+    // re-evaluated their node (NodeProfile's SameDecisionsWhileFresh).
+    uint64_t reports_unchanged = 0;
   };
   VerdictRefreshStats verdict_refresh_stats() const;
   // The generation of `node`'s booking list (0: none booked there).

@@ -56,6 +56,7 @@ struct NumaProfile {
   // Its socket, as an index shared by the NUMA nodes of one package (issue 27:
   // AMD NPS2/NPS4 and Intel SNC put several NUMA nodes in one socket).
   uint8_t socket = 0;
+  bool operator==(const NumaProfile&) const = default;
 };
 
 struct L3Profile {
@@ -71,6 +72,7 @@ struct L3Profile {
   uint32_t id = 0;
   uint16_t numa_index = 0;  // its NUMA node: NodeProfile::numa[numa_index]
   bool occupancy_measured = false;
+  bool operator==(const L3Profile&) const = default;
 };
 
 // One resident whose slowdown evaluation predicts, on one L3 domain it uses
@@ -90,6 +92,7 @@ struct TrackedResident {
   uint16_t numa_index = 0;
   int32_t pod_index = 0;   // report.pods() / NodeProfile::pods
   int32_t name_index = 0;  // NodeProfile::tracked_names
+  bool operator==(const TrackedResident&) const = default;
 };
 
 // Classification of one pod of the report (same index as report.pods()).
@@ -118,6 +121,7 @@ struct ResidentPod {
   // The agent holds it under a resctrl cap (PodReport.resctrl_cap): its L3 and
   // bandwidth demand are bounded by the cap (issue 27).
   bool capped = false;
+  bool operator==(const ResidentPod&) const = default;
 };
 
 // What the extender knows about a reported pod beyond the report (parallel to
@@ -191,7 +195,19 @@ struct NodeProfile {
   int tiny_batch_pods = 0;
   std::string latency_critical_example;  // "latency-critical pod ns/name", for reasons
   std::string batch_example;             // "batch pod ns/name" or "aggressor pod ns/name (...)"
+  bool operator==(const NodeProfile&) const = default;
 };
+
+// Whether evaluation decides on `next` as on `previous` at every moment up
+// to previous.fresh_until: every field but the report's timing (received_at,
+// window, fresh_until, stale_at, residents_until) and what each pod's window
+// teaches its workload (ResidentPod::observation, which evaluation does not
+// read) is equal, and `next` stays fresh at least as long. A report that
+// changes nothing the model reads then need not re-evaluate its node in the
+// verdict tables (issue 25; ExtenderCore publishes it without a journal
+// entry). `next` is compared in place: its times and observations are set to
+// `previous`'s for the comparison and restored, so that no profile is copied.
+bool SameDecisionsWhileFresh(const NodeProfile& previous, NodeProfile& next);
 
 // Memory bandwidth utilisation per NUMA node, `u[n]` parallel to p.numa, made
 // to include the node's socket: NUMA nodes inside one socket (NPS2/NPS4, SNC)

@@ -79,6 +79,7 @@ struct AdmissionNuma {
     for (int16_t& v : a) v = -1;
     return a;
   }
+  bool operator==(const AdmissionNuma&) const = default;
 };
 
 // One node's kubelet, condensed at ingest. NUMA nodes sorted by id (the
@@ -106,6 +107,7 @@ struct AdmissionProfile {
   bool split_l3 = false;
   bool uncore_aligned = false;
   absl::InlinedVector<AdmissionNuma, 2> numa;
+  bool operator==(const AdmissionProfile&) const = default;
 };
 
 // `free_memory_bytes`: per NUMA node id of the report (in report order), the

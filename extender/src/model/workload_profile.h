@@ -45,6 +45,7 @@ struct WorkloadObservation {
   bool victim = false;
   std::optional<double> cache_loss;
   std::optional<double> latency_factor;
+  bool operator==(const WorkloadObservation&) const = default;
 };
 
 // A value's decayed distribution: log-spaced buckets (three per octave from

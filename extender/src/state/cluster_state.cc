@@ -104,9 +104,10 @@ size_t ClusterState::retired() const {
   return retired_.size();
 }
 
-void ClusterState::PublishSnapshot(Entry& entry, std::unique_ptr<const NodeSnapshot> snapshot) {
+void ClusterState::PublishSnapshot(Entry& entry, std::unique_ptr<const NodeSnapshot> snapshot,
+                                   bool journal) {
   const NodeSnapshot* old = entry.snapshot.exchange(snapshot.release(), std::memory_order_seq_cst);
-  Journal(entry);
+  if (journal) Journal(entry);
   Retire(old, /*reclaim=*/true);
 }
 

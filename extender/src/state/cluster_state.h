@@ -175,8 +175,10 @@ class ClusterState {
   Entry* GetOrCreate(std::string_view name);
 
   // Replace an entry's snapshot / booking list; the old one is freed once no
-  // View can reach it. Callers serialise writers of one entry's field.
-  void PublishSnapshot(Entry& entry, std::unique_ptr<const NodeSnapshot> snapshot);
+  // View can reach it. Callers serialise writers of one entry's field. A
+  // snapshot published with `journal` false is left out of the change journal:
+  // the caller knows it decides as the one it replaces (ExtenderCore::Ingest).
+  void PublishSnapshot(Entry& entry, std::unique_ptr<const NodeSnapshot> snapshot, bool journal = true);
   void PublishBookings(Entry& entry, std::unique_ptr<const BookingList> bookings);
 
   size_t max_nodes() const { return max_nodes_; }
