@@ -356,8 +356,20 @@ absl::Status ExtenderCore::Impl::Apply(std::unique_ptr<NodeSnapshot> snapshot) {
     // re-evaluated every shape's table for nothing).
     const bool unchanged = previous != nullptr && now <= previous->profile.fresh_until &&
                            SameDecisionsWhileFresh(previous->profile, snapshot->profile);
-    if (unchanged) reports_unchanged.fetch_add(1, std::memory_order_relaxed);
+    const absl::Time previous_fresh_until =
+        previous != nullptr ? previous->profile.fresh_until : absl::InfinitePast();
     state.PublishSnapshot(*entry, std::move(snapshot), /*journal=*/!unchanged);
+    if (unchanged) {
+      // A table refreshed after the last report left fresh may have read it
+      // (not this one) and kept an aging decision: if that moment has come
+      // since `now`, the node is journalled after all. Before it, a table
+      // that read the last one read it fresh, as this one is.
+      if (clock.Now() > previous_fresh_until) {
+        state.JournalChange(*entry);
+      } else {
+        reports_unchanged.fetch_add(1, std::memory_order_relaxed);
+      }
+    }
   }
   std::erase(uids, std::string_view());
   ledger.Release(report.node_name(), uids);

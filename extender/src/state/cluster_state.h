@@ -196,6 +196,9 @@ class ClusterState {
   static constexpr size_t kJournal = size_t{1} << 16;
   // The cursor just past the newest change.
   uint64_t journal_end() const;
+  // Journals `entry` as changed without replacing anything: for a snapshot
+  // published without a journal entry that turns out to need one.
+  void JournalChange(const Entry& entry) { Journal(entry); }
   // Appends the ordinals changed from `cursor` on to `ordinals` (one per
   // change: an entry changed twice comes twice) and returns the cursor past
   // them; nullopt when the journal no longer holds every change since
