@@ -349,26 +349,23 @@ absl::Status ExtenderCore::Impl::Apply(std::unique_ptr<NodeSnapshot> snapshot) {
       if (knowledge[i].booked_here && !resident.measured) uids[i] = std::string_view();
     }
     // A report that changes nothing the model reads (a steady node: the same
-    // residents, measurements and knowledge) publishes its snapshot without a
-    // journal entry: the verdict tables' decisions on the node stand, and
-    // come due at the previous snapshot's fresh_until, when they are taken
-    // from the newest snapshot (issue 25: on a steady fleet most reports
-    // re-evaluated every shape's table for nothing).
-    const bool unchanged = previous != nullptr && now <= previous->profile.fresh_until &&
-                           SameDecisionsWhileFresh(previous->profile, snapshot->profile);
-    const absl::Time previous_fresh_until =
-        previous != nullptr ? previous->profile.fresh_until : absl::InfinitePast();
-    state.PublishSnapshot(*entry, std::move(snapshot), /*journal=*/!unchanged);
-    if (unchanged) {
-      // A table refreshed after the last report left fresh may have read it
-      // (not this one) and kept an aging decision: if that moment has come
-      // since `now`, the node is journalled after all. Before it, a table
-      // that read the last one read it fresh, as this one is.
-      if (clock.Now() > previous_fresh_until) {
-        state.JournalChange(*entry);
-      } else {
-        reports_unchanged.fetch_add(1, std::memory_order_relaxed);
-      }
+    // residents, measurements and knowledge) leaves the change journal alone:
+    // the verdict tables' decisions on the node stand, and come due at the
+    // last snapshot's fresh_until, when they are taken from the newest one
+    // (issue 25: on a steady fleet most reports re-evaluated every shape's
+    // table for nothing). Decided once the snapshot is out: a table refreshed
+    // after the last one left fresh may have read it aging, so past that
+    // moment the node is journalled after all; before it, a table that read
+    // the last one read it fresh, as this one is.
+    const bool unchanged =
+        previous != nullptr && SameDecisionsWhileFresh(previous->profile, snapshot->profile);
+    const absl::Time still_fresh_until =
+        unchanged ? previous->profile.fresh_until : absl::InfinitePast();
+    state.PublishSnapshot(*entry, std::move(snapshot), /*journal=*/false);
+    if (clock.Now() <= still_fresh_until) {
+      reports_unchanged.fetch_add(1, std::memory_order_relaxed);
+    } else {
+      state.JournalChange(*entry);
     }
   }
   std::erase(uids, std::string_view());

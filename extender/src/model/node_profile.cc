@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <numeric>
+#include <utility>
 
 #include "extender/src/model/interference.h"
 
@@ -729,32 +730,29 @@ bool SameDecisionsWhileFresh(const NodeProfile& previous, NodeProfile& next) {
   if (next.fresh_until < previous.fresh_until || next.pods.size() != previous.pods.size()) {
     return false;
   }
-  // Set aside what evaluation does not read: the report's timing, and what
-  // each pod's window teaches its workload (which moves as the workload
-  // learns, whatever the node does).
-  const absl::Time received_at = next.received_at, fresh_until = next.fresh_until,
-                   stale_at = next.stale_at, residents_until = next.residents_until;
-  const absl::Duration window = next.window;
-  next.received_at = previous.received_at;
-  next.fresh_until = previous.fresh_until;
-  next.stale_at = previous.stale_at;
-  next.residents_until = previous.residents_until;
-  next.window = previous.window;
+  // What evaluation does not read, `previous`'s, swapped into `next` for the
+  // comparison and out again: the report's timing, and what each pod's
+  // window teaches its workload (which moves as the workload learns,
+  // whatever the node does).
+  absl::Time received_at = previous.received_at, fresh_until = previous.fresh_until,
+             stale_at = previous.stale_at, residents_until = previous.residents_until;
+  absl::Duration window = previous.window;
   absl::InlinedVector<WorkloadObservation, 16> observations;
-  observations.reserve(next.pods.size());
-  for (size_t i = 0; i < next.pods.size(); ++i) {
-    observations.push_back(std::move(next.pods[i].observation));
-    next.pods[i].observation = previous.pods[i].observation;
-  }
+  observations.reserve(previous.pods.size());
+  for (const ResidentPod& pod : previous.pods) observations.push_back(pod.observation);
+  auto swap_unread = [&] {
+    std::swap(next.received_at, received_at);
+    std::swap(next.fresh_until, fresh_until);
+    std::swap(next.stale_at, stale_at);
+    std::swap(next.residents_until, residents_until);
+    std::swap(next.window, window);
+    for (size_t i = 0; i < next.pods.size(); ++i) {
+      std::swap(next.pods[i].observation, observations[i]);
+    }
+  };
+  swap_unread();
   const bool same = next == previous;
-  for (size_t i = 0; i < next.pods.size(); ++i) {
-    next.pods[i].observation = std::move(observations[i]);
-  }
-  next.received_at = received_at;
-  next.fresh_until = fresh_until;
-  next.stale_at = stale_at;
-  next.residents_until = residents_until;
-  next.window = window;
+  swap_unread();
   return same;
 }
 

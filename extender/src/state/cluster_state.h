@@ -176,9 +176,11 @@ class ClusterState {
 
   // Replace an entry's snapshot / booking list; the old one is freed once no
   // View can reach it. Callers serialise writers of one entry's field. A
-  // snapshot published with `journal` false is left out of the change journal:
-  // the caller knows it decides as the one it replaces (ExtenderCore::Ingest).
-  void PublishSnapshot(Entry& entry, std::unique_ptr<const NodeSnapshot> snapshot, bool journal = true);
+  // snapshot published with `journal` false is left out of the change journal
+  // until the caller journals it (JournalChange), if it does: ExtenderCore's
+  // ingest does not for a report that decides as the one it replaces.
+  void PublishSnapshot(Entry& entry, std::unique_ptr<const NodeSnapshot> snapshot,
+                       bool journal = true);
   void PublishBookings(Entry& entry, std::unique_ptr<const BookingList> bookings);
 
   size_t max_nodes() const { return max_nodes_; }
@@ -197,7 +199,7 @@ class ClusterState {
   // The cursor just past the newest change.
   uint64_t journal_end() const;
   // Journals `entry` as changed without replacing anything: for a snapshot
-  // published without a journal entry that turns out to need one.
+  // published with `journal` false that needs an entry after all.
   void JournalChange(const Entry& entry) { Journal(entry); }
   // Appends the ordinals changed from `cursor` on to `ordinals` (one per
   // change: an entry changed twice comes twice) and returns the cursor past
