@@ -20,7 +20,8 @@
 #                       (default build/bench-scheduler/<UTC time>)
 #   BENCH_NO_BUILD=1    use build/go/bin's etcd and scheduler-perf.test as they are
 #                       (no rebuild; for repeated runs of the same code)
-#   NEIGHBORLY_BENCH_CPUPROFILE=1  a CPU profile of the test process per workload
+#   NEIGHBORLY_BENCH_CPUPROFILE=1  CPU and allocation profiles of the test process per workload
+#                       (cpu.pprof; allocs-start.pprof and allocs.pprof, read with -base)
 #   NEIGHBORLY_EXTENDER=PATH  another neighborly-extender binary (default: BUILD_DIR's)
 #   NEIGHBORLY_PLUGIN_STREAMED=0  the plugin with streamedVerdicts: false, the calls in every cycle (1: true, the default)
 set -euo pipefail

@@ -86,7 +86,7 @@ type benchHarness struct {
 	helm      string
 	outDir    string // the working directory: configs, logs, data items, results
 	pki       *testpki.PKI
-	profile   bool // a CPU profile of the test process per workload
+	profile   bool // CPU and allocation profiles of the test process per workload
 	rounds    int  // every test case this many times, round by round
 	seed      int64
 	orders    map[int][]string // per round, the test cases in the order they ran
@@ -229,7 +229,29 @@ func (h *benchHarness) preRun(tCtx ktesting.TContext, w *benchmark.Workload) (fu
 			f.Close()
 			return nil, err
 		}
-		stopProfile = func() { pprof.StopCPUProfile(); f.Close() }
+		// The allocations too, at the start and the end of the workload
+		// (cumulative since the process began: read them with
+		// go tool pprof -sample_index=alloc_space -base allocs-start.pprof allocs.pprof).
+		writeAllocs := func(name string) error {
+			a, err := os.Create(filepath.Join(run.dir, name))
+			if err != nil {
+				return err
+			}
+			defer a.Close()
+			return pprof.Lookup("allocs").WriteTo(a, 0)
+		}
+		if err := writeAllocs("allocs-start.pprof"); err != nil {
+			pprof.StopCPUProfile()
+			f.Close()
+			return nil, err
+		}
+		stopProfile = func() {
+			pprof.StopCPUProfile()
+			f.Close()
+			if err := writeAllocs("allocs.pprof"); err != nil {
+				tCtx.Logf("allocation profile: %v", err)
+			}
+		}
 	}
 
 	if m == modeNone {
