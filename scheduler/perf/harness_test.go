@@ -240,14 +240,13 @@ func (h *benchHarness) preRun(tCtx ktesting.TContext, w *benchmark.Workload) (fu
 			defer a.Close()
 			return pprof.Lookup("allocs").WriteTo(a, 0)
 		}
+		stopCPU := func() { pprof.StopCPUProfile(); f.Close() }
 		if err := writeAllocs("allocs-start.pprof"); err != nil {
-			pprof.StopCPUProfile()
-			f.Close()
+			stopCPU()
 			return nil, err
 		}
 		stopProfile = func() {
-			pprof.StopCPUProfile()
-			f.Close()
+			stopCPU()
 			if err := writeAllocs("allocs.pprof"); err != nil {
 				tCtx.Logf("allocation profile: %v", err)
 			}

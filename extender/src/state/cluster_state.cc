@@ -107,11 +107,11 @@ size_t ClusterState::retired() const {
 void ClusterState::PublishSnapshot(Entry& entry, std::unique_ptr<const NodeSnapshot> snapshot,
                                    bool journal) {
   const NodeSnapshot* old = entry.snapshot.exchange(snapshot.release(), std::memory_order_seq_cst);
-  if (journal) Journal(entry);
+  if (journal) JournalChange(entry);
   Retire(old, /*reclaim=*/true);
 }
 
-void ClusterState::Journal(const Entry& entry) {
+void ClusterState::JournalChange(const Entry& entry) {
   std::lock_guard<std::mutex> lock(journal_mu_);
   journal_[journal_end_ % kJournal] = static_cast<uint32_t>(entry.ordinal);
   ++journal_end_;
@@ -134,7 +134,7 @@ void ClusterState::PublishBookings(Entry& entry, std::unique_ptr<const BookingLi
   // Bookings are published by /prioritize: leave the freeing to ingest, unless
   // the lists retired add up.
   const BookingList* old = entry.bookings.exchange(bookings.release(), std::memory_order_seq_cst);
-  Journal(entry);
+  JournalChange(entry);
   size_t bytes = 0;
   if (old != nullptr) {
     bytes = old->capacity() * sizeof(Booking);

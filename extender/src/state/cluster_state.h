@@ -198,9 +198,10 @@ class ClusterState {
   static constexpr size_t kJournal = size_t{1} << 16;
   // The cursor just past the newest change.
   uint64_t journal_end() const;
-  // Journals `entry` as changed without replacing anything: for a snapshot
-  // published with `journal` false that needs an entry after all.
-  void JournalChange(const Entry& entry) { Journal(entry); }
+  // Journals `entry` as changed (the publishers do; ingest calls it itself
+  // for a snapshot it published with `journal` false that needs an entry
+  // after all).
+  void JournalChange(const Entry& entry);
   // Appends the ordinals changed from `cursor` on to `ordinals` (one per
   // change: an entry changed twice comes twice) and returns the cursor past
   // them; nullopt when the journal no longer holds every change since
@@ -272,7 +273,6 @@ class ClusterState {
     return ((x0 ^ y0) | (x1 ^ y1)) == 0;
   }
 
-  void Journal(const Entry& entry);
   mutable std::mutex journal_mu_;
   std::unique_ptr<uint32_t[]> journal_;  // kJournal ordinals, a ring
   uint64_t journal_end_ = 0;             // guarded by journal_mu_
