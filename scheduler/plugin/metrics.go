@@ -85,7 +85,7 @@ var (
 		Namespace:      "neighborly",
 		Subsystem:      "plugin",
 		Name:           "passed_ahead_of_ack_total",
-		Help:           "Nodes with a booking not yet acked that a streamed cycle's Filter passed at once because the verdict table passed them as it stood (outcome Filter), and of those chosen, the ones Reserve refused because the acked table refuses them (outcome Reserve_refused: the pod is tried again).",
+		Help:           "Nodes with a booking not yet acked that a streamed cycle judged without waiting for the ack, by outcome: Filter (passed: the verdict table passed them as it stood), Filter_refused (refused: the table refused them as it stood), Score (scored as the table stood, at most the neutral middle), and Reserve_refused (of those passed and chosen, the ones Reserve refused because the acked table refuses them: the pod is tried again).",
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"outcome"})
 	registerOnce sync.Once

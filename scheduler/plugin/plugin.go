@@ -642,15 +642,19 @@ func (p *Plugin) Score(_ context.Context, state fwk.CycleState, pod *v1.Pod, nod
 		return 0, fwk.AsStatus(fmt.Errorf("neighborly: no scores for this cycle: %w", err))
 	}
 	if c, ok := d.(*streamedCycle); ok {
-		v, ok := p.verdicts.lookupInfo(c.table, c.slots, nil, nodeInfo, c.deadline, false)
-		if !ok {
-			// Failing open, the neutral middle (as for a node the extender did not score).
-			return extenderMaxScore / 2, p.pendingTimedOut("Score", pod, nodeInfo.Node().Name)
-		}
+		v, pending := p.verdicts.scoreInfo(c.table, c.slots, nodeInfo)
 		if !v.feasible && c.ahead.has(nodeInfo.Node().Name) {
 			// Passed ahead of its ack, refused after it: the least, and
 			// Reserve refuses it should it still be chosen.
 			return 0, nil
+		}
+		if pending {
+			// Its booking is not acked: scored without waiting, as its table
+			// stood before the booking but no higher than a node the
+			// extender knows nothing about (the booking adds load there).
+			// Reserve waits for the ack if kube-scheduler still chooses it.
+			passedAheadOfAcks.WithLabelValues("Score").Inc()
+			return min(v.score, extenderMaxScore/2), nil
 		}
 		return v.score, nil
 	}

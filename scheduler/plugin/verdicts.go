@@ -376,22 +376,40 @@ func (v *verdicts) lookupInfo(t *shapeTable, slots *slotCache, pend *cyclePendin
 	return v.lookupSlot(t, slot, info, name, deadline, filtering)
 }
 
-// filterInfo is Filter's lookupInfo, but a node with a booking not acked
-// that the table passes as it stands is passed at once (ahead: true) rather
-// than waited for: the cycle's Score waits for that ack, where kube-scheduler
-// has done its filtering meanwhile, and Reserve refuses the node if the
-// booking made the table refuse it. A node the table refuses is waited for
-// as before (a booking can lift a refusal).
+// filterInfo is Filter's lookupInfo, but a node with a booking not acked is
+// judged at once by its table as it stands, not waited for: passed (ahead:
+// true) where the table passes it, and Reserve then waits for the ack and
+// refuses the node if the booking made the table refuse it; refused where the
+// table refuses it. A booking sometimes lifts a refusal (an Unreserve, or a
+// resident already past its tolerance: docs/placement.md), and such a node
+// is then out of this cycle only, on the safe side; the next reads its
+// post-booking verdict. (issue 25: a Filter wait for such an ack was 2-3 ms,
+// in 8 % of a SchedulingMixed round's cycles at 5,000 nodes.) PreFilter's narrowed set still waits for its acks where half of it
+// is pending, so that a pod of a shape that passes few nodes is not left with
+// none.
 func (v *verdicts) filterInfo(t *shapeTable, slots *slotCache, pend *cyclePending, info fwk.NodeInfo, deadline time.Time) (d verdict, ok, ahead bool) {
 	if t.refused.Load() == 0 && !pend.mayBePending(v, info) {
 		return verdict{feasible: true}, true, false
 	}
 	slot, name := v.slotOf(slots, info)
-	if v.pending.Load().has(slot, info, name) && v.readSlot(t, int(slot)).feasible {
-		return verdict{feasible: true}, true, true
+	if v.pending.Load().has(slot, info, name) {
+		d := v.readSlot(t, int(slot))
+		if d.feasible {
+			return verdict{feasible: true}, true, true
+		}
+		passedAheadOfAcks.WithLabelValues("Filter_refused").Inc()
+		return d, true, false
 	}
 	d, ok = v.lookupSlot(t, slot, info, name, deadline, true)
 	return d, ok, false
+}
+
+// scoreInfo is Score's read of info's node in t, without waiting: its
+// verdict as the table stands, and whether a booking on it is not acked yet
+// (the verdict is then the one from before that booking).
+func (v *verdicts) scoreInfo(t *shapeTable, slots *slotCache, info fwk.NodeInfo) (d verdict, pending bool) {
+	slot, name := v.slotOf(slots, info)
+	return v.readSlot(t, int(slot)), v.pending.Load().has(slot, info, name)
 }
 
 // slotOf is info's slot, found by identity in the cache of PreFilter's
@@ -481,23 +499,23 @@ func (v *verdicts) urge() {
 
 // sendAheadOf sends the held-back bookings at once, from the caller's
 // goroutine, where one is on a node of names (a narrowed cycle's set, which
-// kube-scheduler filters and scores whole), and yields so that gRPC-Go's
-// writer goroutine writes them before the cycle fans out its Filter
-// workers. The cycle meets such a node in Filter or Score and waits there
-// for its ack; sent now, the round trip runs while the cycle filters. In
-// SchedulingMixed (issue 25, 2026-12-07) Score's waits for such acks took
-// 5.8 ms on average while the booking left only when a Filter worker urged
-// the sender goroutine, which then waited behind the workers; 3.0-3.6 ms
-// with this send. A cycle whose set holds no held booking, and
-// every cycle that kube-scheduler samples from the whole list (its rotating
-// start puts the last pods' nodes behind it), pays nothing: the yield was
-// a millisecond of every cycle where bookings were all sent at once.
+// kube-scheduler filters and scores whole): the cycle may meet such a node
+// in Reserve or wait in PreFilter for its ack, so its round trip starts now
+// rather than when the linger ends. It does not yield: Filter and Score no
+// longer wait for acks, and a runtime.Gosched here put kube-scheduler's
+// goroutine behind everything runnable in its process (issue 25: 0.28 ms of
+// every narrowed cycle on average in a SchedulingMixed round at 5,000 nodes,
+// 2026-12-07, seventeenth session). gRPC-Go's writer goroutine writes them
+// when the cycle's goroutine next blocks, at the latest when it fans out its
+// Filter workers. A cycle whose set holds no held booking, and every cycle
+// that kube-scheduler samples from the whole list (its rotating start puts
+// the last pods' nodes behind it), sends nothing.
 func (v *verdicts) sendAheadOf(names sets.Set[string]) {
 	v.mu.RLock()
 	needed := slices.ContainsFunc(v.outbox, func(req *placementv1.VerdictsRequest) bool { return names.Has(bookingNode(req)) })
 	v.mu.RUnlock()
-	if needed && v.sendHeld("narrowed") {
-		runtime.Gosched()
+	if needed {
+		v.sendHeld("narrowed")
 	}
 }
 

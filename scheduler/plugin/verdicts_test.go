@@ -372,8 +372,9 @@ func TestStreamedReserveIsAckedAfterItsDeltaAndItsNodeWaits(t *testing.T) {
 		t.Errorf("Filter on a node without a pending booking waited %v", d)
 	}
 	// n1, which the table passed before the booking, is passed at once,
-	// ahead of its ack; Score waits for the ack and reads the booking's
-	// verdict, a refusal: the least score, and Reserve refuses n1.
+	// ahead of its ack, and scored at once: its score before the booking (9)
+	// held to the neutral middle. Reserve waits for the ack and reads the
+	// booking's verdict, a refusal.
 	if st := p.Filter(context.Background(), state, pod, nodeInfo("n1")); st != nil {
 		t.Errorf("Filter(n1) with its booking not acked = %v, want passed ahead of the ack", st)
 	}
@@ -383,15 +384,18 @@ func TestStreamedReserveIsAckedAfterItsDeltaAndItsNodeWaits(t *testing.T) {
 	if st := p.PreScore(context.Background(), state, pod, []fwk.NodeInfo{nodeInfo("n1"), nodeInfo("n4")}); st != nil {
 		t.Fatal(st)
 	}
-	if s, st := p.Score(context.Background(), state, pod, nodeInfo("n1")); st != nil || s != 0 {
-		t.Errorf("Score(n1) = %d, %v; want 0, the booking's refusal read after the ack", s, st)
+	if s, st := p.Score(context.Background(), state, pod, nodeInfo("n1")); st != nil || s != extenderMaxScore/2 {
+		t.Errorf("Score(n1) = %d, %v; want %d, its score before the booking held to the middle", s, st, extenderMaxScore/2)
 	}
-	if d := time.Since(start); d < 100*time.Millisecond {
-		t.Errorf("Score(n1) answered after %v, before the ack", d)
+	if d := time.Since(start); d > 50*time.Millisecond {
+		t.Errorf("Score(n1) waited %v for the ack", d)
 	}
 	st := p.Reserve(context.Background(), state, pod, "n1")
 	if st.Code() != fwk.Unschedulable || !strings.Contains(st.Message(), "booked") {
 		t.Errorf("Reserve(n1) = %v, want the refusal the ack came after", st)
+	}
+	if d := time.Since(start); d < 100*time.Millisecond {
+		t.Errorf("Reserve(n1) answered after %v, before the ack", d)
 	}
 	if _, _, _, reserves := f.counts(); len(reserves) != 1 || reserves[0] != "uid-2@n1" {
 		t.Errorf("reserves on the stream = %v", reserves)
@@ -410,8 +414,9 @@ func TestStreamedReserveIsAckedAfterItsDeltaAndItsNodeWaits(t *testing.T) {
 }
 
 // Bookings are held back for bookingLinger and go together in one
-// VerdictsRequests message; a cycle that reaches a pending node sends them at
-// once instead of waiting out the linger.
+// VerdictsRequests message; a cycle that passes a pending node ahead of its
+// ack (and may wait for it in Reserve) sends them at once instead of waiting
+// out the linger.
 func TestHeldBookingsGoTogetherAndAWaitSendsThem(t *testing.T) {
 	f := newStreaming()
 	p := streamedPlugin(t, f, Args{BookingLinger: &Duration{time.Second}})
@@ -430,13 +435,27 @@ func TestHeldBookingsGoTogetherAndAWaitSendsThem(t *testing.T) {
 	if _, st := p.PreFilter(context.Background(), state, pod, nil); st != nil {
 		t.Fatal(st)
 	}
+	// Filter passes n1 ahead of its ack and urges the held bookings out, long
+	// before the linger ends; Reserve on it waits for the ack.
 	start := time.Now()
-	st := p.Filter(context.Background(), state, pod, nodeInfo("n2"))
+	if st := p.Filter(context.Background(), state, pod, nodeInfo("n1")); st != nil {
+		t.Fatalf("Filter(n1) = %v, want passed ahead of its ack", st)
+	}
+	for {
+		if _, _, _, reserves := f.counts(); len(reserves) == 3 {
+			break
+		}
+		if time.Since(start) > 500*time.Millisecond {
+			t.Fatalf("the held bookings were not sent when Filter passed n1 ahead of its ack")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	st := p.Reserve(context.Background(), state, pod, "n1")
 	if d := time.Since(start); d > 500*time.Millisecond {
-		t.Errorf("Filter(n2) waited %v: the held bookings waited out the linger", d)
+		t.Errorf("Reserve(n1) answered after %v: the held bookings waited out the linger", d)
 	}
 	if st == nil || !strings.Contains(st.Message(), "booked") {
-		t.Errorf("Filter(n2) = %v, want the refusal its booking's ack came after", st)
+		t.Errorf("Reserve(n1) = %v, want the refusal its booking's ack came after", st)
 	}
 	_, _, _, reserves := f.counts()
 	f.smu.Lock()
@@ -510,10 +529,25 @@ func TestFilterPassesAPendingNodeAheadOfItsAckAndSendsItsBooking(t *testing.T) {
 	if st := p.PreScore(ctx, state, pod, []fwk.NodeInfo{nodeInfo("n1"), nodeInfo("n4")}); st != nil {
 		t.Fatal(st)
 	}
-	for n, want := range map[string]int64{"n1": 0, "n4": 2} {
-		if s, st := p.Score(ctx, state, pod, nodeInfo(n)); st != nil || s != want {
-			t.Errorf("Score(%s) = %d, %v; want %d", n, s, st, want)
+	// Scored without waiting: n1's score before the booking (9) held to the
+	// middle, as it may be acked by now; n4's as the table has it.
+	scored0 := counterValue(t, passedAheadOfAcks.WithLabelValues("Score"))
+	scores := map[string]int64{}
+	for _, n := range []string{"n1", "n4"} {
+		s, st := p.Score(ctx, state, pod, nodeInfo(n))
+		if st != nil {
+			t.Fatalf("Score(%s): %v", n, st)
 		}
+		scores[n] = s
+	}
+	scored := counterValue(t, passedAheadOfAcks.WithLabelValues("Score")) - scored0
+	switch {
+	case scores["n4"] != 2:
+		t.Errorf("Score(n4) = %d, want 2", scores["n4"])
+	case scored == 1 && scores["n1"] != extenderMaxScore/2:
+		t.Errorf("Score(n1) before its ack = %d, want %d", scores["n1"], extenderMaxScore/2)
+	case scored == 0 && scores["n1"] != 0:
+		t.Errorf("Score(n1) after its ack = %d, want 0 (refused after the booking)", scores["n1"])
 	}
 	if st := p.Reserve(ctx, state, pod, "n4"); st != nil {
 		t.Errorf("Reserve(n4), not passed ahead = %v", st)
@@ -661,7 +695,7 @@ func TestPreFilterWaitsForAcksThatMayEmptyItsNarrowedSet(t *testing.T) {
 		return sets.List(res.NodeNames), time.Since(start)
 	}
 	// One booking in flight on a set of three: named at once, the booked node
-	// with them (Filter waits for its ack).
+	// with them (Filter judges it by the table as it stands).
 	book := func(uid, node string) {
 		t.Helper()
 		if st := p.Reserve(context.Background(), framework.NewCycleState(), shapeReplica(uid), node); st != nil {
@@ -734,22 +768,41 @@ func TestNarrowedCycleSendsTheHeldBookingsOnItsNodes(t *testing.T) {
 }
 
 func TestStreamedPendingNodeFailsOpenAtTheDeadline(t *testing.T) {
+	registerMetrics()
 	f := newStreaming()
 	f.holdAcks = true
-	p := streamedPlugin(t, f, Args{FilterTimeout: Duration{80 * time.Millisecond}})
-	if st := p.Reserve(context.Background(), framework.NewCycleState(), shapeReplica("uid-2"), "n2"); st != nil {
-		t.Fatal(st)
+	p := streamedPlugin(t, f, Args{FilterTimeout: Duration{80 * time.Millisecond}, ReserveTimeout: Duration{80 * time.Millisecond}})
+	for i, node := range []string{"n1", "n2"} {
+		if st := p.Reserve(context.Background(), framework.NewCycleState(), shapeReplica(fmt.Sprintf("uid-%d", 2+i)), node); st != nil {
+			t.Fatal(st)
+		}
 	}
 	state := framework.NewCycleState()
-	pod := shapeReplica("uid-3")
+	pod := shapeReplica("uid-4")
 	if _, st := p.PreFilter(context.Background(), state, pod, nil); st != nil {
 		t.Fatal(st)
 	}
+	refused0 := counterValue(t, passedAheadOfAcks.WithLabelValues("Filter_refused"))
 	start := time.Now()
-	// n2 is refused in the table, but its booking is never acked: the plugin
-	// does not decide on the stale verdict, it lets the node through.
-	if st := p.Filter(context.Background(), state, pod, nodeInfo("n2")); st != nil {
-		t.Errorf("Filter(n2) with its booking unacked past the deadline = %v, want fail-open", st)
+	// n2, refused in the table before its booking, stays refused without a
+	// wait; n1, passed before its booking, is passed ahead of the ack.
+	if st := p.Filter(context.Background(), state, pod, nodeInfo("n2")); st == nil || !strings.Contains(st.Message(), "membw") {
+		t.Errorf("Filter(n2) with its booking unacked = %v, want the table's refusal", st)
+	}
+	if st := p.Filter(context.Background(), state, pod, nodeInfo("n1")); st != nil {
+		t.Errorf("Filter(n1) with its booking unacked = %v, want passed ahead", st)
+	}
+	if d := time.Since(start); d > 50*time.Millisecond {
+		t.Errorf("Filter waited %v for acks", d)
+	}
+	if n := counterValue(t, passedAheadOfAcks.WithLabelValues("Filter_refused")) - refused0; n != 1 {
+		t.Errorf("pending nodes refused as the table stood = %v, want 1", n)
+	}
+	// Chosen, n1's ack never comes: Reserve does not decide on the verdict
+	// from before the booking, it lets the node through at the deadline.
+	start = time.Now()
+	if st := p.Reserve(context.Background(), state, pod, "n1"); st != nil {
+		t.Errorf("Reserve(n1) with its booking unacked past the deadline = %v, want fail-open", st)
 	}
 	if d := time.Since(start); d < 60*time.Millisecond || d > 2*time.Second {
 		t.Errorf("waited %v, want about the 80ms deadline", d)
