@@ -552,6 +552,38 @@ func TestRenderTablesShowsThePluginsCallsAndWaits(t *testing.T) {
 	wantLines(t, out, "| SchedulingMixed | 5000Nodes | framework plugin | 1 | - | 180.0 | 180.0 | 180.0 | 180.0 | 90 % | - | - / - | 4.9 / - / -, waits 1.2 / 2.5 / - / 3.1 |")
 }
 
+// The first table's last column is the cycle's extension points, their mean
+// times per pod and their sum, which sets kube-scheduler's pods/s; a run
+// that measured none shows "-".
+func TestRenderTablesSumsTheCyclesExtensionPoints(t *testing.T) {
+	runs := []*workloadRun{
+		{testCase: "SchedulingMixed_NeighborlyBaseline", family: "SchedulingMixed", workload: "5000Nodes", mode: modeBaseline, round: 1},
+		{testCase: "SchedulingMixed_NeighborlyPlugin", family: "SchedulingMixed", workload: "5000Nodes", mode: modePlugin, round: 1},
+	}
+	point := func(tc, p string, ms float64) dataItem {
+		return testItem(tc, "scheduler_framework_extension_point_duration_seconds", ms, "extension_point", p)
+	}
+	items := []dataItem{
+		testItem("SchedulingMixed_NeighborlyBaseline", "SchedulingThroughput", 240),
+		testItem("SchedulingMixed_NeighborlyPlugin", "SchedulingThroughput", 200),
+		point("SchedulingMixed_NeighborlyPlugin", "PreFilter", 0.28),
+		point("SchedulingMixed_NeighborlyPlugin", "Filter", 2.44),
+		point("SchedulingMixed_NeighborlyPlugin", "PreScore", 0.05),
+		point("SchedulingMixed_NeighborlyPlugin", "Score", 1.91),
+		point("SchedulingMixed_NeighborlyPlugin", "Reserve", 0.02),
+		point("SchedulingMixed_NeighborlyPlugin", "Bind", 20), // not the cycle's
+	}
+	out := renderTables(runs, map[int][]dataItem{1: items})
+	wantLines(t, out,
+		"| 0.28 / 2.44 / 1.91, 4.70 |",
+		"| SchedulingMixed | 5000Nodes | fleet, not consulted | 1 | - | 240.0 |")
+	for _, line := range strings.Split(out, "\n") {
+		if strings.HasPrefix(line, "| SchedulingMixed | 5000Nodes | fleet, not consulted | 1 | - | 240.0 |") && !strings.HasSuffix(line, "| - |") {
+			t.Errorf("a run without extension point times: %q, want \"-\" in the last column", line)
+		}
+	}
+}
+
 // testItem is a data item of test case tc at 5,000 nodes whose every
 // statistic is avg, with labels given as name, value pairs.
 func testItem(tc, metric string, avg float64, labels ...string) dataItem {
