@@ -284,34 +284,21 @@ var cyclePoints = []string{"PreFilter", "Filter", "PreScore", "Score", "Reserve"
 // PreFilter / Filter / Score, then all of cyclePoints summed, in ms; "-"
 // when none was measured.
 func extensionPoints(point func(string) *dataItem) string {
-	mean := func(p string) (float64, bool) {
-		it := point(p)
-		if it == nil {
-			return 0, false
-		}
-		return it.Data["Average"], true
-	}
+	shown := map[string]string{"PreFilter": "-", "Filter": "-", "Score": "-"}
 	all, measured := 0.0, false
 	for _, p := range cyclePoints {
-		if v, ok := mean(p); ok {
+		if it := point(p); it != nil {
+			v := it.Data["Average"]
 			all, measured = all+v, true
+			if _, ok := shown[p]; ok {
+				shown[p] = fmt.Sprintf("%.2f", v)
+			}
 		}
 	}
 	if !measured {
 		return "-"
 	}
-	cell := ""
-	for i, p := range []string{"PreFilter", "Filter", "Score"} {
-		if i > 0 {
-			cell += " / "
-		}
-		if v, ok := mean(p); ok {
-			cell += fmt.Sprintf("%.2f", v)
-		} else {
-			cell += "-"
-		}
-	}
-	return fmt.Sprintf("%s, %.2f", cell, all)
+	return fmt.Sprintf("%s / %s / %s, %.2f", shown["PreFilter"], shown["Filter"], shown["Score"], all)
 }
 
 // renderTables prints the throughput and latency table (one row per workload,

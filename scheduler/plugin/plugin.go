@@ -164,18 +164,20 @@ func read(state fwk.CycleState, key fwk.StateKey, memo *atomic.Pointer[cycleMemo
 	return state.Read(key)
 }
 
-// streamedCycle: this cycle reads the pod's shape's verdict table; a node
-// with an unacked booking is waited for until the deadline.
+// streamedCycle: this cycle reads the pod's shape's verdict table, a node
+// with an unacked booking as the table stands (docs/placement.md, "Where
+// the wait is made").
 type streamedCycle struct {
-	table    *shapeTable
-	slots    *slotCache    // the slots of PreFilter's node list, by NodeInfo
-	pending  *cyclePending // the bookings pending at PreFilter (Filter's)
+	table   *shapeTable
+	slots   *slotCache    // the slots of PreFilter's node list, by NodeInfo
+	pending *cyclePending // the bookings pending at PreFilter (Filter's)
+	// Filter's deadline: Reserve waits for the ack of a node passed ahead
+	// until then (reserveTimeout from Reserve at least).
 	deadline time.Time
 	// The nodes Filter passed while a booking on them was not acked (the
-	// table passed them as it stood): Score waits for their acks and reads
-	// their verdicts after the booking, and Reserve refuses one that the
-	// booking made the table refuse. Shared by the cycle's Filter and Score
-	// states.
+	// table passed them as it stood): Score gives one the least if the ack
+	// has come and refuses it, and Reserve refuses one that the booking made
+	// the table refuse. Shared by the cycle's Filter and Score states.
 	ahead *passedAhead
 }
 
@@ -568,15 +570,12 @@ func (p *Plugin) Filter(ctx context.Context, state fwk.CycleState, pod *v1.Pod, 
 		return p.judge(ctx, w, nodeInfo)
 	}
 	if c, ok := d.(*streamedCycle); ok {
-		v, ok, ahead := p.verdicts.filterInfo(c.table, c.slots, c.pending, nodeInfo, c.deadline)
+		v, ahead := p.verdicts.filterInfo(c.table, c.slots, c.pending, nodeInfo)
 		if ahead {
 			c.ahead.add(nodeInfo.Node().Name)
 			passedAheadOfAcks.WithLabelValues("Filter").Inc()
-			p.verdicts.urge() // the ack is wanted by this cycle's Score
+			p.verdicts.urge() // the ack is wanted by Reserve should this node be chosen
 			return nil
-		}
-		if !ok {
-			return p.pendingTimedOut("Filter", pod, nodeInfo.Node().Name)
 		}
 		if !v.feasible {
 			return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, "neighborly: "+v.reason)
@@ -594,8 +593,7 @@ func (p *Plugin) Filter(ctx context.Context, state fwk.CycleState, pod *v1.Pod, 
 func (p *Plugin) PreScore(ctx context.Context, state fwk.CycleState, pod *v1.Pod, nodes []fwk.NodeInfo) *fwk.Status {
 	if d, err := read(state, filterKey, &p.lastFilter); err == nil {
 		if c, ok := d.(*streamedCycle); ok {
-			write(state, scoreKey, &streamedCycle{table: c.table, slots: c.slots, deadline: time.Now().Add(p.args.ScoreTimeout.Duration),
-				ahead: c.ahead}, &p.lastScore)
+			write(state, scoreKey, &streamedCycle{table: c.table, slots: c.slots, ahead: c.ahead}, &p.lastScore)
 			return nil
 		}
 		if w, ok := d.(*windowedCycle); ok {

@@ -355,53 +355,35 @@ func (v *verdicts) table(m *placementv1.Pod) *shapeTable {
 	return nil
 }
 
-// lookupFiltering reads node's verdict in t, waiting (until deadline) while
-// a booking on node is unacked; ok false when the wait timed out.
-// `filtering`: only whether the node passes matters, so while the table
-// refuses no node its cell is not read.
-func (v *verdicts) lookupFiltering(t *shapeTable, node string, deadline time.Time, filtering bool) (verdict, bool) {
-	return v.lookupSlot(t, int32(v.slot(node)), nil, node, deadline, filtering)
-}
-
-// lookupInfo is lookupFiltering of a NodeInfo of the list PreFilter got
-// (slots: that list's cache, nil: none).
-func (v *verdicts) lookupInfo(t *shapeTable, slots *slotCache, pend *cyclePending, info fwk.NodeInfo, deadline time.Time, filtering bool) (verdict, bool) {
-	// No node refused: Filter needs no slot unless the node itself has a
-	// booking pending, which pend tells among the few pending (a map access
-	// per node was most of Filter's cost, issue 25).
-	if filtering && t.refused.Load() == 0 && !pend.mayBePending(v, info) {
-		return verdict{feasible: true}, true
-	}
-	slot, name := v.slotOf(slots, info)
-	return v.lookupSlot(t, slot, info, name, deadline, filtering)
-}
-
-// filterInfo is Filter's lookupInfo, but a node with a booking not acked is
-// judged at once by its table as it stands, not waited for: passed (ahead:
-// true) where the table passes it, and Reserve then waits for the ack and
-// refuses the node if the booking made the table refuse it; refused where the
-// table refuses it. A booking sometimes lifts a refusal (an Unreserve, or a
-// resident already past its tolerance: docs/placement.md), and such a node
-// is then out of this cycle only, on the safe side; the next reads its
-// post-booking verdict. (issue 25: a Filter wait for such an ack was 2-3 ms,
-// in 8 % of a SchedulingMixed round's cycles at 5,000 nodes.) PreFilter's narrowed set still waits for its acks where half of it
-// is pending, so that a pod of a shape that passes few nodes is not left with
-// none.
-func (v *verdicts) filterInfo(t *shapeTable, slots *slotCache, pend *cyclePending, info fwk.NodeInfo, deadline time.Time) (d verdict, ok, ahead bool) {
+// filterInfo is Filter's read of info's node in t (slots: the cache of
+// PreFilter's list, nil: none; pend: the cycle's pending bookings), without
+// waiting. No node refused and no booking pending on the node: passed
+// without reading a cell (a map access per node was most of Filter's cost,
+// issue 25). A node with a booking not acked is judged by its table as it
+// stands: passed (ahead: true) where the table passes it, and Reserve then
+// waits for the ack and refuses the node if the booking made the table
+// refuse it; refused where the table refuses it. A booking sometimes lifts
+// a refusal (an Unreserve, or a resident already past its tolerance:
+// docs/placement.md), and such a node is then out of this cycle only, on
+// the safe side; the next reads its post-booking verdict. (issue 25: a
+// Filter wait for such an ack was 2-3 ms, in 8 % of a SchedulingMixed
+// round's cycles at 5,000 nodes.) PreFilter's narrowed set still waits for
+// its acks where half of it is pending, so that a pod of a shape that passes
+// few nodes is not left with none.
+func (v *verdicts) filterInfo(t *shapeTable, slots *slotCache, pend *cyclePending, info fwk.NodeInfo) (d verdict, ahead bool) {
 	if t.refused.Load() == 0 && !pend.mayBePending(v, info) {
-		return verdict{feasible: true}, true, false
+		return verdict{feasible: true}, false
 	}
-	slot, name := v.slotOf(slots, info)
-	if v.pending.Load().has(slot, info, name) {
-		d := v.readSlot(t, int(slot))
-		if d.feasible {
-			return verdict{feasible: true}, true, true
-		}
+	d, pending := v.scoreInfo(t, slots, info)
+	switch {
+	case pending && d.feasible:
+		return verdict{feasible: true}, true
+	case pending:
 		passedAheadOfAcks.WithLabelValues("Filter_refused").Inc()
-		return d, true, false
+	case t.refused.Load() == 0:
+		return verdict{feasible: true}, false
 	}
-	d, ok = v.lookupSlot(t, slot, info, name, deadline, true)
-	return d, ok, false
+	return d, false
 }
 
 // scoreInfo is Score's read of info's node in t, without waiting: its
@@ -426,30 +408,6 @@ func (v *verdicts) slotOf(slots *slotCache, info fwk.NodeInfo) (int32, string) {
 	}
 	name := info.Node().Name
 	return int32(v.slot(name)), name
-}
-
-// lookupSlot is the lookup of the node in slot (-1: none), its NodeInfo
-// (nil: none) or name ("": its NodeInfo's) for the pending bookings that
-// must be compared by name.
-func (v *verdicts) lookupSlot(t *shapeTable, slot int32, info fwk.NodeInfo, name string, deadline time.Time, filtering bool) (verdict, bool) {
-	// The pending bookings first: an ack is applied after its deltas, so
-	// none pending means the cells hold the node's post-booking verdict. A
-	// node the table refuses waits too: a booking can lift a refusal (a
-	// resident already past its tolerance no longer counts against a pod
-	// that adds less than model.minAddedSlowdown to it).
-	if v.pending.Load().has(slot, info, name) {
-		point := "Score"
-		if filtering {
-			point = "Filter"
-		}
-		if !v.await(point, slot, info, name, deadline) {
-			return verdict{}, false
-		}
-	}
-	if filtering && t.refused.Load() == 0 {
-		return verdict{feasible: true}, true
-	}
-	return v.readSlot(t, int(slot)), true
 }
 
 // await waits until the node in slot (-1: none; info or name as for has)

@@ -838,10 +838,21 @@ func TestStreamedReconnectResendsUnackedBookings(t *testing.T) {
 	}
 }
 
+// lookup reads node's verdict in t as Filter (filtering) or Score reads it,
+// by name (no slot cache, no cycle's pending set).
+func lookup(v *verdicts, t *shapeTable, node string, filtering bool) verdict {
+	if filtering {
+		d, _ := v.filterInfo(t, nil, nil, nodeInfo(node))
+		return d
+	}
+	d, _ := v.scoreInfo(t, nil, nodeInfo(node))
+	return d
+}
+
 // The plugin's copy of a table (issue 25): a full table, then deltas that
 // refuse, pass, remove and add nodes, read as Filter and Score read them;
 // while no node is refused Filter passes without reading a cell, and a node
-// with an unacked booking waits for its ack.
+// with an unacked booking is read as the table stands, without a wait.
 func TestVerdictTableAppliesFullTablesAndDeltas(t *testing.T) {
 	v := newVerdictsState(nil, func() {})
 	tab := &shapeTable{id: 1, key: "k"}
@@ -857,12 +868,10 @@ func TestVerdictTableAppliesFullTablesAndDeltas(t *testing.T) {
 	refuse := func(name string, id uint32, inline string) *placementv1.NodeVerdict {
 		return &placementv1.NodeVerdict{NodeName: name, ReasonId: id, Reason: inline}
 	}
-	soon := time.Now().Add(time.Second)
 	check := func(step, node string, filtering bool, want verdict) {
 		t.Helper()
-		got, ok := v.lookupFiltering(tab, node, soon, filtering)
-		if !ok || got != want {
-			t.Errorf("%s: %s (filtering %v) = %+v, %v; want %+v", step, node, filtering, got, ok, want)
+		if got := lookup(v, tab, node, filtering); got != want {
+			t.Errorf("%s: %s (filtering %v) = %+v; want %+v", step, node, filtering, got, want)
 		}
 	}
 	update(true, 5, map[uint32]string{1: "membw 84% > 80%"}, pass("a", 7), refuse("b", 1, ""), refuse("c", 0, "inline reason"))
@@ -889,27 +898,33 @@ func TestVerdictTableAppliesFullTablesAndDeltas(t *testing.T) {
 	}
 	check("all pass", "d", true, verdict{feasible: true})
 	check("all pass", "d", false, verdict{feasible: true, score: 9})
-	// A node with an unacked booking waits; the others do not.
+	// A node with an unacked booking is read as the table stands, and told
+	// pending; Filter passes it ahead of its ack. The others are not pending.
 	v.mu.Lock()
 	v.addPending("a", 1)
 	v.mu.Unlock()
-	if _, ok := v.lookupFiltering(tab, "a", time.Now().Add(20*time.Millisecond), false); ok {
-		t.Error("a node with an unacked booking was read before its ack")
+	if d, pending := v.scoreInfo(tab, nil, nodeInfo("a")); !pending || d != (verdict{feasible: true, score: 7}) {
+		t.Errorf("a with its booking unacked: %+v, pending %v; want its verdict as it stands, pending", d, pending)
+	}
+	if _, ahead := v.filterInfo(tab, nil, nil, nodeInfo("a")); !ahead {
+		t.Error("Filter did not pass a ahead of its booking's ack")
+	}
+	if _, pending := v.scoreInfo(tab, nil, nodeInfo("b")); pending {
+		t.Error("b told pending for a's booking")
 	}
 	check("pending elsewhere", "b", false, verdict{feasible: true, score: 3})
-	go ackAfter(v, "a", 20*time.Millisecond)
-	check("acked", "a", false, verdict{feasible: true, score: 7})
-	// A booking on a node no table has named yet: Filter waits for it too,
-	// and reads the blind score once it is acked.
+	// A booking on a node no table has named yet: the blind verdict, passed
+	// ahead of its ack.
 	v.mu.Lock()
 	v.addPending("new", 1)
 	v.mu.Unlock()
-	if _, ok := v.lookupFiltering(tab, "new", time.Now().Add(10*time.Millisecond), true); ok {
-		t.Error("a node without a verdict but with an unacked booking passed before its ack")
+	if d, ahead := v.filterInfo(tab, nil, nil, nodeInfo("new")); !ahead || !d.feasible {
+		t.Errorf("a node without a verdict, its booking unacked: %+v, ahead %v; want passed ahead", d, ahead)
 	}
 	check("pending on a new node", "a", true, verdict{feasible: true})
 	v.mu.Lock()
 	v.addPending("new", -1)
+	v.addPending("a", -1)
 	v.mu.Unlock()
 	check("acked new node", "new", false, verdict{feasible: true, score: tab.blind.Load()})
 	// A full table replaces everything, nodes beyond the first table's included.
@@ -986,15 +1001,13 @@ func TestLookupByNodeInfoAgreesWithLookupByName(t *testing.T) {
 	}
 	// c gets its slot after the cache was made.
 	update(false, &placementv1.NodeVerdict{NodeName: "c", Feasible: true, Score: 2})
-	soon := time.Now().Add(time.Second)
 	for _, info := range append(list, nodeInfo("a"), nodeInfo("b"), nodeInfo("c"), nodeInfo("unknown")) {
 		name := info.Node().Name
-		for _, filtering := range []bool{false, true} {
-			want, _ := v.lookupFiltering(tab, name, soon, filtering)
-			got, ok := v.lookupInfo(tab, cache, nil, info, soon, filtering)
-			if !ok || got != want {
-				t.Errorf("%s (filtering %v): by NodeInfo %+v, %v; by name %+v", name, filtering, got, ok, want)
-			}
+		if got, _ := v.filterInfo(tab, cache, nil, info); got != lookup(v, tab, name, true) {
+			t.Errorf("%s: Filter's read by NodeInfo %+v, by name %+v", name, got, lookup(v, tab, name, true))
+		}
+		if got, _ := v.scoreInfo(tab, cache, info); got != lookup(v, tab, name, false) {
+			t.Errorf("%s: Score's read by NodeInfo %+v, by name %+v", name, got, lookup(v, tab, name, false))
 		}
 	}
 	// Pending: a (slot) by slot, from the cached NodeInfo and from a clone;
@@ -1004,15 +1017,14 @@ func TestLookupByNodeInfoAgreesWithLookupByName(t *testing.T) {
 	v.addPending("late", 1)
 	v.mu.Unlock()
 	update(false, &placementv1.NodeVerdict{NodeName: "late", Feasible: true, Score: 1})
-	short := time.Now().Add(5 * time.Millisecond)
 	for _, info := range []fwk.NodeInfo{list[0], nodeInfo("a"), nodeInfo("late")} {
-		if _, ok := v.lookupInfo(tab, cache, nil, info, short, true); ok {
-			t.Errorf("%s: read by NodeInfo with its booking unacked", info.Node().Name)
+		if _, pending := v.scoreInfo(tab, cache, info); !pending {
+			t.Errorf("%s: its unacked booking not found by NodeInfo", info.Node().Name)
 		}
 	}
 	for _, info := range []fwk.NodeInfo{list[1], list[2], nodeInfo("c")} {
-		if _, ok := v.lookupInfo(tab, cache, nil, info, short, false); !ok {
-			t.Errorf("%s: waited for another node's booking", info.Node().Name)
+		if _, pending := v.scoreInfo(tab, cache, info); pending {
+			t.Errorf("%s: told pending for another node's booking", info.Node().Name)
 		}
 	}
 }
@@ -1034,12 +1046,10 @@ func TestLeastHarmStateAppliedToRefusedNodes(t *testing.T) {
 	soft := func(name string, group uint32, score int32, harm uint64) *placementv1.NodeVerdict {
 		return &placementv1.NodeVerdict{NodeName: name, ReasonId: 1, FallbackGroup: group, FallbackScore: score, FallbackHarmMicros: harm}
 	}
-	soon := time.Now().Add(time.Second)
 	check := func(step, node string, want verdict) {
 		t.Helper()
 		for _, filtering := range []bool{false, true} {
-			got, ok := v.lookupFiltering(tab, node, soon, filtering)
-			if !ok || got != want {
+			if got := lookup(v, tab, node, filtering); got != want {
 				t.Errorf("%s: %s (filtering %v) = %+v, want %+v", step, node, filtering, got, want)
 			}
 		}
