@@ -29,8 +29,9 @@ import (
 // table is the extender's model's answer, read where kube-scheduler runs.
 //
 // A booking is acked after the deltas it caused; until then its node is
-// pending, and a pod whose cycle reaches that node waits for the ack (up to
-// its extension point's deadline, then fails open for that node). After a
+// pending: Filter and Score read it as its table stands, and Reserve, if
+// kube-scheduler chose such a node that Filter passed, waits for the ack (up
+// to Filter's deadline, then fails open for that node). After a
 // reconnect every table is fetched again and every unacked booking resent
 // (the extender books idempotently by UID).
 type verdicts struct {
@@ -462,7 +463,7 @@ func (v *verdicts) urge() {
 // rather than when the linger ends. It does not yield: Filter and Score no
 // longer wait for acks, and a runtime.Gosched here put kube-scheduler's
 // goroutine behind everything runnable in its process (issue 25: 0.28 ms of
-// every narrowed cycle on average in a SchedulingMixed round at 5,000 nodes,
+// a streamed cycle on average in a SchedulingMixed round at 5,000 nodes,
 // 2026-12-07, seventeenth session). gRPC-Go's writer goroutine writes them
 // when the cycle's goroutine next blocks, at the latest when it fans out its
 // Filter workers. A cycle whose set holds no held booking, and every cycle
@@ -516,7 +517,7 @@ func (v *verdicts) nextAck(wake <-chan struct{}, held bool, deadline time.Time) 
 // the fair baseline's CPU on SchedulingMixed). nil: every node is a candidate.
 //
 // A node without a verdict (no telemetry, unknown) or with an unacked booking
-// is named: Filter then reads or waits for it as usual. Nil as well when no
+// is named: Filter then reads it as usual. Nil as well when no
 // node passes, so that Filter gives each node's reason.
 //
 // waiting: half of the named nodes or more have a booking not acked, whose

@@ -939,7 +939,7 @@ func TestVerdictTableAppliesFullTablesAndDeltas(t *testing.T) {
 
 // A shape that most nodes refuse: PreFilter names the nodes that pass, so
 // kube-scheduler filters only those; a node without a verdict and one with an
-// unacked booking are named too (Filter reads or waits for them).
+// unacked booking are named too (Filter reads them).
 func TestPreFilterNamesTheFewNodesAShapePasses(t *testing.T) {
 	f := newStreaming()
 	f.holdAcks = true
