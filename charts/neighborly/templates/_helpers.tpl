@@ -242,6 +242,7 @@ scoreTimeout: {{ .Values.scheduler.plugin.scoreTimeout }}
 reserveTimeout: {{ .Values.scheduler.plugin.reserveTimeout }}
 failOpen: {{ .Values.scheduler.plugin.failOpen }}
 bookingLinger: {{ .Values.scheduler.plugin.bookingLinger }}
+lookAheadShapes: {{ .Values.scheduler.plugin.lookAheadShapes }}
 {{- end -}}
 
 {{/* The neighborly-scheduler image; fails on a cluster minor it does not support. */}}
