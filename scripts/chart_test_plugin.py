@@ -63,9 +63,6 @@ def register(t):
         expect(args["failOpen"] is True, "failOpen must default to true, like ignorable")
         eq(args["bookingLinger"], values["scheduler"]["plugin"]["bookingLinger"], "bookingLinger")
         expect(0 <= t.duration_seconds(args["bookingLinger"]) <= 1, f"bookingLinger {args['bookingLinger']} outside [0, 1s]")
-        eq(args["lookAheadShapes"], values["scheduler"]["plugin"]["lookAheadShapes"], "lookAheadShapes")
-        expect(isinstance(args["lookAheadShapes"], int) and 0 <= args["lookAheadShapes"] <= 64,
-               f"lookAheadShapes {args['lookAheadShapes']} outside [0, 64]")
         dep = objs.get("Deployment", name("scheduler"))
         c = container(dep, "kube-scheduler")
         eq(c["command"][0], "neighborly-scheduler", "scheduler command")

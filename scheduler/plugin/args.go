@@ -65,12 +65,6 @@ type Args struct {
 	// with them in one message. A cycle that waits for a booking's ack sends
 	// the held ones at once. "0s": each booking is sent at once.
 	BookingLinger *Duration `json:"bookingLinger,omitempty"`
-	// LookAheadShapes (default 4; streamed verdicts only): how many shapes
-	// of queued pods the plugin subscribes at once ahead of their pods'
-	// cycles (PreEnqueue), so that the first pod of a shape reads a table
-	// instead of making the synchronous call. 0: off, a shape's first pod
-	// calls and its second subscribes.
-	LookAheadShapes *int `json:"lookAheadShapes,omitempty"`
 }
 
 // Duration is a time.Duration written as a Go duration string in JSON/YAML.
@@ -101,8 +95,6 @@ const (
 	DefaultBookingLinger  = 10 * time.Millisecond
 	maxTimeout            = 30 * time.Second
 	maxBookingLinger      = time.Second
-	DefaultLookAhead      = 4
-	maxLookAhead          = 64
 )
 
 // SetDefaults fills what is unset.
@@ -129,10 +121,6 @@ func (a *Args) SetDefaults() {
 	}
 	if a.BookingLinger == nil {
 		a.BookingLinger = &Duration{DefaultBookingLinger}
-	}
-	if a.LookAheadShapes == nil {
-		n := DefaultLookAhead
-		a.LookAheadShapes = &n
 	}
 }
 
@@ -196,9 +184,6 @@ func (a *Args) Validate(path *field.Path) field.ErrorList {
 	if a.BookingLinger != nil && (a.BookingLinger.Duration < 0 || a.BookingLinger.Duration > maxBookingLinger) {
 		d := a.BookingLinger.Duration
 		errs = append(errs, field.Invalid(path.Child("bookingLinger"), d.String(), fmt.Sprintf("want a duration in [0, %s]", maxBookingLinger)))
-	}
-	if a.LookAheadShapes != nil && (*a.LookAheadShapes < 0 || *a.LookAheadShapes > maxLookAhead) {
-		errs = append(errs, field.Invalid(path.Child("lookAheadShapes"), *a.LookAheadShapes, fmt.Sprintf("want 0 to %d", maxLookAhead)))
 	}
 	files := map[string]string{"caFile": a.CAFile, "certFile": a.CertFile, "keyFile": a.KeyFile}
 	if a.Insecure {

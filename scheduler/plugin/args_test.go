@@ -29,14 +29,6 @@ func TestDecodeArgsDefaults(t *testing.T) {
 	if a.BookingLinger == nil || a.BookingLinger.Duration != DefaultBookingLinger {
 		t.Errorf("bookingLinger = %v, want %v", a.BookingLinger, DefaultBookingLinger)
 	}
-	if a.LookAheadShapes == nil || *a.LookAheadShapes != DefaultLookAhead {
-		t.Errorf("lookAheadShapes = %v, want %d", a.LookAheadShapes, DefaultLookAhead)
-	}
-	// 0 is kept, not defaulted: no look-ahead.
-	if a, err := DecodeArgs(raw(`{"address":"a:1","insecure":true,"lookAheadShapes":0}`)); err != nil ||
-		a.LookAheadShapes == nil || *a.LookAheadShapes != 0 {
-		t.Errorf("lookAheadShapes 0 = %v, %v; want 0", a.LookAheadShapes, err)
-	}
 	// "0s" is kept, not defaulted: each booking at once.
 	a, err = DecodeArgs(raw(`{"address":"127.0.0.1:9444","insecure":true,"bookingLinger":"0s"}`))
 	if err != nil || a.BookingLinger == nil || a.BookingLinger.Duration != 0 {
@@ -75,8 +67,6 @@ func TestDecodeArgsErrorsNameTheField(t *testing.T) {
 		{"too long timeout", `{"address":"a:1","insecure":true,"scoreTimeout":"1h"}`, "args.scoreTimeout: Invalid value"},
 		{"negative linger", `{"address":"a:1","insecure":true,"bookingLinger":"-1ms"}`, "args.bookingLinger: Invalid value"},
 		{"too long linger", `{"address":"a:1","insecure":true,"bookingLinger":"2s"}`, "args.bookingLinger: Invalid value"},
-		{"negative look-ahead", `{"address":"a:1","insecure":true,"lookAheadShapes":-1}`, "args.lookAheadShapes: Invalid value"},
-		{"too much look-ahead", `{"address":"a:1","insecure":true,"lookAheadShapes":65}`, "args.lookAheadShapes: Invalid value"},
 		{"TLS incomplete", `{"address":"a:1","caFile":"` + ca + `"}`, "args.certFile: Required value"},
 		{"TLS file missing", `{"address":"a:1","caFile":"/nonexistent/ca","certFile":"` + ca + `","keyFile":"` + ca + `"}`, "args.caFile: Invalid value"},
 		{"insecure with files", `{"address":"a:1","insecure":true,"caFile":"` + ca + `"}`, "insecure is true"},

@@ -88,19 +88,12 @@ var (
 		Help:           "Nodes with a booking not yet acked that a streamed cycle judged without waiting for the ack, by outcome: Filter (passed: the verdict table passed them as it stood), Filter_refused (refused: the table refused them as it stood), Score (scored as the table stood, at most the neutral middle), and Reserve_refused (of those passed and chosen, the ones Reserve refused because the acked table refuses them: the pod is tried again).",
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"outcome"})
-	lookAheads = metrics.NewCounterVec(&metrics.CounterOpts{
-		Namespace:      "neighborly",
-		Subsystem:      "plugin",
-		Name:           "look_ahead_total",
-		Help:           "Shapes of queued pods subscribed on the verdict stream ahead of their pods' cycles (lookAheadShapes), by outcome: subscribed, ready (the shape's first pod read its table in its cycle), not_ready (its cycle came before the table: it waited for it, up to filterTimeout, then made the calls), behind (its cycle came before the shape was subscribed: it made the call) and unsubscribed (no pod of it left queued once a cycle read it).",
-		StabilityLevel: metrics.ALPHA,
-	}, []string{"outcome"})
 	registerOnce sync.Once
 )
 
 func registerMetrics() {
 	registerOnce.Do(func() {
 		legacyregistry.MustRegister(rpcDuration, failOpen, peerCalls, cycles, narrowed, skippedFilters, settledWaits,
-			bookingMessages, bookingsSent, ackWait, passedAheadOfAcks, lookAheads)
+			bookingMessages, bookingsSent, ackWait, passedAheadOfAcks)
 	})
 }

@@ -69,13 +69,12 @@ type Plugin struct {
 }
 
 var (
-	_ fwk.PreEnqueuePlugin = (*Plugin)(nil)
-	_ fwk.PreFilterPlugin  = (*Plugin)(nil)
-	_ fwk.FilterPlugin     = (*Plugin)(nil)
-	_ fwk.PreScorePlugin   = (*Plugin)(nil)
-	_ fwk.ScorePlugin      = (*Plugin)(nil)
-	_ fwk.ScoreExtensions  = (*Plugin)(nil)
-	_ fwk.ReservePlugin    = (*Plugin)(nil)
+	_ fwk.PreFilterPlugin = (*Plugin)(nil)
+	_ fwk.FilterPlugin    = (*Plugin)(nil)
+	_ fwk.PreScorePlugin  = (*Plugin)(nil)
+	_ fwk.ScorePlugin     = (*Plugin)(nil)
+	_ fwk.ScoreExtensions = (*Plugin)(nil)
+	_ fwk.ReservePlugin   = (*Plugin)(nil)
 )
 
 // New is the plugin factory for app.WithPlugin.
@@ -105,7 +104,7 @@ func newPluginWithLookup(a Args, lookup func(context.Context, string) ([]string,
 		}
 	}
 	if *a.StreamedVerdicts {
-		p.verdicts = newVerdicts(client, a.BookingLinger.Duration, *a.LookAheadShapes)
+		p.verdicts = newVerdicts(client, a.BookingLinger.Duration)
 	}
 	klog.InfoS("Neighborly plugin ready", "address", a.Address, "tls", !a.Insecure,
 		"filterTimeout", a.FilterTimeout.Duration, "scoreTimeout", a.ScoreTimeout.Duration, "failOpen", *a.FailOpen,
@@ -479,23 +478,12 @@ func refusalStatus(reason string) *fwk.Status {
 	return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, "neighborly: "+reason)
 }
 
-// PreEnqueue sees each pod as it is queued: with streamed verdicts, a pod
-// whose shape has no table here has it subscribed while it waits, so that
-// its cycle reads the table instead of calling (lookahead.go). It never
-// holds a pod back.
-func (p *Plugin) PreEnqueue(_ context.Context, pod *v1.Pod) *fwk.Status {
-	if p.verdicts != nil {
-		p.verdicts.enqueued(pod)
-	}
-	return nil
-}
-
 func (p *Plugin) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.Pod, nodes []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
 	m := podMessage(pod)
 	if p.verdicts != nil {
-		deadline := time.Now().Add(p.args.FilterTimeout.Duration)
-		if t := p.verdicts.table(m, deadline); t != nil {
+		if t := p.verdicts.table(m); t != nil {
 			slots := p.verdicts.snapshotSlots(nodes)
+			deadline := time.Now().Add(p.args.FilterTimeout.Duration)
 			names, waiting := p.verdicts.passing(t, nodes, slots)
 			if names != nil {
 				// The held bookings on nodes of the set leave now: this

@@ -91,9 +91,6 @@ type verdicts struct {
 	held         chan struct{}                  // cap 1: the outbox was empty and is not
 	urged        chan struct{}                  // cap 1: send the outbox now
 
-	// Shapes of queued pods subscribed ahead of their cycles (lookahead.go); v.mu.
-	ahead lookAhead
-
 	cancel context.CancelFunc
 	done   chan struct{}
 }
@@ -121,12 +118,6 @@ type shapeTable struct {
 	refused atomic.Int64
 	// Reasons sent inline (no id), by slot; verdicts.mu.
 	inline map[int]string
-	// Subscribed ahead of its pods' cycles (lookahead.go): whether a cycle
-	// has met a pod of it yet, and how many of its queued pods have not had
-	// their cycle. verdicts.mu.
-	aheadOf    bool
-	met        bool
-	queuedPods int
 }
 
 // cell is a node's verdict (v) and, where it is refused softly and its
@@ -201,11 +192,10 @@ const (
 	maxSeenOnce        = 4096
 )
 
-func newVerdicts(client placementv1.PlacementClient, linger time.Duration, lookAhead int) *verdicts {
+func newVerdicts(client placementv1.PlacementClient, linger time.Duration) *verdicts {
 	ctx, cancel := context.WithCancel(context.Background())
 	v := newVerdictsState(client, cancel)
 	v.linger = linger
-	v.ahead.max = lookAhead
 	go v.run(ctx)
 	if linger > 0 {
 		go v.sender(ctx)
@@ -228,8 +218,6 @@ func newVerdictsState(client placementv1.PlacementClient, cancel context.CancelF
 		cancel:     cancel,
 		done:       make(chan struct{}),
 	}
-	v.ahead.queued = map[string]int{}
-	v.ahead.retired = map[string]struct{}{}
 	v.reasons.Store(&sync.Map{})
 	v.index.Store(&nodeIndex{})
 	v.pending.Store(&pendingSet{})
@@ -322,17 +310,11 @@ func shapeKey(m *placementv1.Pod) string {
 	return string(b)
 }
 
-// table returns the ready table of the pod's shape, or nil. A shape no
-// queued pod had subscribed ahead (lookahead.go) is subscribed by its second
-// pod (its cycle takes the calls, its table serves the next pods). Not the
-// first: a shape of its own would cost the extender a whole table that no
-// other pod reads.
-//
-// A pod whose shape was subscribed ahead and whose table is on the way waits
-// for it until deadline (zero: no wait) rather than making the calls: the
-// table answers all the calls would, and the extender is already computing
-// it (a pod queued alone is popped at once, before its table can arrive).
-func (v *verdicts) table(m *placementv1.Pod, deadline time.Time) *shapeTable {
+// table returns the ready table of the pod's shape, or nil; the second pod
+// of a shape not subscribed yet subscribes it (its cycle takes the calls,
+// its table serves the next pods). Not the first: a shape of its own would
+// cost the extender a whole table that no other pod reads.
+func (v *verdicts) table(m *placementv1.Pod) *shapeTable {
 	key := shapeKey(m)
 	if key == "" {
 		return nil
@@ -340,25 +322,9 @@ func (v *verdicts) table(m *placementv1.Pod, deadline time.Time) *shapeTable {
 	v.mu.RLock()
 	t := v.shapes[key]
 	ready := t != nil && t.ready && v.stream != nil
-	ahead := len(v.ahead.read) > 0 || (t != nil && t.aheadOf) || (t == nil && v.ahead.queued[key] > 0)
 	v.mu.RUnlock()
-	if ahead {
-		// The look-ahead's books: the shapes the last cycle read go, this
-		// pod's cycle has come.
-		v.mu.Lock()
-		out := v.retireLocked(nil)
-		t = v.shapes[key]
-		ready = t != nil && t.ready && v.stream != nil
-		out = v.meetLocked(m.Uid, key, t, out)
-		stream := v.stream
-		v.mu.Unlock()
-		v.sendAll(stream, out)
-	}
 	if ready {
 		return t
-	}
-	if t != nil && t.aheadOf {
-		return v.awaitTable(t, deadline)
 	}
 	if t != nil {
 		return nil // subscribed, its table on the way
@@ -377,49 +343,17 @@ func (v *verdicts) table(m *placementv1.Pod, deadline time.Time) *shapeTable {
 		return nil
 	}
 	delete(v.seenOnce, key)
-	t, req := v.subscribeLocked(key, m)
-	stream := v.stream
-	v.mu.Unlock()
-	v.sendAll(stream, []*placementv1.VerdictsRequest{req})
-	return nil
-}
-
-// awaitTable waits until t's full table has arrived on the open stream, and
-// returns it; nil at the deadline, or once the stream breaks or t is dropped.
-func (v *verdicts) awaitTable(t *shapeTable, deadline time.Time) *shapeTable {
-	if deadline.IsZero() {
-		return nil
-	}
-	timer := time.NewTimer(time.Until(deadline))
-	defer timer.Stop()
-	for {
-		v.mu.RLock()
-		wake, ready, gone := v.acked, t.ready && v.stream != nil, v.byID[t.id] != t || v.stream == nil
-		v.mu.RUnlock()
-		switch {
-		case ready:
-			return t
-		case gone:
-			return nil
-		}
-		select {
-		case <-wake: // an ack, a table, or the stream's end: look again
-		case <-timer.C:
-			return nil
-		}
-	}
-}
-
-// subscribeLocked adds the shape's table (not ready until its full table
-// arrives) and returns it with its subscription, to send after v.mu (or
-// by serve, with every shape, when a stream opens). v.mu held.
-func (v *verdicts) subscribeLocked(key string, m *placementv1.Pod) (*shapeTable, *placementv1.VerdictsRequest) {
 	v.nextShape++
-	t := &shapeTable{id: v.nextShape, key: key, pod: m}
+	t = &shapeTable{id: v.nextShape, key: key, pod: m}
 	v.shapes[key] = t
 	v.byID[t.id] = t
-	return t, &placementv1.VerdictsRequest{Kind: &placementv1.VerdictsRequest_Subscribe{
-		Subscribe: &placementv1.VerdictsSubscribe{ShapeId: t.id, Pod: m, LeastHarmState: true}}}
+	stream := v.stream
+	v.mu.Unlock()
+	if stream != nil {
+		v.send(stream, &placementv1.VerdictsRequest{Kind: &placementv1.VerdictsRequest_Subscribe{
+			Subscribe: &placementv1.VerdictsSubscribe{ShapeId: t.id, Pod: m, LeastHarmState: true}}})
+	}
+	return nil
 }
 
 // filterInfo is Filter's read of info's node in t (slots: the cache of
@@ -1162,14 +1096,11 @@ func (v *verdicts) applyLocked(u *placementv1.VerdictsUpdate) {
 		} else if tab.GetFull() {
 			t.leastHarm.Store(nil)
 		}
-		t.refused.Store(refused)
 		if tab.GetFull() {
 			t.cells.Store(cells)
 			t.ready = true
-			if t.aheadOf {
-				v.wakeWaiters() // a cycle may wait for it (awaitTable)
-			}
 		}
+		t.refused.Store(refused)
 	case *placementv1.VerdictsUpdate_Ack:
 		if e := k.Ack.GetError(); e != "" {
 			klog.InfoS("Neighborly refused a booking on the verdict stream", "err", e)
@@ -1196,8 +1127,5 @@ func (v *verdicts) drop(id uint64) {
 	if t := v.byID[id]; t != nil {
 		delete(v.byID, id)
 		delete(v.shapes, t.key)
-		if t.aheadOf && !t.met {
-			v.ahead.open-- // its pod calls, as without look-ahead
-		}
 	}
 }

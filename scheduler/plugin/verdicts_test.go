@@ -33,8 +33,6 @@ type streamingPlacement struct {
 	nodes    []string
 	ackDelay time.Duration
 	holdAcks bool
-	// tableDelay: a subscription's full table is sent this long after it.
-	tableDelay time.Duration
 	// breakAfterReserve: the first stream ends when its first Reserve arrives.
 	breakAfterReserve bool
 	// oneRequestAMessage: the fake does not announce VerdictsRequests (an
@@ -46,10 +44,8 @@ type streamingPlacement struct {
 	requests   int // VerdictsRequests messages read
 	held       int // bookings read in them
 	subscribes int
-	// Shapes unsubscribed, in arrival order.
-	unsubscribes []uint64
-	reserves     []string // "uid@node#booking", in arrival order
-	streams      int
+	reserves   []string // "uid@node#booking", in arrival order
+	streams    int
 	// Nodes whose booking was acked: the unary Filter refuses them too.
 	booked map[string]bool
 }
@@ -146,15 +142,9 @@ func (f *streamingPlacement) handle(stream placementv1.Placement_VerdictsServer,
 		f.subscribes++
 		f.smu.Unlock()
 		*shapes = append(*shapes, k.Subscribe.ShapeId)
-		time.Sleep(f.tableDelay)
 		if err := stream.Send(f.verdicts(nil, k.Subscribe.ShapeId, true)); err != nil {
 			return true, err
 		}
-	case *placementv1.VerdictsRequest_Unsubscribe:
-		f.smu.Lock()
-		f.unsubscribes = append(f.unsubscribes, k.Unsubscribe.ShapeId)
-		f.smu.Unlock()
-		*shapes = slices.DeleteFunc(*shapes, func(s uint64) bool { return s == k.Unsubscribe.ShapeId })
 	case *placementv1.VerdictsRequest_Reserve:
 		node := k.Reserve.NodeName
 		f.smu.Lock()
@@ -234,7 +224,7 @@ func streamedPlugin(t *testing.T, f *streamingPlacement, a Args) *Plugin {
 		}
 	}
 	deadline := time.Now().Add(5 * time.Second)
-	for p.verdicts.table(podMessage(testPod()), time.Time{}) == nil {
+	for p.verdicts.table(podMessage(testPod())) == nil {
 		if time.Now().After(deadline) {
 			t.Fatal("the shape's table never arrived")
 		}

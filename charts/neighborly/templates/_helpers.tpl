@@ -242,7 +242,6 @@ scoreTimeout: {{ .Values.scheduler.plugin.scoreTimeout }}
 reserveTimeout: {{ .Values.scheduler.plugin.reserveTimeout }}
 failOpen: {{ .Values.scheduler.plugin.failOpen }}
 bookingLinger: {{ .Values.scheduler.plugin.bookingLinger }}
-lookAheadShapes: {{ .Values.scheduler.plugin.lookAheadShapes }}
 {{- end -}}
 
 {{/* The neighborly-scheduler image; fails on a cluster minor it does not support. */}}

@@ -18,7 +18,7 @@ constexpr PlacementMethod kAllMethods[] = {
     PlacementMethod::kFilter,           PlacementMethod::kScore,
     PlacementMethod::kReserve,          PlacementMethod::kUnreserve,
     PlacementMethod::kVerdictsSubscribe, PlacementMethod::kVerdictsReserve,
-    PlacementMethod::kVerdictsUnreserve, PlacementMethod::kVerdictsUnsubscribe};
+    PlacementMethod::kVerdictsUnreserve};
 
 }  // namespace
 
@@ -38,8 +38,6 @@ std::string_view PlacementMethodName(PlacementMethod m) {
       return "VerdictsReserve";
     case PlacementMethod::kVerdictsUnreserve:
       return "VerdictsUnreserve";
-    case PlacementMethod::kVerdictsUnsubscribe:
-      return "VerdictsUnsubscribe";
   }
   return "unknown";
 }

@@ -34,7 +34,6 @@ enum class PlacementMethod : uint8_t {
   kVerdictsSubscribe,
   kVerdictsReserve,
   kVerdictsUnreserve,
-  kVerdictsUnsubscribe,
 };
 std::string_view PlacementMethodName(PlacementMethod m);  // "Filter", ..., "VerdictsReserve"
 
@@ -61,7 +60,7 @@ class PlacementMetrics {
   void AppendPrometheus(std::string& out) const;
 
  private:
-  static constexpr size_t kMethods = 8;
+  static constexpr size_t kMethods = 7;
   struct PerMethod {
     std::array<std::atomic<uint64_t>, kBucketsSeconds.size() + 1> buckets{};
     std::atomic<uint64_t> count{0};

@@ -739,50 +739,5 @@ TEST_F(StreamedParityTest, BadMessagesAreRefusedByNameAndShapesAreBounded) {
   EXPECT_EQ(dropped, 101u);
 }
 
-TEST_F(StreamedParityTest, AnUnsubscribedShapeIsDroppedAndFreesItsPlace) {
-  // Two shapes, the second unsubscribed (and an id never subscribed, which
-  // is ignored), then 15 more: the 16 held fit the bound, so nothing is
-  // dropped. Without the unsubscription the 17th would drop the first.
-  auto subscribe = [&](uint64_t id) {
-    pv1::VerdictsRequest request;
-    request.mutable_subscribe()->set_shape_id(id);
-    pv1::Pod* pod = request.mutable_subscribe()->mutable_pod();
-    pod->set_namespace_("default");
-    pod->set_uid(absl::StrCat("u-one-", id));
-    pod->set_name(absl::StrCat("one-", id));
-    pod->add_containers()->set_name("c");
-    ASSERT_TRUE(stream_->Write(request));
-  };
-  auto unsubscribe = [&](uint64_t id) {
-    pv1::VerdictsRequest request;
-    request.mutable_unsubscribe()->set_shape_id(id);
-    ASSERT_TRUE(stream_->Write(request));
-  };
-  uint64_t dropped = 0;
-  auto read_table = [&](uint64_t id) {
-    while (!tables_[id].ready && !HasFailure()) {
-      const pv1::VerdictsUpdate u = ReadOne();
-      if (u.kind_case() == pv1::VerdictsUpdate::kDroppedShapeId) dropped = u.dropped_shape_id();
-      if (u.has_refused()) ADD_FAILURE() << u.refused().error();
-    }
-  };
-  subscribe(1);
-  read_table(1);
-  subscribe(2);
-  read_table(2);
-  unsubscribe(2);
-  unsubscribe(999);
-  for (uint64_t id = 3; id <= 17; ++id) {
-    subscribe(id);
-    read_table(id);
-  }
-  EXPECT_EQ(dropped, 0u) << "shape " << dropped << " dropped: the unsubscribed one still held";
-  // The 18th goes past the bound again and drops the least recently used.
-  subscribe(18);
-  read_table(18);
-  EXPECT_EQ(dropped, 1u);
-  EXPECT_EQ(stream_metrics_.requests(PlacementMethod::kVerdictsUnsubscribe, 0), 2u);
-}
-
 }  // namespace
 }  // namespace neighborly::extender

@@ -223,15 +223,6 @@ bool VerdictStream::Handle(const pv1::VerdictsRequest& request, Stream& stream,
       timed.Done(grpc::StatusCode::OK);
       return true;
     }
-    case pv1::VerdictsRequest::kUnsubscribe: {
-      // Nothing more is sent for the shape; an id it does not hold is
-      // ignored (dropped already, or never subscribed).
-      Timed timed(metrics_, PlacementMethod::kVerdictsUnsubscribe);
-      const uint64_t id = request.unsubscribe().shape_id();
-      std::erase_if(shapes_, [id](const std::unique_ptr<Shape>& s) { return s->id == id; });
-      timed.Done(grpc::StatusCode::OK);
-      return true;
-    }
     case pv1::VerdictsRequest::kBatch:
       for (const pv1::VerdictsRequest& one : request.batch().requests()) {
         if (one.has_batch()) continue;  // never nested: ignored as an empty message

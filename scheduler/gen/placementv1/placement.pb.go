@@ -872,7 +872,6 @@ type VerdictsRequest struct {
 	//	*VerdictsRequest_Reserve
 	//	*VerdictsRequest_Unreserve
 	//	*VerdictsRequest_Batch
-	//	*VerdictsRequest_Unsubscribe
 	Kind          isVerdictsRequest_Kind `protobuf_oneof:"kind"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -951,15 +950,6 @@ func (x *VerdictsRequest) GetBatch() *VerdictsRequests {
 	return nil
 }
 
-func (x *VerdictsRequest) GetUnsubscribe() *VerdictsUnsubscribe {
-	if x != nil {
-		if x, ok := x.Kind.(*VerdictsRequest_Unsubscribe); ok {
-			return x.Unsubscribe
-		}
-	}
-	return nil
-}
-
 type isVerdictsRequest_Kind interface {
 	isVerdictsRequest_Kind()
 }
@@ -986,15 +976,6 @@ type VerdictsRequest_Batch struct {
 	Batch *VerdictsRequests `protobuf:"bytes,4,opt,name=batch,proto3,oneof"`
 }
 
-type VerdictsRequest_Unsubscribe struct {
-	// The plugin no longer reads this shape's table: the extender drops it
-	// and sends nothing more for it (a shape the plugin subscribed ahead of
-	// its one pod's cycle, once that cycle is over). An unknown id is
-	// ignored; an extender that predates it keeps the shape until its bound
-	// drops the least recently used.
-	Unsubscribe *VerdictsUnsubscribe `protobuf:"bytes,5,opt,name=unsubscribe,proto3,oneof"`
-}
-
 func (*VerdictsRequest_Subscribe) isVerdictsRequest_Kind() {}
 
 func (*VerdictsRequest_Reserve) isVerdictsRequest_Kind() {}
@@ -1002,52 +983,6 @@ func (*VerdictsRequest_Reserve) isVerdictsRequest_Kind() {}
 func (*VerdictsRequest_Unreserve) isVerdictsRequest_Kind() {}
 
 func (*VerdictsRequest_Batch) isVerdictsRequest_Kind() {}
-
-func (*VerdictsRequest_Unsubscribe) isVerdictsRequest_Kind() {}
-
-type VerdictsUnsubscribe struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	ShapeId       uint64                 `protobuf:"varint,1,opt,name=shape_id,json=shapeId,proto3" json:"shape_id,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *VerdictsUnsubscribe) Reset() {
-	*x = VerdictsUnsubscribe{}
-	mi := &file_neighborly_placement_v1_placement_proto_msgTypes[14]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *VerdictsUnsubscribe) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*VerdictsUnsubscribe) ProtoMessage() {}
-
-func (x *VerdictsUnsubscribe) ProtoReflect() protoreflect.Message {
-	mi := &file_neighborly_placement_v1_placement_proto_msgTypes[14]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use VerdictsUnsubscribe.ProtoReflect.Descriptor instead.
-func (*VerdictsUnsubscribe) Descriptor() ([]byte, []int) {
-	return file_neighborly_placement_v1_placement_proto_rawDescGZIP(), []int{14}
-}
-
-func (x *VerdictsUnsubscribe) GetShapeId() uint64 {
-	if x != nil {
-		return x.ShapeId
-	}
-	return 0
-}
 
 type VerdictsRequests struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -1058,7 +993,7 @@ type VerdictsRequests struct {
 
 func (x *VerdictsRequests) Reset() {
 	*x = VerdictsRequests{}
-	mi := &file_neighborly_placement_v1_placement_proto_msgTypes[15]
+	mi := &file_neighborly_placement_v1_placement_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1070,7 +1005,7 @@ func (x *VerdictsRequests) String() string {
 func (*VerdictsRequests) ProtoMessage() {}
 
 func (x *VerdictsRequests) ProtoReflect() protoreflect.Message {
-	mi := &file_neighborly_placement_v1_placement_proto_msgTypes[15]
+	mi := &file_neighborly_placement_v1_placement_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1083,7 +1018,7 @@ func (x *VerdictsRequests) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use VerdictsRequests.ProtoReflect.Descriptor instead.
 func (*VerdictsRequests) Descriptor() ([]byte, []int) {
-	return file_neighborly_placement_v1_placement_proto_rawDescGZIP(), []int{15}
+	return file_neighborly_placement_v1_placement_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *VerdictsRequests) GetRequests() []*VerdictsRequest {
@@ -1112,7 +1047,7 @@ type VerdictsSubscribe struct {
 
 func (x *VerdictsSubscribe) Reset() {
 	*x = VerdictsSubscribe{}
-	mi := &file_neighborly_placement_v1_placement_proto_msgTypes[16]
+	mi := &file_neighborly_placement_v1_placement_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1124,7 +1059,7 @@ func (x *VerdictsSubscribe) String() string {
 func (*VerdictsSubscribe) ProtoMessage() {}
 
 func (x *VerdictsSubscribe) ProtoReflect() protoreflect.Message {
-	mi := &file_neighborly_placement_v1_placement_proto_msgTypes[16]
+	mi := &file_neighborly_placement_v1_placement_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1137,7 +1072,7 @@ func (x *VerdictsSubscribe) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use VerdictsSubscribe.ProtoReflect.Descriptor instead.
 func (*VerdictsSubscribe) Descriptor() ([]byte, []int) {
-	return file_neighborly_placement_v1_placement_proto_rawDescGZIP(), []int{16}
+	return file_neighborly_placement_v1_placement_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *VerdictsSubscribe) GetShapeId() uint64 {
@@ -1175,7 +1110,7 @@ type VerdictsReserve struct {
 
 func (x *VerdictsReserve) Reset() {
 	*x = VerdictsReserve{}
-	mi := &file_neighborly_placement_v1_placement_proto_msgTypes[17]
+	mi := &file_neighborly_placement_v1_placement_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1187,7 +1122,7 @@ func (x *VerdictsReserve) String() string {
 func (*VerdictsReserve) ProtoMessage() {}
 
 func (x *VerdictsReserve) ProtoReflect() protoreflect.Message {
-	mi := &file_neighborly_placement_v1_placement_proto_msgTypes[17]
+	mi := &file_neighborly_placement_v1_placement_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1200,7 +1135,7 @@ func (x *VerdictsReserve) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use VerdictsReserve.ProtoReflect.Descriptor instead.
 func (*VerdictsReserve) Descriptor() ([]byte, []int) {
-	return file_neighborly_placement_v1_placement_proto_rawDescGZIP(), []int{17}
+	return file_neighborly_placement_v1_placement_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *VerdictsReserve) GetBookingId() uint64 {
@@ -1235,7 +1170,7 @@ type VerdictsUnreserve struct {
 
 func (x *VerdictsUnreserve) Reset() {
 	*x = VerdictsUnreserve{}
-	mi := &file_neighborly_placement_v1_placement_proto_msgTypes[18]
+	mi := &file_neighborly_placement_v1_placement_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1247,7 +1182,7 @@ func (x *VerdictsUnreserve) String() string {
 func (*VerdictsUnreserve) ProtoMessage() {}
 
 func (x *VerdictsUnreserve) ProtoReflect() protoreflect.Message {
-	mi := &file_neighborly_placement_v1_placement_proto_msgTypes[18]
+	mi := &file_neighborly_placement_v1_placement_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1260,7 +1195,7 @@ func (x *VerdictsUnreserve) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use VerdictsUnreserve.ProtoReflect.Descriptor instead.
 func (*VerdictsUnreserve) Descriptor() ([]byte, []int) {
-	return file_neighborly_placement_v1_placement_proto_rawDescGZIP(), []int{18}
+	return file_neighborly_placement_v1_placement_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *VerdictsUnreserve) GetBookingId() uint64 {
@@ -1301,7 +1236,7 @@ type VerdictsUpdate struct {
 
 func (x *VerdictsUpdate) Reset() {
 	*x = VerdictsUpdate{}
-	mi := &file_neighborly_placement_v1_placement_proto_msgTypes[19]
+	mi := &file_neighborly_placement_v1_placement_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1313,7 +1248,7 @@ func (x *VerdictsUpdate) String() string {
 func (*VerdictsUpdate) ProtoMessage() {}
 
 func (x *VerdictsUpdate) ProtoReflect() protoreflect.Message {
-	mi := &file_neighborly_placement_v1_placement_proto_msgTypes[19]
+	mi := &file_neighborly_placement_v1_placement_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1326,7 +1261,7 @@ func (x *VerdictsUpdate) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use VerdictsUpdate.ProtoReflect.Descriptor instead.
 func (*VerdictsUpdate) Descriptor() ([]byte, []int) {
-	return file_neighborly_placement_v1_placement_proto_rawDescGZIP(), []int{19}
+	return file_neighborly_placement_v1_placement_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *VerdictsUpdate) GetKind() isVerdictsUpdate_Kind {
@@ -1449,7 +1384,7 @@ type VerdictsBatch struct {
 
 func (x *VerdictsBatch) Reset() {
 	*x = VerdictsBatch{}
-	mi := &file_neighborly_placement_v1_placement_proto_msgTypes[20]
+	mi := &file_neighborly_placement_v1_placement_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1461,7 +1396,7 @@ func (x *VerdictsBatch) String() string {
 func (*VerdictsBatch) ProtoMessage() {}
 
 func (x *VerdictsBatch) ProtoReflect() protoreflect.Message {
-	mi := &file_neighborly_placement_v1_placement_proto_msgTypes[20]
+	mi := &file_neighborly_placement_v1_placement_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1474,7 +1409,7 @@ func (x *VerdictsBatch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use VerdictsBatch.ProtoReflect.Descriptor instead.
 func (*VerdictsBatch) Descriptor() ([]byte, []int) {
-	return file_neighborly_placement_v1_placement_proto_rawDescGZIP(), []int{20}
+	return file_neighborly_placement_v1_placement_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *VerdictsBatch) GetUpdates() []*VerdictsUpdate {
@@ -1503,7 +1438,7 @@ type VerdictTable struct {
 
 func (x *VerdictTable) Reset() {
 	*x = VerdictTable{}
-	mi := &file_neighborly_placement_v1_placement_proto_msgTypes[21]
+	mi := &file_neighborly_placement_v1_placement_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1515,7 +1450,7 @@ func (x *VerdictTable) String() string {
 func (*VerdictTable) ProtoMessage() {}
 
 func (x *VerdictTable) ProtoReflect() protoreflect.Message {
-	mi := &file_neighborly_placement_v1_placement_proto_msgTypes[21]
+	mi := &file_neighborly_placement_v1_placement_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1528,7 +1463,7 @@ func (x *VerdictTable) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use VerdictTable.ProtoReflect.Descriptor instead.
 func (*VerdictTable) Descriptor() ([]byte, []int) {
-	return file_neighborly_placement_v1_placement_proto_rawDescGZIP(), []int{21}
+	return file_neighborly_placement_v1_placement_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *VerdictTable) GetShapeId() uint64 {
@@ -1588,7 +1523,7 @@ type LeastHarm struct {
 
 func (x *LeastHarm) Reset() {
 	*x = LeastHarm{}
-	mi := &file_neighborly_placement_v1_placement_proto_msgTypes[22]
+	mi := &file_neighborly_placement_v1_placement_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1600,7 +1535,7 @@ func (x *LeastHarm) String() string {
 func (*LeastHarm) ProtoMessage() {}
 
 func (x *LeastHarm) ProtoReflect() protoreflect.Message {
-	mi := &file_neighborly_placement_v1_placement_proto_msgTypes[22]
+	mi := &file_neighborly_placement_v1_placement_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1613,7 +1548,7 @@ func (x *LeastHarm) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeastHarm.ProtoReflect.Descriptor instead.
 func (*LeastHarm) Descriptor() ([]byte, []int) {
-	return file_neighborly_placement_v1_placement_proto_rawDescGZIP(), []int{22}
+	return file_neighborly_placement_v1_placement_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *LeastHarm) GetActive() bool {
@@ -1662,7 +1597,7 @@ type NodeVerdict struct {
 
 func (x *NodeVerdict) Reset() {
 	*x = NodeVerdict{}
-	mi := &file_neighborly_placement_v1_placement_proto_msgTypes[23]
+	mi := &file_neighborly_placement_v1_placement_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1674,7 +1609,7 @@ func (x *NodeVerdict) String() string {
 func (*NodeVerdict) ProtoMessage() {}
 
 func (x *NodeVerdict) ProtoReflect() protoreflect.Message {
-	mi := &file_neighborly_placement_v1_placement_proto_msgTypes[23]
+	mi := &file_neighborly_placement_v1_placement_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1687,7 +1622,7 @@ func (x *NodeVerdict) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeVerdict.ProtoReflect.Descriptor instead.
 func (*NodeVerdict) Descriptor() ([]byte, []int) {
-	return file_neighborly_placement_v1_placement_proto_rawDescGZIP(), []int{23}
+	return file_neighborly_placement_v1_placement_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *NodeVerdict) GetNodeName() string {
@@ -1768,7 +1703,7 @@ type BookingAck struct {
 
 func (x *BookingAck) Reset() {
 	*x = BookingAck{}
-	mi := &file_neighborly_placement_v1_placement_proto_msgTypes[24]
+	mi := &file_neighborly_placement_v1_placement_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1780,7 +1715,7 @@ func (x *BookingAck) String() string {
 func (*BookingAck) ProtoMessage() {}
 
 func (x *BookingAck) ProtoReflect() protoreflect.Message {
-	mi := &file_neighborly_placement_v1_placement_proto_msgTypes[24]
+	mi := &file_neighborly_placement_v1_placement_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1793,7 +1728,7 @@ func (x *BookingAck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BookingAck.ProtoReflect.Descriptor instead.
 func (*BookingAck) Descriptor() ([]byte, []int) {
-	return file_neighborly_placement_v1_placement_proto_rawDescGZIP(), []int{24}
+	return file_neighborly_placement_v1_placement_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *BookingAck) GetBookingId() uint64 {
@@ -1834,7 +1769,7 @@ type SubscribeRefused struct {
 
 func (x *SubscribeRefused) Reset() {
 	*x = SubscribeRefused{}
-	mi := &file_neighborly_placement_v1_placement_proto_msgTypes[25]
+	mi := &file_neighborly_placement_v1_placement_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1846,7 +1781,7 @@ func (x *SubscribeRefused) String() string {
 func (*SubscribeRefused) ProtoMessage() {}
 
 func (x *SubscribeRefused) ProtoReflect() protoreflect.Message {
-	mi := &file_neighborly_placement_v1_placement_proto_msgTypes[25]
+	mi := &file_neighborly_placement_v1_placement_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1859,7 +1794,7 @@ func (x *SubscribeRefused) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubscribeRefused.ProtoReflect.Descriptor instead.
 func (*SubscribeRefused) Descriptor() ([]byte, []int) {
-	return file_neighborly_placement_v1_placement_proto_rawDescGZIP(), []int{25}
+	return file_neighborly_placement_v1_placement_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *SubscribeRefused) GetShapeId() uint64 {
@@ -1950,16 +1885,13 @@ const file_neighborly_placement_v1_placement_proto_rawDesc = "" +
 	"\apod_uid\x18\x01 \x01(\tR\x06podUid\x12\x1b\n" +
 	"\tnode_name\x18\x02 \x01(\tR\bnodeName\"/\n" +
 	"\x11UnreserveResponse\x12\x1a\n" +
-	"\breleased\x18\x01 \x01(\bR\breleased\"\x8c\x03\n" +
+	"\breleased\x18\x01 \x01(\bR\breleased\"\xba\x02\n" +
 	"\x0fVerdictsRequest\x12J\n" +
 	"\tsubscribe\x18\x01 \x01(\v2*.neighborly.placement.v1.VerdictsSubscribeH\x00R\tsubscribe\x12D\n" +
 	"\areserve\x18\x02 \x01(\v2(.neighborly.placement.v1.VerdictsReserveH\x00R\areserve\x12J\n" +
 	"\tunreserve\x18\x03 \x01(\v2*.neighborly.placement.v1.VerdictsUnreserveH\x00R\tunreserve\x12A\n" +
-	"\x05batch\x18\x04 \x01(\v2).neighborly.placement.v1.VerdictsRequestsH\x00R\x05batch\x12P\n" +
-	"\vunsubscribe\x18\x05 \x01(\v2,.neighborly.placement.v1.VerdictsUnsubscribeH\x00R\vunsubscribeB\x06\n" +
-	"\x04kind\"0\n" +
-	"\x13VerdictsUnsubscribe\x12\x19\n" +
-	"\bshape_id\x18\x01 \x01(\x04R\ashapeId\"X\n" +
+	"\x05batch\x18\x04 \x01(\v2).neighborly.placement.v1.VerdictsRequestsH\x00R\x05batchB\x06\n" +
+	"\x04kind\"X\n" +
 	"\x10VerdictsRequests\x12D\n" +
 	"\brequests\x18\x01 \x03(\v2(.neighborly.placement.v1.VerdictsRequestR\brequests\"\x88\x01\n" +
 	"\x11VerdictsSubscribe\x12\x19\n" +
@@ -2042,41 +1974,40 @@ func file_neighborly_placement_v1_placement_proto_rawDescGZIP() []byte {
 	return file_neighborly_placement_v1_placement_proto_rawDescData
 }
 
-var file_neighborly_placement_v1_placement_proto_msgTypes = make([]protoimpl.MessageInfo, 29)
+var file_neighborly_placement_v1_placement_proto_msgTypes = make([]protoimpl.MessageInfo, 28)
 var file_neighborly_placement_v1_placement_proto_goTypes = []any{
-	(*Pod)(nil),                 // 0: neighborly.placement.v1.Pod
-	(*OwnerReference)(nil),      // 1: neighborly.placement.v1.OwnerReference
-	(*Container)(nil),           // 2: neighborly.placement.v1.Container
-	(*FilterRequest)(nil),       // 3: neighborly.placement.v1.FilterRequest
-	(*FilterResponse)(nil),      // 4: neighborly.placement.v1.FilterResponse
-	(*NodeRefusal)(nil),         // 5: neighborly.placement.v1.NodeRefusal
-	(*ScoreRequest)(nil),        // 6: neighborly.placement.v1.ScoreRequest
-	(*ScoreResponse)(nil),       // 7: neighborly.placement.v1.ScoreResponse
-	(*NodeScore)(nil),           // 8: neighborly.placement.v1.NodeScore
-	(*ReserveRequest)(nil),      // 9: neighborly.placement.v1.ReserveRequest
-	(*ReserveResponse)(nil),     // 10: neighborly.placement.v1.ReserveResponse
-	(*UnreserveRequest)(nil),    // 11: neighborly.placement.v1.UnreserveRequest
-	(*UnreserveResponse)(nil),   // 12: neighborly.placement.v1.UnreserveResponse
-	(*VerdictsRequest)(nil),     // 13: neighborly.placement.v1.VerdictsRequest
-	(*VerdictsUnsubscribe)(nil), // 14: neighborly.placement.v1.VerdictsUnsubscribe
-	(*VerdictsRequests)(nil),    // 15: neighborly.placement.v1.VerdictsRequests
-	(*VerdictsSubscribe)(nil),   // 16: neighborly.placement.v1.VerdictsSubscribe
-	(*VerdictsReserve)(nil),     // 17: neighborly.placement.v1.VerdictsReserve
-	(*VerdictsUnreserve)(nil),   // 18: neighborly.placement.v1.VerdictsUnreserve
-	(*VerdictsUpdate)(nil),      // 19: neighborly.placement.v1.VerdictsUpdate
-	(*VerdictsBatch)(nil),       // 20: neighborly.placement.v1.VerdictsBatch
-	(*VerdictTable)(nil),        // 21: neighborly.placement.v1.VerdictTable
-	(*LeastHarm)(nil),           // 22: neighborly.placement.v1.LeastHarm
-	(*NodeVerdict)(nil),         // 23: neighborly.placement.v1.NodeVerdict
-	(*BookingAck)(nil),          // 24: neighborly.placement.v1.BookingAck
-	(*SubscribeRefused)(nil),    // 25: neighborly.placement.v1.SubscribeRefused
-	nil,                         // 26: neighborly.placement.v1.Pod.LabelsEntry
-	nil,                         // 27: neighborly.placement.v1.Pod.AnnotationsEntry
-	nil,                         // 28: neighborly.placement.v1.VerdictTable.NewReasonsEntry
+	(*Pod)(nil),               // 0: neighborly.placement.v1.Pod
+	(*OwnerReference)(nil),    // 1: neighborly.placement.v1.OwnerReference
+	(*Container)(nil),         // 2: neighborly.placement.v1.Container
+	(*FilterRequest)(nil),     // 3: neighborly.placement.v1.FilterRequest
+	(*FilterResponse)(nil),    // 4: neighborly.placement.v1.FilterResponse
+	(*NodeRefusal)(nil),       // 5: neighborly.placement.v1.NodeRefusal
+	(*ScoreRequest)(nil),      // 6: neighborly.placement.v1.ScoreRequest
+	(*ScoreResponse)(nil),     // 7: neighborly.placement.v1.ScoreResponse
+	(*NodeScore)(nil),         // 8: neighborly.placement.v1.NodeScore
+	(*ReserveRequest)(nil),    // 9: neighborly.placement.v1.ReserveRequest
+	(*ReserveResponse)(nil),   // 10: neighborly.placement.v1.ReserveResponse
+	(*UnreserveRequest)(nil),  // 11: neighborly.placement.v1.UnreserveRequest
+	(*UnreserveResponse)(nil), // 12: neighborly.placement.v1.UnreserveResponse
+	(*VerdictsRequest)(nil),   // 13: neighborly.placement.v1.VerdictsRequest
+	(*VerdictsRequests)(nil),  // 14: neighborly.placement.v1.VerdictsRequests
+	(*VerdictsSubscribe)(nil), // 15: neighborly.placement.v1.VerdictsSubscribe
+	(*VerdictsReserve)(nil),   // 16: neighborly.placement.v1.VerdictsReserve
+	(*VerdictsUnreserve)(nil), // 17: neighborly.placement.v1.VerdictsUnreserve
+	(*VerdictsUpdate)(nil),    // 18: neighborly.placement.v1.VerdictsUpdate
+	(*VerdictsBatch)(nil),     // 19: neighborly.placement.v1.VerdictsBatch
+	(*VerdictTable)(nil),      // 20: neighborly.placement.v1.VerdictTable
+	(*LeastHarm)(nil),         // 21: neighborly.placement.v1.LeastHarm
+	(*NodeVerdict)(nil),       // 22: neighborly.placement.v1.NodeVerdict
+	(*BookingAck)(nil),        // 23: neighborly.placement.v1.BookingAck
+	(*SubscribeRefused)(nil),  // 24: neighborly.placement.v1.SubscribeRefused
+	nil,                       // 25: neighborly.placement.v1.Pod.LabelsEntry
+	nil,                       // 26: neighborly.placement.v1.Pod.AnnotationsEntry
+	nil,                       // 27: neighborly.placement.v1.VerdictTable.NewReasonsEntry
 }
 var file_neighborly_placement_v1_placement_proto_depIdxs = []int32{
-	26, // 0: neighborly.placement.v1.Pod.labels:type_name -> neighborly.placement.v1.Pod.LabelsEntry
-	27, // 1: neighborly.placement.v1.Pod.annotations:type_name -> neighborly.placement.v1.Pod.AnnotationsEntry
+	25, // 0: neighborly.placement.v1.Pod.labels:type_name -> neighborly.placement.v1.Pod.LabelsEntry
+	26, // 1: neighborly.placement.v1.Pod.annotations:type_name -> neighborly.placement.v1.Pod.AnnotationsEntry
 	1,  // 2: neighborly.placement.v1.Pod.owner_references:type_name -> neighborly.placement.v1.OwnerReference
 	2,  // 3: neighborly.placement.v1.Pod.containers:type_name -> neighborly.placement.v1.Container
 	2,  // 4: neighborly.placement.v1.Pod.init_containers:type_name -> neighborly.placement.v1.Container
@@ -2086,37 +2017,36 @@ var file_neighborly_placement_v1_placement_proto_depIdxs = []int32{
 	0,  // 8: neighborly.placement.v1.ScoreRequest.pod:type_name -> neighborly.placement.v1.Pod
 	8,  // 9: neighborly.placement.v1.ScoreResponse.scores:type_name -> neighborly.placement.v1.NodeScore
 	0,  // 10: neighborly.placement.v1.ReserveRequest.pod:type_name -> neighborly.placement.v1.Pod
-	16, // 11: neighborly.placement.v1.VerdictsRequest.subscribe:type_name -> neighborly.placement.v1.VerdictsSubscribe
-	17, // 12: neighborly.placement.v1.VerdictsRequest.reserve:type_name -> neighborly.placement.v1.VerdictsReserve
-	18, // 13: neighborly.placement.v1.VerdictsRequest.unreserve:type_name -> neighborly.placement.v1.VerdictsUnreserve
-	15, // 14: neighborly.placement.v1.VerdictsRequest.batch:type_name -> neighborly.placement.v1.VerdictsRequests
-	14, // 15: neighborly.placement.v1.VerdictsRequest.unsubscribe:type_name -> neighborly.placement.v1.VerdictsUnsubscribe
-	13, // 16: neighborly.placement.v1.VerdictsRequests.requests:type_name -> neighborly.placement.v1.VerdictsRequest
-	0,  // 17: neighborly.placement.v1.VerdictsSubscribe.pod:type_name -> neighborly.placement.v1.Pod
-	0,  // 18: neighborly.placement.v1.VerdictsReserve.pod:type_name -> neighborly.placement.v1.Pod
-	21, // 19: neighborly.placement.v1.VerdictsUpdate.table:type_name -> neighborly.placement.v1.VerdictTable
-	24, // 20: neighborly.placement.v1.VerdictsUpdate.ack:type_name -> neighborly.placement.v1.BookingAck
-	25, // 21: neighborly.placement.v1.VerdictsUpdate.refused:type_name -> neighborly.placement.v1.SubscribeRefused
-	20, // 22: neighborly.placement.v1.VerdictsUpdate.batch:type_name -> neighborly.placement.v1.VerdictsBatch
-	19, // 23: neighborly.placement.v1.VerdictsBatch.updates:type_name -> neighborly.placement.v1.VerdictsUpdate
-	23, // 24: neighborly.placement.v1.VerdictTable.verdicts:type_name -> neighborly.placement.v1.NodeVerdict
-	28, // 25: neighborly.placement.v1.VerdictTable.new_reasons:type_name -> neighborly.placement.v1.VerdictTable.NewReasonsEntry
-	22, // 26: neighborly.placement.v1.VerdictTable.least_harm:type_name -> neighborly.placement.v1.LeastHarm
-	3,  // 27: neighborly.placement.v1.Placement.Filter:input_type -> neighborly.placement.v1.FilterRequest
-	6,  // 28: neighborly.placement.v1.Placement.Score:input_type -> neighborly.placement.v1.ScoreRequest
-	9,  // 29: neighborly.placement.v1.Placement.Reserve:input_type -> neighborly.placement.v1.ReserveRequest
-	11, // 30: neighborly.placement.v1.Placement.Unreserve:input_type -> neighborly.placement.v1.UnreserveRequest
-	13, // 31: neighborly.placement.v1.Placement.Verdicts:input_type -> neighborly.placement.v1.VerdictsRequest
-	4,  // 32: neighborly.placement.v1.Placement.Filter:output_type -> neighborly.placement.v1.FilterResponse
-	7,  // 33: neighborly.placement.v1.Placement.Score:output_type -> neighborly.placement.v1.ScoreResponse
-	10, // 34: neighborly.placement.v1.Placement.Reserve:output_type -> neighborly.placement.v1.ReserveResponse
-	12, // 35: neighborly.placement.v1.Placement.Unreserve:output_type -> neighborly.placement.v1.UnreserveResponse
-	19, // 36: neighborly.placement.v1.Placement.Verdicts:output_type -> neighborly.placement.v1.VerdictsUpdate
-	32, // [32:37] is the sub-list for method output_type
-	27, // [27:32] is the sub-list for method input_type
-	27, // [27:27] is the sub-list for extension type_name
-	27, // [27:27] is the sub-list for extension extendee
-	0,  // [0:27] is the sub-list for field type_name
+	15, // 11: neighborly.placement.v1.VerdictsRequest.subscribe:type_name -> neighborly.placement.v1.VerdictsSubscribe
+	16, // 12: neighborly.placement.v1.VerdictsRequest.reserve:type_name -> neighborly.placement.v1.VerdictsReserve
+	17, // 13: neighborly.placement.v1.VerdictsRequest.unreserve:type_name -> neighborly.placement.v1.VerdictsUnreserve
+	14, // 14: neighborly.placement.v1.VerdictsRequest.batch:type_name -> neighborly.placement.v1.VerdictsRequests
+	13, // 15: neighborly.placement.v1.VerdictsRequests.requests:type_name -> neighborly.placement.v1.VerdictsRequest
+	0,  // 16: neighborly.placement.v1.VerdictsSubscribe.pod:type_name -> neighborly.placement.v1.Pod
+	0,  // 17: neighborly.placement.v1.VerdictsReserve.pod:type_name -> neighborly.placement.v1.Pod
+	20, // 18: neighborly.placement.v1.VerdictsUpdate.table:type_name -> neighborly.placement.v1.VerdictTable
+	23, // 19: neighborly.placement.v1.VerdictsUpdate.ack:type_name -> neighborly.placement.v1.BookingAck
+	24, // 20: neighborly.placement.v1.VerdictsUpdate.refused:type_name -> neighborly.placement.v1.SubscribeRefused
+	19, // 21: neighborly.placement.v1.VerdictsUpdate.batch:type_name -> neighborly.placement.v1.VerdictsBatch
+	18, // 22: neighborly.placement.v1.VerdictsBatch.updates:type_name -> neighborly.placement.v1.VerdictsUpdate
+	22, // 23: neighborly.placement.v1.VerdictTable.verdicts:type_name -> neighborly.placement.v1.NodeVerdict
+	27, // 24: neighborly.placement.v1.VerdictTable.new_reasons:type_name -> neighborly.placement.v1.VerdictTable.NewReasonsEntry
+	21, // 25: neighborly.placement.v1.VerdictTable.least_harm:type_name -> neighborly.placement.v1.LeastHarm
+	3,  // 26: neighborly.placement.v1.Placement.Filter:input_type -> neighborly.placement.v1.FilterRequest
+	6,  // 27: neighborly.placement.v1.Placement.Score:input_type -> neighborly.placement.v1.ScoreRequest
+	9,  // 28: neighborly.placement.v1.Placement.Reserve:input_type -> neighborly.placement.v1.ReserveRequest
+	11, // 29: neighborly.placement.v1.Placement.Unreserve:input_type -> neighborly.placement.v1.UnreserveRequest
+	13, // 30: neighborly.placement.v1.Placement.Verdicts:input_type -> neighborly.placement.v1.VerdictsRequest
+	4,  // 31: neighborly.placement.v1.Placement.Filter:output_type -> neighborly.placement.v1.FilterResponse
+	7,  // 32: neighborly.placement.v1.Placement.Score:output_type -> neighborly.placement.v1.ScoreResponse
+	10, // 33: neighborly.placement.v1.Placement.Reserve:output_type -> neighborly.placement.v1.ReserveResponse
+	12, // 34: neighborly.placement.v1.Placement.Unreserve:output_type -> neighborly.placement.v1.UnreserveResponse
+	18, // 35: neighborly.placement.v1.Placement.Verdicts:output_type -> neighborly.placement.v1.VerdictsUpdate
+	31, // [31:36] is the sub-list for method output_type
+	26, // [26:31] is the sub-list for method input_type
+	26, // [26:26] is the sub-list for extension type_name
+	26, // [26:26] is the sub-list for extension extendee
+	0,  // [0:26] is the sub-list for field type_name
 }
 
 func init() { file_neighborly_placement_v1_placement_proto_init() }
@@ -2130,9 +2060,8 @@ func file_neighborly_placement_v1_placement_proto_init() {
 		(*VerdictsRequest_Reserve)(nil),
 		(*VerdictsRequest_Unreserve)(nil),
 		(*VerdictsRequest_Batch)(nil),
-		(*VerdictsRequest_Unsubscribe)(nil),
 	}
-	file_neighborly_placement_v1_placement_proto_msgTypes[19].OneofWrappers = []any{
+	file_neighborly_placement_v1_placement_proto_msgTypes[18].OneofWrappers = []any{
 		(*VerdictsUpdate_Table)(nil),
 		(*VerdictsUpdate_Ack)(nil),
 		(*VerdictsUpdate_DroppedShapeId)(nil),
@@ -2146,7 +2075,7 @@ func file_neighborly_placement_v1_placement_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_neighborly_placement_v1_placement_proto_rawDesc), len(file_neighborly_placement_v1_placement_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   29,
+			NumMessages:   28,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
