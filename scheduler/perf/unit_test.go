@@ -547,6 +547,8 @@ func TestRenderTablesShowsThePluginsCallsAndWaits(t *testing.T) {
 		testItem("SchedulingMixed_NeighborlyPlugin", "neighborly_plugin_ack_wait_seconds", 1.23, "extension_point", "PreFilter", "result", "acked"),
 		testItem("SchedulingMixed_NeighborlyPlugin", "neighborly_plugin_ack_wait_seconds", 2.5, "extension_point", "Filter", "result", "acked"),
 		testItem("SchedulingMixed_NeighborlyPlugin", "neighborly_plugin_ack_wait_seconds", 3.1, "extension_point", "Reserve", "result", "acked"),
+		// Score waits for no ack: not a column.
+		testItem("SchedulingMixed_NeighborlyPlugin", "neighborly_plugin_ack_wait_seconds", 9.9, "extension_point", "Score", "result", "acked"),
 	}
 	out := renderTables(runs, map[int][]dataItem{1: items})
 	wantLines(t, out, "| SchedulingMixed | 5000Nodes | framework plugin | 1 | - | 180.0 | 180.0 | 180.0 | 180.0 | 90 % | - | - / - | 4.9 / - / -, waits 1.2 / 2.5 / - / 3.1 |")

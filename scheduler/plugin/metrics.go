@@ -77,7 +77,7 @@ var (
 		Namespace:      "neighborly",
 		Subsystem:      "plugin",
 		Name:           "ack_wait_seconds",
-		Help:           "Time a scheduling cycle waited for the acks of bookings sent on the verdict stream before reading a verdict, by extension point (PreFilter, Filter, Score, PreScore, Reserve) and result (acked, timed_out: the cycle then failed open or was retried). Cycles that did not wait are not counted.",
+		Help:           "Time a scheduling cycle waited for the acks of bookings sent on the verdict stream before reading a verdict, by extension point (PreFilter; Filter, for a windowed cycle's node judged again; PreScore, before the Score call; Reserve, for a node passed ahead of its ack) and result (acked, timed_out: the cycle then failed open or was retried). Cycles that did not wait are not counted.",
 		Buckets:        []float64{0.0001, 0.00025, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.3},
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"extension_point", "result"})
